@@ -1,0 +1,5 @@
+// The shared injection config: types, validator and template syntax. Imports nothing outside this folder.
+export * from './injector-config';
+export * from './validate-injector-config';
+export * from './kubernetes-names';
+export * from './placeholders';

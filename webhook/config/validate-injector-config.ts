@@ -1,0 +1,446 @@
+// The one validator of InjectorConfig. The construct runs it at synth (so bad props fail `cdk8s synth`),
+// the webhook runs it on every config it loads (so a hand-edited ConfigMap cannot break admission).
+
+import {
+  DEFAULT_ANNOTATION_PREFIX,
+  Injection,
+  InjectorConfig,
+  ResolvedInjection,
+  ResolvedInjectorConfig,
+  TARGET_KINDS,
+  TargetKind,
+  annotationKeys,
+} from './injector-config';
+import {
+  dns1123LabelError,
+  dns1123SubdomainError,
+  envVarNameError,
+  labelValueError,
+  qualifiedNameError,
+} from './kubernetes-names';
+import { PLACEHOLDERS, isPlaceholderName, placeholdersIn } from './placeholders';
+
+/** One problem, at a path written the way the props are: `injections[1].containers[0].name`. */
+export interface ConfigIssue {
+  readonly path: string;
+  readonly message: string;
+}
+
+export class InjectorConfigError extends Error {
+  constructor(
+    readonly issues: readonly ConfigIssue[],
+    subject = 'injector config',
+  ) {
+    super(`invalid ${subject}:\n${issues.map((issue) => `  ${issue.path}: ${issue.message}`).join('\n')}`);
+    this.name = 'InjectorConfigError';
+  }
+}
+
+const INJECTION_FIELDS = new Set([
+  'name', 'trigger', 'targetKinds', 'containers', 'initContainers', 'volumes', 'volumeMounts', 'env',
+  'imagePullSecrets', 'labels', 'annotations', 'merges',
+]);
+const CONFIG_FIELDS = new Set(['annotationPrefix', 'enabled', 'injections']);
+const ADDING_FIELDS = [
+  'containers', 'initContainers', 'volumes', 'volumeMounts', 'env', 'imagePullSecrets', 'labels', 'annotations', 'merges',
+] as const;
+
+type Plain = Record<string, unknown>;
+
+function isPlainObject(value: unknown): value is Plain {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)}`;
+}
+
+class IssueCollector {
+  readonly issues: ConfigIssue[] = [];
+  add(path: string, message: string): void {
+    this.issues.push({ path, message });
+  }
+}
+
+/** Every problem with `input`, an InjectorConfig as JSON; [] when it is valid. */
+export function injectorConfigIssues(input: unknown): ConfigIssue[] {
+  const out = new IssueCollector();
+  if (!isPlainObject(input)) {
+    out.add('(config)', `must be an object, got ${describe(input)}`);
+    return out.issues;
+  }
+  for (const key of Object.keys(input)) {
+    if (!CONFIG_FIELDS.has(key)) out.add(key, `unknown field (known: ${[...CONFIG_FIELDS].join(', ')})`);
+  }
+  const prefix = input.annotationPrefix ?? DEFAULT_ANNOTATION_PREFIX;
+  if (typeof prefix !== 'string') {
+    out.add('annotationPrefix', `must be a string, got ${describe(prefix)}`);
+  } else {
+    const error = dns1123SubdomainError(prefix);
+    if (error) out.add('annotationPrefix', `"${prefix}" ${error}`);
+  }
+  if (input.enabled !== undefined && typeof input.enabled !== 'boolean') {
+    out.add('enabled', `must be true or false, got ${describe(input.enabled)}`);
+  }
+  if (!Array.isArray(input.injections)) {
+    out.add('injections', `must be a list of injections, got ${describe(input.injections)}`);
+    return out.issues;
+  }
+  const reserved = typeof prefix === 'string' ? annotationKeys(prefix) : undefined;
+  const injectionNames = new Map<string, number>();
+  // Container names share one namespace across containers and initContainers of a pod.
+  const containerOwners = new Map<string, string>();
+  const volumeOwners = new Map<string, string>();
+  input.injections.forEach((injection: unknown, index: number) => {
+    const path = `injections[${index}]`;
+    if (!isPlainObject(injection)) {
+      out.add(path, `must be an object, got ${describe(injection)}`);
+      return;
+    }
+    validateInjection(injection, path, out, reserved);
+    const name = injection.name;
+    if (typeof name === 'string') {
+      const first = injectionNames.get(name);
+      if (first !== undefined) out.add(`${path}.name`, `duplicate injection name "${name}" (also injections[${first}])`);
+      else injectionNames.set(name, index);
+    }
+    for (const field of ['containers', 'initContainers'] as const) {
+      forEachNamed(injection[field], (itemName, itemIndex) => {
+        const itemPath = `${path}.${field}[${itemIndex}].name`;
+        const owner = containerOwners.get(itemName);
+        if (owner !== undefined) out.add(itemPath, `container name "${itemName}" is already injected by ${owner}`);
+        else containerOwners.set(itemName, itemPath.replace(/\.name$/, ''));
+      });
+    }
+    forEachNamed(injection.volumes, (itemName, itemIndex) => {
+      const itemPath = `${path}.volumes[${itemIndex}]`;
+      const owner = volumeOwners.get(itemName);
+      if (owner !== undefined) out.add(`${itemPath}.name`, `volume name "${itemName}" is already injected by ${owner}`);
+      else volumeOwners.set(itemName, itemPath);
+    });
+  });
+  return out.issues;
+}
+
+function forEachNamed(list: unknown, visit: (name: string, index: number) => void): void {
+  if (!Array.isArray(list)) return;
+  list.forEach((item, index) => {
+    if (isPlainObject(item) && typeof item.name === 'string') visit(item.name, index);
+  });
+}
+
+function validateInjection(
+  injection: Plain,
+  path: string,
+  out: IssueCollector,
+  reserved: { inject: string; status: string } | undefined,
+): void {
+  for (const key of Object.keys(injection)) {
+    if (!INJECTION_FIELDS.has(key)) out.add(`${path}.${key}`, `unknown field (known: ${[...INJECTION_FIELDS].join(', ')})`);
+  }
+  if (typeof injection.name !== 'string') {
+    out.add(`${path}.name`, `must be a string, got ${describe(injection.name)}`);
+  } else {
+    const error = dns1123LabelError(injection.name);
+    if (error) out.add(`${path}.name`, `"${injection.name}" ${error}`);
+  }
+  const triggerType = validateTrigger(injection.trigger, `${path}.trigger`, out);
+
+  if (injection.targetKinds !== undefined) {
+    if (!Array.isArray(injection.targetKinds) || injection.targetKinds.length === 0) {
+      out.add(`${path}.targetKinds`, `must be a non-empty list of ${TARGET_KINDS.join(', ')}`);
+    } else {
+      const seen = new Set<unknown>();
+      injection.targetKinds.forEach((kind: unknown, index: number) => {
+        if (!TARGET_KINDS.includes(kind as TargetKind)) {
+          out.add(`${path}.targetKinds[${index}]`, `${describe(kind)} is not one of ${TARGET_KINDS.join(', ')}`);
+        } else if (seen.has(kind)) {
+          out.add(`${path}.targetKinds[${index}]`, `"${kind}" is listed twice`);
+        }
+        seen.add(kind);
+      });
+    }
+  }
+
+  validateContainers(injection.containers, `${path}.containers`, out, false);
+  validateContainers(injection.initContainers, `${path}.initContainers`, out, true);
+  validateNamedList(injection.volumes, `${path}.volumes`, out, 'volume', (volume, itemPath) => {
+    if (Object.keys(volume).length < 2) out.add(itemPath, 'a volume needs a source (configMap, secret, emptyDir, ...)');
+  });
+  validateNamedList(injection.volumeMounts, `${path}.volumeMounts`, out, 'volume mount', (mount, itemPath) => {
+    if (typeof mount.mountPath !== 'string' || !mount.mountPath.startsWith('/')) {
+      out.add(`${itemPath}.mountPath`, `must be an absolute path, got ${describe(mount.mountPath)}`);
+    }
+  }, { unique: 'mountPath', nameRule: 'label' });
+  validateNamedList(injection.env, `${path}.env`, out, 'environment variable', undefined, { nameRule: 'env' });
+  validateNamedList(injection.imagePullSecrets, `${path}.imagePullSecrets`, out, 'image pull secret', undefined, {
+    nameRule: 'subdomain',
+  });
+  validateStringMap(injection.labels, `${path}.labels`, out, true, reserved);
+  validateStringMap(injection.annotations, `${path}.annotations`, out, false, reserved);
+  validateMerges(injection.merges, `${path}.merges`, out);
+
+  if (ADDING_FIELDS.every((field) => isEmpty(injection[field]))) {
+    out.add(path, `adds nothing: set at least one of ${ADDING_FIELDS.join(', ')}`);
+  }
+  validatePlaceholders(injection, path, out, triggerType);
+}
+
+function isEmpty(value: unknown): boolean {
+  if (value === undefined) return true;
+  if (Array.isArray(value)) return value.length === 0;
+  if (isPlainObject(value)) return Object.keys(value).length === 0;
+  return false;
+}
+
+function validateTrigger(trigger: unknown, path: string, out: IssueCollector): string | undefined {
+  if (!isPlainObject(trigger)) {
+    out.add(path, `must be an object with a type (always, annotation, labelSelector, requested), got ${describe(trigger)}`);
+    return undefined;
+  }
+  const known: Record<string, string[]> = {
+    always: ['type'],
+    requested: ['type'],
+    annotation: ['type', 'key', 'valuePattern'],
+    labelSelector: ['type', 'matchLabels', 'matchExpressions'],
+  };
+  const type = trigger.type;
+  if (typeof type !== 'string' || !(type in known)) {
+    out.add(`${path}.type`, `${describe(type)} is not one of ${Object.keys(known).join(', ')}`);
+    return undefined;
+  }
+  for (const key of Object.keys(trigger)) {
+    if (!known[type].includes(key)) out.add(`${path}.${key}`, `not a field of a ${type} trigger`);
+  }
+  if (type === 'annotation') {
+    if (typeof trigger.key !== 'string') {
+      out.add(`${path}.key`, `must be an annotation key, got ${describe(trigger.key)}`);
+    } else {
+      const error = qualifiedNameError(trigger.key);
+      if (error) out.add(`${path}.key`, `"${trigger.key}" is not a valid annotation key: ${error}`);
+    }
+    if (trigger.valuePattern !== undefined) {
+      if (typeof trigger.valuePattern !== 'string') {
+        out.add(`${path}.valuePattern`, `must be a regular expression string, got ${describe(trigger.valuePattern)}`);
+      } else {
+        try {
+          new RegExp(trigger.valuePattern);
+        } catch (error) {
+          out.add(`${path}.valuePattern`, `is not a valid regular expression: ${(error as Error).message}`);
+        }
+      }
+    }
+  }
+  if (type === 'labelSelector') {
+    validateStringMap(trigger.matchLabels, `${path}.matchLabels`, out, true, undefined);
+    const expressions = trigger.matchExpressions;
+    if (expressions !== undefined && !Array.isArray(expressions)) {
+      out.add(`${path}.matchExpressions`, `must be a list, got ${describe(expressions)}`);
+    }
+    const list = Array.isArray(expressions) ? expressions : [];
+    list.forEach((expression: unknown, index: number) => {
+      validateRequirement(expression, `${path}.matchExpressions[${index}]`, out);
+    });
+    if (isEmpty(trigger.matchLabels) && list.length === 0) {
+      out.add(path, 'a labelSelector trigger needs matchLabels or matchExpressions (use type "always" to match everything)');
+    }
+  }
+  return type;
+}
+
+function validateRequirement(expression: unknown, path: string, out: IssueCollector): void {
+  if (!isPlainObject(expression)) {
+    out.add(path, `must be an object with key and operator, got ${describe(expression)}`);
+    return;
+  }
+  if (typeof expression.key !== 'string' || qualifiedNameError(expression.key)) {
+    const reason = typeof expression.key === 'string' ? qualifiedNameError(expression.key) : describe(expression.key);
+    out.add(`${path}.key`, `must be a valid label key: ${reason}`);
+  }
+  const operator = expression.operator;
+  const values = expression.values;
+  if (operator === 'In' || operator === 'NotIn') {
+    if (!Array.isArray(values) || values.length === 0) {
+      out.add(`${path}.values`, `must be a non-empty list for operator ${operator}`);
+    } else {
+      values.forEach((value: unknown, index: number) => {
+        const error = typeof value === 'string' ? labelValueError(value) : `must be a string, got ${describe(value)}`;
+        if (error) out.add(`${path}.values[${index}]`, error);
+      });
+    }
+  } else if (operator === 'Exists' || operator === 'DoesNotExist') {
+    if (values !== undefined && !(Array.isArray(values) && values.length === 0)) {
+      out.add(`${path}.values`, `must be empty for operator ${operator}`);
+    }
+  } else {
+    out.add(`${path}.operator`, `${describe(operator)} is not one of In, NotIn, Exists, DoesNotExist`);
+  }
+}
+
+function validateNamedList(
+  list: unknown,
+  path: string,
+  out: IssueCollector,
+  what: string,
+  extra?: (item: Plain, itemPath: string) => void,
+  options: { unique?: string; nameRule?: 'label' | 'env' | 'subdomain' } = {},
+): void {
+  if (list === undefined) return;
+  if (!Array.isArray(list)) {
+    out.add(path, `must be a list, got ${describe(list)}`);
+    return;
+  }
+  const uniqueKey = options.unique ?? 'name';
+  const seen = new Map<unknown, number>();
+  list.forEach((item: unknown, index: number) => {
+    const itemPath = `${path}[${index}]`;
+    if (!isPlainObject(item)) {
+      out.add(itemPath, `must be an object, got ${describe(item)}`);
+      return;
+    }
+    if (typeof item.name !== 'string') {
+      out.add(`${itemPath}.name`, `a ${what} needs a name, got ${describe(item.name)}`);
+    } else {
+      const rule = options.nameRule ?? 'label';
+      const error =
+        rule === 'env' ? envVarNameError(item.name) : rule === 'subdomain' ? dns1123SubdomainError(item.name) : dns1123LabelError(item.name);
+      if (error) out.add(`${itemPath}.name`, `"${item.name}" ${error}`);
+    }
+    const key = item[uniqueKey];
+    if (typeof key === 'string') {
+      const first = seen.get(key);
+      if (first !== undefined) out.add(`${itemPath}.${uniqueKey}`, `duplicate ${what} ${uniqueKey} "${key}" (also ${path}[${first}])`);
+      else seen.set(key, index);
+    }
+    extra?.(item, itemPath);
+  });
+}
+
+function validateContainers(list: unknown, path: string, out: IssueCollector, init: boolean): void {
+  validateNamedList(list, path, out, init ? 'init container' : 'container', (container, itemPath) => {
+    if (typeof container.image !== 'string' || container.image.trim() === '') {
+      out.add(`${itemPath}.image`, `must be a non-empty image reference, got ${describe(container.image)}`);
+    }
+    if (container.restartPolicy !== undefined) {
+      if (!init) out.add(`${itemPath}.restartPolicy`, 'only init containers take a restartPolicy (Always makes a native sidecar)');
+      else if (container.restartPolicy !== 'Always') {
+        out.add(`${itemPath}.restartPolicy`, `must be "Always" (a native sidecar) or left out, got ${describe(container.restartPolicy)}`);
+      }
+    }
+  });
+}
+
+function validateStringMap(
+  map: unknown,
+  path: string,
+  out: IssueCollector,
+  labels: boolean,
+  reserved: { inject: string; status: string } | undefined,
+): void {
+  if (map === undefined) return;
+  if (!isPlainObject(map)) {
+    out.add(path, `must be a map of strings, got ${describe(map)}`);
+    return;
+  }
+  for (const [key, value] of Object.entries(map)) {
+    const keyError = qualifiedNameError(key);
+    if (keyError) out.add(`${path}["${key}"]`, `is not a valid ${labels ? 'label' : 'annotation'} key: ${keyError}`);
+    if (reserved && (key === reserved.inject || key === reserved.status)) {
+      out.add(`${path}["${key}"]`, 'is reserved for the injector itself');
+    }
+    if (typeof value !== 'string') {
+      out.add(`${path}["${key}"]`, `must be a string, got ${describe(value)}`);
+    } else if (labels && !value.includes('{{')) {
+      const valueError = labelValueError(value);
+      if (valueError) out.add(`${path}["${key}"]`, `label value "${value}" ${valueError}`);
+    }
+  }
+}
+
+function validateMerges(list: unknown, path: string, out: IssueCollector): void {
+  if (list === undefined) return;
+  if (!Array.isArray(list)) {
+    out.add(path, `must be a list, got ${describe(list)}`);
+    return;
+  }
+  list.forEach((merge: unknown, index: number) => {
+    const itemPath = `${path}[${index}]`;
+    if (!isPlainObject(merge)) {
+      out.add(itemPath, `must be an object, got ${describe(merge)}`);
+      return;
+    }
+    for (const key of Object.keys(merge)) {
+      if (!['containerNames', 'fields', 'whenMissing'].includes(key)) out.add(`${itemPath}.${key}`, 'unknown field (known: containerNames, fields, whenMissing)');
+    }
+    const names = merge.containerNames;
+    if (!Array.isArray(names) || names.length === 0) {
+      out.add(`${itemPath}.containerNames`, 'must name at least one container to merge into');
+    } else {
+      names.forEach((name: unknown, nameIndex: number) => {
+        const error = typeof name === 'string' ? dns1123LabelError(name) : `must be a string, got ${describe(name)}`;
+        if (error) out.add(`${itemPath}.containerNames[${nameIndex}]`, error);
+      });
+    }
+    if (!isPlainObject(merge.fields) || Object.keys(merge.fields).length === 0) {
+      out.add(`${itemPath}.fields`, 'has nothing to merge: give at least one field, e.g. { readinessProbe: { initialDelaySeconds: 10 } }');
+    } else if ('name' in merge.fields) {
+      out.add(`${itemPath}.fields.name`, 'a merge cannot rename a container');
+    }
+    if (merge.whenMissing !== undefined && merge.whenMissing !== 'skip' && merge.whenMissing !== 'create') {
+      out.add(`${itemPath}.whenMissing`, `must be "skip" or "create", got ${describe(merge.whenMissing)}`);
+    }
+  });
+}
+
+function validatePlaceholders(injection: Plain, path: string, out: IssueCollector, triggerType: string | undefined): void {
+  const visit = (value: unknown, valuePath: string): void => {
+    if (typeof value === 'string') {
+      for (const name of placeholdersIn(value)) {
+        if (!isPlaceholderName(name)) {
+          out.add(valuePath, `placeholder {{${name}}} refers to nothing (known: ${Object.keys(PLACEHOLDERS).join(', ')})`);
+        } else if (name === 'annotation' && triggerType !== 'annotation') {
+          out.add(valuePath, 'placeholder {{annotation}} refers to nothing: only an annotation trigger has an annotation value');
+        }
+      }
+    } else if (Array.isArray(value)) {
+      value.forEach((item, index) => visit(item, `${valuePath}[${index}]`));
+    } else if (isPlainObject(value)) {
+      for (const [key, item] of Object.entries(value)) visit(item, `${valuePath}.${key}`);
+    }
+  };
+  for (const field of ADDING_FIELDS) visit(injection[field], `${path}.${field}`);
+}
+
+/**
+ * Validates `input` and returns it with every default filled in. Throws InjectorConfigError listing
+ * every problem. `resolve(resolve(x))` equals `resolve(x)`: what the construct writes, the webhook
+ * loads unchanged.
+ */
+export function resolveInjectorConfig(input: unknown, subject?: string): ResolvedInjectorConfig {
+  const issues = injectorConfigIssues(input);
+  if (issues.length > 0) throw new InjectorConfigError(issues, subject);
+  const config = input as InjectorConfig;
+  return {
+    annotationPrefix: config.annotationPrefix ?? DEFAULT_ANNOTATION_PREFIX,
+    enabled: config.enabled ?? true,
+    injections: config.injections.map(resolveInjection),
+  };
+}
+
+function resolveInjection(injection: Injection): ResolvedInjection {
+  // Spread keeps the user's raw JSON as written; only the defaulted fields are added.
+  return { ...injection, targetKinds: injection.targetKinds ?? ['Pod'] };
+}
+
+/** Parses and validates the config file's text, as the webhook does on every (re)load. */
+export function loadInjectorConfig(text: string): ResolvedInjectorConfig {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new InjectorConfigError([{ path: '(file)', message: `is not JSON: ${(error as Error).message}` }]);
+  }
+  return resolveInjectorConfig(json);
+}

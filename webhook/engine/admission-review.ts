@@ -1,0 +1,92 @@
+// The admission.k8s.io wire types the engine reads and writes, and the decoding that turns an
+// untrusted body into them with a message a cluster operator can act on.
+
+export const ADMISSION_API_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
+export type AdmissionApiVersion = (typeof ADMISSION_API_VERSIONS)[number];
+
+export interface GroupVersionKind {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+}
+
+export type KubernetesObject = Record<string, unknown>;
+
+export interface AdmissionRequest {
+  readonly uid: string;
+  readonly kind: GroupVersionKind;
+  readonly operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT' | string;
+  readonly namespace?: string;
+  readonly name?: string;
+  readonly object?: KubernetesObject | null;
+  readonly oldObject?: KubernetesObject | null;
+  readonly dryRun?: boolean;
+  readonly [field: string]: unknown;
+}
+
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  patchType?: 'JSONPatch';
+  /** base64 of the JSON patch. */
+  patch?: string;
+  warnings?: string[];
+  status?: { code: number; message: string };
+}
+
+export interface AdmissionReview {
+  apiVersion: AdmissionApiVersion;
+  kind: 'AdmissionReview';
+  request?: AdmissionRequest;
+  response?: AdmissionResponse;
+}
+
+/** A body that is not an AdmissionReview this webhook can answer: becomes HTTP 400 with this message. */
+export class BadAdmissionReview extends Error {
+  constructor(
+    message: string,
+    /** The request uid when it could be read, so the error can still echo it. */
+    readonly uid?: string,
+  ) {
+    super(message);
+    this.name = 'BadAdmissionReview';
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Checks the shape of a parsed body and returns it as an AdmissionReview with a request. */
+export function decodeAdmissionReview(body: unknown): AdmissionReview & { request: AdmissionRequest } {
+  if (!isObject(body)) throw new BadAdmissionReview('body must be a JSON object (an AdmissionReview)');
+  if (body.kind !== 'AdmissionReview') {
+    throw new BadAdmissionReview(`kind must be "AdmissionReview", got ${JSON.stringify(body.kind) ?? 'nothing'}`);
+  }
+  if (!ADMISSION_API_VERSIONS.includes(body.apiVersion as AdmissionApiVersion)) {
+    throw new BadAdmissionReview(
+      `apiVersion must be one of ${ADMISSION_API_VERSIONS.join(', ')}, got ${JSON.stringify(body.apiVersion) ?? 'nothing'}`,
+    );
+  }
+  const request = body.request;
+  if (!isObject(request)) throw new BadAdmissionReview('request is missing: an AdmissionReview sent to a webhook carries a request');
+  const uid = request.uid;
+  if (typeof uid !== 'string' || uid.length === 0) throw new BadAdmissionReview('request.uid is missing or not a string');
+  const kind = request.kind;
+  if (!isObject(kind) || typeof kind.kind !== 'string' || typeof kind.group !== 'string' || typeof kind.version !== 'string') {
+    throw new BadAdmissionReview('request.kind must be {group, version, kind}', uid);
+  }
+  if (typeof request.operation !== 'string') throw new BadAdmissionReview('request.operation is missing or not a string', uid);
+  if (request.namespace !== undefined && typeof request.namespace !== 'string') {
+    throw new BadAdmissionReview('request.namespace must be a string', uid);
+  }
+  if (request.object !== undefined && request.object !== null && !isObject(request.object)) {
+    throw new BadAdmissionReview('request.object must be an object', uid);
+  }
+  return body as unknown as AdmissionReview & { request: AdmissionRequest };
+}
+
+/** Wraps a response in the AdmissionReview envelope of the apiVersion the request came in. */
+export function admissionReviewResponse(apiVersion: AdmissionApiVersion, response: AdmissionResponse): AdmissionReview {
+  return { apiVersion, kind: 'AdmissionReview', response };
+}

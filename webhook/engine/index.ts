@@ -1,0 +1,4 @@
+// The pure mutation engine: no HTTP, files or clock.
+export * from './admission-review';
+export * from './mutate';
+export type { PatchOperation } from './pod-patch-builder';
