@@ -3,3 +3,4 @@ export * from './injector-config';
 export * from './validate-injector-config';
 export * from './kubernetes-names';
 export * from './placeholders';
+export * from './runtime-settings';

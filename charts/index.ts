@@ -1,0 +1,6 @@
+// The construct library's entry point. It loads cdk8s, constructs and node-forge, never express.
+export * from './sidecar-injector';
+export * from './sidecar-injector-chart';
+export * from './certificates/webhook-certificate';
+export { PACKAGE_VERSION } from './version';
+export * from '../webhook/config';
