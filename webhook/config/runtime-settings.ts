@@ -8,6 +8,7 @@ export const RUNTIME_ENV = {
   configDir: 'INJECTOR_CONFIG_DIR',
   logLevel: 'INJECTOR_LOG_LEVEL',
   shutdownTimeoutSeconds: 'INJECTOR_SHUTDOWN_TIMEOUT_SECONDS',
+  requestTimeoutSeconds: 'INJECTOR_REQUEST_TIMEOUT_SECONDS',
 } as const;
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
@@ -20,6 +21,8 @@ export const RUNTIME_DEFAULTS = {
   logLevel: 'info' as LogLevel,
   /** Below the pod's default terminationGracePeriodSeconds (30) so in-flight requests finish first. */
   shutdownTimeoutSeconds: 20,
+  /** A whole request, headers and body; a client stalling longer is cut off. The apiserver gives up at 30 s. */
+  requestTimeoutSeconds: 30,
 } as const;
 
 /** Files inside the mounted TLS Secret directory (a `kubernetes.io/tls` Secret's keys). */

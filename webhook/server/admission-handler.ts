@@ -1,0 +1,143 @@
+// The HTTP shell around the engine for POST /mutate: content type, body limit, decoding, encoding.
+// Every failure becomes a 4xx with a message an operator can act on; nothing here can crash the process.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ResolvedInjectorConfig } from '../config';
+import { BadAdmissionReview, admissionReviewResponse, decodeAdmissionReview, evaluate } from '../engine';
+import type { Logger } from './logger';
+import type { RequestOutcome, WebhookMetrics } from './metrics';
+
+/** Large enough for any object the apiserver stores (its etcd limit is ~1.5 MiB, requests up to 3 MiB). */
+export const MAX_BODY_BYTES = 7 * 1024 * 1024;
+
+export interface AdmissionHandlerContext {
+  readonly config: () => ResolvedInjectorConfig | undefined;
+  readonly metrics: WebhookMetrics;
+  readonly logger: Logger;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly outcome: RequestOutcome,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function isJsonContentType(header: string | undefined): boolean {
+  if (!header) return false;
+  const type = header.split(';', 1)[0].trim().toLowerCase();
+  return type === 'application/json';
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
+      reject(new HttpError(413, 'too_large', `body of ${declared} bytes exceeds the limit of ${MAX_BODY_BYTES} bytes`));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    req.on('data', (chunk: Buffer) => {
+      if (done) return;
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        done = true;
+        chunks.length = 0;
+        reject(new HttpError(413, 'too_large', `body exceeds the limit of ${MAX_BODY_BYTES} bytes`));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (!done) {
+        done = true;
+        resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+      }
+    });
+    req.on('error', (error) => {
+      if (!done) {
+        done = true;
+        reject(error);
+      }
+    });
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, closeConnection = false): void {
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  if (closeConnection) res.setHeader('Connection', 'close');
+  res.end(text);
+}
+
+export function createAdmissionHandler(context: AdmissionHandlerContext) {
+  const { metrics, logger } = context;
+  return async function handleAdmission(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = process.hrtime.bigint();
+    const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
+    let uid: string | undefined;
+    try {
+      if (!isJsonContentType(req.headers['content-type'])) {
+        throw new HttpError(415, 'unsupported_media_type', `Content-Type must be application/json, got ${JSON.stringify(req.headers['content-type'] ?? '')}`);
+      }
+      const body = await readBody(req);
+      if (body.length === 0) throw new HttpError(400, 'bad_request', 'body is empty: expected an AdmissionReview');
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(body.toString('utf8'));
+      } catch (error) {
+        throw new HttpError(400, 'bad_request', `body is not JSON: ${(error as Error).message}`);
+      }
+      let review;
+      try {
+        review = decodeAdmissionReview(parsed);
+      } catch (error) {
+        if (error instanceof BadAdmissionReview) throw new HttpError(400, 'bad_request', `not an AdmissionReview: ${error.message}`);
+        throw error;
+      }
+      const request = review.request;
+      uid = request.uid;
+      const config = context.config();
+      if (!config) throw new HttpError(503, 'error', 'no valid injector config loaded yet');
+      const result = evaluate(request, config);
+      for (const decision of result.decisions) metrics.countInjection(decision.injection, decision.reason);
+      sendJson(res, 200, admissionReviewResponse(review.apiVersion, result.response));
+      const outcome: RequestOutcome = result.patch.length > 0 ? 'patched' : 'unchanged';
+      const seconds = elapsed();
+      metrics.countRequest(outcome, seconds);
+      if (logger.enabled('info')) {
+        const meta = (request.object?.metadata ?? {}) as Record<string, unknown>;
+        logger.log('info', 'admission', {
+          uid,
+          kind: request.kind.kind,
+          namespace: request.namespace,
+          name: request.name || meta.name || meta.generateName,
+          operation: request.operation,
+          dryRun: request.dryRun === true,
+          injected: result.decisions.filter((d) => d.reason === 'injected').map((d) => d.injection),
+          warnings: result.response.warnings?.length ?? 0,
+          durationMs: Math.round(seconds * 1e6) / 1e3,
+        });
+      }
+      if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid, decisions: result.decisions, warnings: result.response.warnings });
+    } catch (error) {
+      const httpError =
+        error instanceof HttpError ? error : new HttpError(500, 'error', `internal error: ${(error as Error)?.message ?? String(error)}`);
+      // After a 413 the rest of the body is still on the wire: close rather than read it.
+      sendJson(res, httpError.status, { error: { code: httpError.status, message: httpError.message, uid } }, httpError.status === 413);
+      metrics.countRequest(httpError.outcome, elapsed());
+      logger.log(httpError.status >= 500 ? 'error' : 'warn', 'admission request rejected', {
+        uid,
+        status: httpError.status,
+        reason: httpError.message,
+      });
+    }
+  };
+}

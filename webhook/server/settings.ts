@@ -1,0 +1,23 @@
+import { LOG_LEVELS, LogLevel, RUNTIME_DEFAULTS, RUNTIME_ENV } from '../config';
+import type { WebhookServerSettings } from './webhook-server';
+
+/** Reads the runtime contract from the environment; throws naming the variable when a value is bad. */
+export function settingsFromEnvironment(env: NodeJS.ProcessEnv): WebhookServerSettings {
+  const number = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+    return value;
+  };
+  const logLevel = (env[RUNTIME_ENV.logLevel] || RUNTIME_DEFAULTS.logLevel) as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) throw new Error(`${RUNTIME_ENV.logLevel} must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  return {
+    listenPort: number(RUNTIME_ENV.listenPort, RUNTIME_DEFAULTS.listenPort, 0, 65535),
+    tlsDir: env[RUNTIME_ENV.tlsDir] || RUNTIME_DEFAULTS.tlsDir,
+    configDir: env[RUNTIME_ENV.configDir] || RUNTIME_DEFAULTS.configDir,
+    logLevel,
+    shutdownTimeoutSeconds: number(RUNTIME_ENV.shutdownTimeoutSeconds, RUNTIME_DEFAULTS.shutdownTimeoutSeconds, 0, 3600),
+    requestTimeoutSeconds: number(RUNTIME_ENV.requestTimeoutSeconds, RUNTIME_DEFAULTS.requestTimeoutSeconds, 1, 3600),
+  };
+}

@@ -1,0 +1,180 @@
+// The HTTPS server: Express routes around the admission handler, TLS >= 1.2, live reload of the
+// mounted config and certificate, and a graceful shutdown that finishes what is in flight.
+
+import * as https from 'node:https';
+import type { Socket } from 'node:net';
+import express from 'express';
+import { LogLevel, ResolvedInjectorConfig } from '../config';
+import { createAdmissionHandler } from './admission-handler';
+import { Logger, createLogger } from './logger';
+import { WebhookMetrics } from './metrics';
+import { readInjectorConfig, readTlsMaterial, watchDirectory } from './mounted-files';
+
+export interface WebhookServerSettings {
+  readonly listenPort: number;
+  /** @default all interfaces */
+  readonly listenHost?: string;
+  readonly tlsDir: string;
+  readonly configDir: string;
+  readonly logLevel: LogLevel;
+  readonly shutdownTimeoutSeconds: number;
+  readonly requestTimeoutSeconds: number;
+  /** Where log lines go. @default stdout */
+  readonly writeLog?: (line: string) => void;
+}
+
+export interface RunningWebhookServer {
+  readonly port: number;
+  readonly metrics: WebhookMetrics;
+  readonly logger: Logger;
+  /** Stops accepting, finishes in-flight requests, closes keep-alive connections. */
+  shutdown(): Promise<void>;
+  /** Re-reads the mounted config and certificate now (the watcher calls this on changes). */
+  reload(): void;
+}
+
+/** Above the apiserver's 90 s idle timeout, so it is always the apiserver that closes an idle connection. */
+const KEEP_ALIVE_TIMEOUT_MS = 120_000;
+
+export async function startWebhookServer(settings: WebhookServerSettings): Promise<RunningWebhookServer> {
+  const logger = createLogger(settings.logLevel, settings.writeLog);
+  const metrics = new WebhookMetrics();
+  let config: ResolvedInjectorConfig | undefined;
+  let configError: string | undefined;
+  let configText = '';
+  let tlsText = '';
+  let shuttingDown = false;
+
+  const loadConfig = (): void => {
+    try {
+      const next = readInjectorConfig(settings.configDir);
+      const text = JSON.stringify(next);
+      metrics.lastConfigReloadSuccessful = 1;
+      configError = undefined;
+      if (text === configText) return;
+      const first = config === undefined;
+      config = next;
+      configText = text;
+      metrics.countReload('config', 'success');
+      logger.log('info', first ? 'config loaded' : 'config reloaded', { injections: next.injections.map((i) => i.name), enabled: next.enabled });
+    } catch (error) {
+      const message = (error as Error).message;
+      if (message === configError) return; // the same bad file seen again by the poll
+      configError = message;
+      metrics.lastConfigReloadSuccessful = 0;
+      metrics.countReload('config', 'failure');
+      logger.log('error', config ? 'invalid config ignored; the last good config keeps serving' : 'invalid config; not ready', { error: message });
+    }
+  };
+
+  let tls = readTlsMaterial(settings.tlsDir);
+  tlsText = tls.cert + tls.key;
+  loadConfig();
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('query parser', false);
+  const handleAdmission = createAdmissionHandler({ config: () => config, metrics, logger });
+  app.post('/mutate', (req, res) => {
+    void handleAdmission(req, res);
+  });
+  app.get('/healthz', (_req, res) => {
+    res.type('text/plain').send('ok\n');
+  });
+  app.get('/readyz', (_req, res) => {
+    const ready = config !== undefined && !shuttingDown;
+    // A bad config update does not make the pods unready (that would take every replica out of the
+    // Service at once); it shows here as "stale" with the error, in the metrics and in the logs.
+    res.status(ready ? 200 : 503).json({
+      ready,
+      shuttingDown,
+      config: config === undefined ? 'missing' : configError ? 'stale' : 'current',
+      configError,
+    });
+  });
+  app.get('/metrics', (_req, res) => {
+    res.type('text/plain; version=0.0.4').send(metrics.render());
+  });
+  app.use((req, res) => {
+    res.status(404).json({ error: { code: 404, message: `no route for ${req.method} ${req.path}` } });
+  });
+
+  const server = https.createServer(
+    {
+      cert: tls.cert,
+      key: tls.key,
+      minVersion: 'TLSv1.2',
+      requestTimeout: settings.requestTimeoutSeconds * 1000,
+      headersTimeout: Math.min(10_000, settings.requestTimeoutSeconds * 1000),
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      // How often stalled requests are found and cut off (Node's default is 30 s).
+      connectionsCheckingInterval: 1_000,
+    },
+    app,
+  );
+  server.on('tlsClientError', (error) => logger.log('debug', 'TLS handshake failed', { error: error.message }));
+  server.on('clientError', (error: Error, socket: Socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    else socket.destroy();
+    logger.log('debug', 'malformed HTTP request', { error: error.message });
+  });
+
+  const reloadTls = (): void => {
+    try {
+      const next = readTlsMaterial(settings.tlsDir);
+      if (next.cert + next.key === tlsText) return;
+      server.setSecureContext({ cert: next.cert, key: next.key, minVersion: 'TLSv1.2' });
+      tls = next;
+      tlsText = next.cert + next.key;
+      metrics.countReload('certificate', 'success');
+      logger.log('info', 'certificate reloaded');
+    } catch (error) {
+      // Half-written files during a swap, or a bad certificate: keep serving the current one.
+      metrics.countReload('certificate', 'failure');
+      logger.log('error', 'certificate reload failed; the current certificate keeps serving', { error: (error as Error).message });
+    }
+  };
+  const reload = () => {
+    loadConfig();
+    reloadTls();
+  };
+  const stopWatching = [watchDirectory(settings.configDir, loadConfig), watchDirectory(settings.tlsDir, reloadTls)];
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(settings.listenPort, settings.listenHost, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : settings.listenPort;
+  logger.log('info', 'listening', { port, ready: config !== undefined });
+
+  let shutdownPromise: Promise<void> | undefined;
+  const shutdown = (): Promise<void> => {
+    shutdownPromise ??= new Promise<void>((resolve) => {
+      shuttingDown = true;
+      logger.log('info', 'shutting down: finishing in-flight requests');
+      for (const stop of stopWatching) stop();
+      const deadline = setTimeout(() => {
+        logger.log('warn', 'shutdown timeout reached; closing remaining connections');
+        server.closeAllConnections();
+      }, settings.shutdownTimeoutSeconds * 1000);
+      deadline.unref();
+      // Keep-alive sockets become idle as their in-flight response completes; close them as they do.
+      const closeIdle = setInterval(() => server.closeIdleConnections(), 50);
+      server.close(() => {
+        clearTimeout(deadline);
+        clearInterval(closeIdle);
+        logger.log('info', 'shut down');
+        resolve();
+      });
+      server.closeIdleConnections();
+    });
+    return shutdownPromise;
+  };
+
+  return { port, metrics, logger, shutdown, reload };
+}
