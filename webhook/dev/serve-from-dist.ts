@@ -7,14 +7,13 @@ import { Yaml } from 'cdk8s';
 import { materializeDeployment } from './deployed-mounts';
 
 const distDir = process.env.CDK8S_OUTDIR ?? 'dist';
-const runRoot = path.resolve('.webhook-run');
+const runRoot = path.resolve(process.env.WEBHOOK_RUN_DIR ?? '.webhook-run');
 const files = fs.existsSync(distDir) ? fs.readdirSync(distDir).filter((f) => f.endsWith('.k8s.yaml')) : [];
 if (files.length === 0) {
   console.error(`no synthesized manifests in ${distDir}/: run "npm run synth" first`);
   process.exit(2);
 }
 const manifests = files.flatMap((file) => Yaml.load(path.join(distDir, file)));
-fs.rmSync(runRoot, { recursive: true, force: true });
 const deployed = materializeDeployment(manifests, runRoot);
 fs.writeFileSync(path.join(runRoot, 'ca.crt'), deployed.caBundle);
 

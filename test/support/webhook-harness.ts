@@ -1,0 +1,203 @@
+// Starts the webhook the ways tests need it (in-process, or the bundled file as its own process) with
+// mounted directories laid out as the kubelet lays them out, and talks to it over real TLS.
+
+import { ChildProcess, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { CONFIG_FILE_NAME, InjectorConfig, RUNTIME_ENV, TLS_FILES, WebhookCertificate } from '../../charts';
+import { writeAtomicDirectory } from '../../webhook/dev/deployed-mounts';
+import { RunningWebhookServer, startWebhookServer } from '../../webhook/server/webhook-server';
+
+export const REPO_ROOT = path.resolve(__dirname, '../..');
+export const BUNDLE = path.join(REPO_ROOT, 'build/webhook/server.js');
+export const TEST_SERVER_NAME = 'sidecar-injector.sidecar-injector.svc';
+
+export interface MountedDirs {
+  readonly root: string;
+  readonly tlsDir: string;
+  readonly configDir: string;
+  writeConfig(config: InjectorConfig | string): void;
+  writeCertificate(certificate: WebhookCertificate): void;
+  cleanup(): void;
+}
+
+export function makeMountedDirs(config: InjectorConfig | string, certificate: WebhookCertificate): MountedDirs {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'injector-mounts-'));
+  const tlsDir = path.join(root, 'tls');
+  const configDir = path.join(root, 'config');
+  const dirs: MountedDirs = {
+    root,
+    tlsDir,
+    configDir,
+    writeConfig(next) {
+      writeAtomicDirectory(configDir, { [CONFIG_FILE_NAME]: typeof next === 'string' ? next : JSON.stringify(next) });
+    },
+    writeCertificate(material) {
+      writeAtomicDirectory(tlsDir, {
+        [TLS_FILES.certificate]: material.certificate,
+        [TLS_FILES.privateKey]: material.privateKey,
+        [TLS_FILES.caCertificate]: material.caCertificate,
+      });
+    },
+    cleanup() {
+      fs.rmSync(root, { recursive: true, force: true });
+    },
+  };
+  dirs.writeConfig(config);
+  dirs.writeCertificate(certificate);
+  return dirs;
+}
+
+export interface InProcessWebhook {
+  readonly server: RunningWebhookServer;
+  readonly dirs: MountedDirs;
+  readonly logs: string[];
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+export async function startInProcess(
+  config: InjectorConfig | string,
+  certificate: WebhookCertificate,
+  overrides: { requestTimeoutSeconds?: number; shutdownTimeoutSeconds?: number; logLevel?: 'debug' | 'info' } = {},
+): Promise<InProcessWebhook> {
+  const dirs = makeMountedDirs(config, certificate);
+  const logs: string[] = [];
+  const server = await startWebhookServer({
+    listenPort: 0,
+    listenHost: '127.0.0.1',
+    tlsDir: dirs.tlsDir,
+    configDir: dirs.configDir,
+    logLevel: overrides.logLevel ?? 'info',
+    shutdownTimeoutSeconds: overrides.shutdownTimeoutSeconds ?? 5,
+    requestTimeoutSeconds: overrides.requestTimeoutSeconds ?? 30,
+    writeLog: (line) => logs.push(line),
+  });
+  return {
+    server,
+    dirs,
+    logs,
+    port: server.port,
+    async stop() {
+      await server.shutdown();
+      dirs.cleanup();
+    },
+  };
+}
+
+export interface BundledWebhook {
+  readonly child: ChildProcess;
+  readonly port: number;
+  readonly logs: string[];
+  /** Resolves with the exit code once the process has exited. */
+  readonly exited: Promise<number | null>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts build/webhook/server.js (what the image runs) with `env`; resolves once it listens. */
+export async function startBundled(env: Record<string, string>, timeoutMs = 10_000): Promise<BundledWebhook> {
+  if (!fs.existsSync(BUNDLE)) throw new Error(`${BUNDLE} is missing: run "npm run bundle" first`);
+  const child = spawn(process.execPath, [BUNDLE], {
+    env: { PATH: process.env.PATH ?? '', [RUNTIME_ENV.listenPort]: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`webhook did not start within ${timeoutMs} ms; logs:\n${logs.join('')}`)), timeoutMs);
+    let buffered = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      let newline: number;
+      while ((newline = buffered.indexOf('\n')) !== -1) {
+        const line = buffered.slice(0, newline + 1);
+        buffered = buffered.slice(newline + 1);
+        logs.push(line);
+        try {
+          const entry = JSON.parse(line);
+          if (entry.msg === 'listening') {
+            clearTimeout(timer);
+            resolve(entry.port);
+          }
+        } catch {
+          // not JSON: kept in logs
+        }
+      }
+    });
+    child.stderr!.on('data', (chunk: Buffer) => logs.push(chunk.toString('utf8')));
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`webhook exited with ${code} before listening; logs:\n${logs.join('')}`));
+    });
+  });
+  return {
+    child,
+    port,
+    logs,
+    exited,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export interface HttpsResult {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly text: string;
+  json<T = any>(): T;
+}
+
+export interface RequestOptions {
+  readonly ca: string;
+  readonly servername?: string;
+  readonly method?: string;
+  readonly headers?: Record<string, string>;
+  readonly agent?: https.Agent;
+}
+
+/** One HTTPS request to 127.0.0.1:port, trusting only `ca`, presenting `servername` for SNI and checks. */
+export function httpsRequest(port: number, requestPath: string, body: string | Buffer | undefined, options: RequestOptions): Promise<HttpsResult> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: requestPath,
+        method: options.method ?? (body === undefined ? 'GET' : 'POST'),
+        ca: options.ca,
+        servername: options.servername ?? TEST_SERVER_NAME,
+        agent: options.agent ?? false,
+        headers: {
+          ...(body === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) }),
+          ...options.headers,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** POSTs an AdmissionReview (object or raw text) to /mutate. */
+export function postAdmission(port: number, review: unknown, options: RequestOptions): Promise<HttpsResult> {
+  const body = typeof review === 'string' || Buffer.isBuffer(review) ? review : JSON.stringify(review);
+  return httpsRequest(port, '/mutate', body, options);
+}
+
+/** A keep-alive agent like the apiserver's, trusting only `ca`. */
+export function keepAliveAgent(ca: string, servername = TEST_SERVER_NAME, maxSockets = 10): https.Agent {
+  return new https.Agent({ keepAlive: true, maxSockets, ca, servername });
+}
