@@ -71,6 +71,9 @@ export interface SidecarInjectorProps {
   readonly logLevel?: LogLevel;
   /** Optional priority class for the webhook pods. @default none */
   readonly priorityClassName?: string;
+  /** Also make the Namespace, labelled to enforce the Pod Security "restricted" profile. Turn off when
+   * the namespace is managed elsewhere (or by Argo CD's CreateNamespace). @default true */
+  readonly createNamespace?: boolean;
   /** Extra labels on every object this construct makes. @default none */
   readonly labels?: Record<string, string>;
 
@@ -184,6 +187,18 @@ export class SidecarInjector extends Construct {
     const labels = { ...props.labels, ...this.selectorLabels, 'app.kubernetes.io/version': PACKAGE_VERSION };
     const metadata = (name: string) => ({ name, namespace: this.namespace, labels });
 
+    if (props.createNamespace ?? true) {
+      new k8s.KubeNamespace(this, 'Namespace', {
+        metadata: {
+          name: this.namespace,
+          labels: {
+            ...labels,
+            'pod-security.kubernetes.io/enforce': 'restricted',
+            'pod-security.kubernetes.io/enforce-version': 'latest',
+          },
+        },
+      });
+    }
     new k8s.KubeConfigMap(this, 'ConfigMap', {
       metadata: metadata(this.configMapName),
       data: Lazy.any({ produce: () => ({ [CONFIG_FILE_NAME]: this.configJson() }) }),

@@ -92,10 +92,12 @@ export function generateWebhookCertificate(options: WebhookCertificateOptions): 
   ]);
   cert.sign(caKeys.privateKey, forge.md.sha256.create());
 
+  // node-forge writes CRLF line ends; plain LF PEM is what every other tool writes and expects.
+  const lf = (pem: string) => pem.replace(/\r\n/g, '\n');
   return {
-    caCertificate: forge.pki.certificateToPem(ca),
-    certificate: forge.pki.certificateToPem(cert),
-    privateKey: forge.pki.privateKeyToPem(keys.privateKey),
+    caCertificate: lf(forge.pki.certificateToPem(ca)),
+    certificate: lf(forge.pki.certificateToPem(cert)),
+    privateKey: lf(forge.pki.privateKeyToPem(keys.privateKey)),
   };
 }
 
