@@ -21,7 +21,11 @@ export function loadOrCreateCertificate(dir: string, serviceName: string, namesp
   const fresh = generateWebhookCertificate({ serviceName, namespace, now });
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   for (const [field, file] of Object.entries(FILES)) {
-    fs.writeFileSync(path.join(dir, file), fresh[field as keyof WebhookCertificate], { mode: 0o600 });
+    // A new file renamed into place: an existing file's looser mode is never inherited.
+    const target = path.join(dir, file);
+    fs.rmSync(`${target}.tmp`, { force: true });
+    fs.writeFileSync(`${target}.tmp`, fresh[field as keyof WebhookCertificate], { mode: 0o600 });
+    fs.renameSync(`${target}.tmp`, target);
   }
   return fresh;
 }

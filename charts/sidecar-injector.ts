@@ -18,6 +18,7 @@ import {
   dns1123LabelError,
   dns1123SubdomainError,
   injectorConfigIssues,
+  labelSelectorRequirementIssues,
   labelValueError,
   qualifiedNameError,
   resolveInjectorConfig,
@@ -421,7 +422,10 @@ function validateSettings(props: SidecarInjectorProps, resolved: SidecarInjector
   // The Deployment's name ends up in pod names and the Secret/ConfigMap get a suffix: stay a label.
   check('name', resolved.name.length > 56 ? 'must be no more than 56 characters (its -config suffix must fit)' : dns1123LabelError(resolved.name), resolved.name);
   check('serviceName', dns1123LabelError(resolved.serviceName), resolved.serviceName);
-  check('webhookConfigurationName', dns1123SubdomainError(resolved.webhookConfigurationName), resolved.webhookConfigurationName);
+  // The derived default is valid whenever name and namespace are; only a given name is checked.
+  if (props.webhookConfigurationName !== undefined) {
+    check('webhookConfigurationName', dns1123SubdomainError(props.webhookConfigurationName), props.webhookConfigurationName);
+  }
   check('annotationPrefix', dns1123SubdomainError(resolved.annotationPrefix), resolved.annotationPrefix);
   if (!resolved.image.trim()) issues.push({ path: 'image', message: 'must be a non-empty image reference' });
   if (!Number.isInteger(resolved.replicas) || resolved.replicas < 1) {
@@ -444,6 +448,11 @@ function validateSettings(props: SidecarInjectorProps, resolved: SidecarInjector
       check(`${prop}["${key}"]`, qualifiedNameError(key), key);
       check(`${prop}["${key}"]`, labelValueError(value), value);
     }
+  }
+  for (const prop of ['namespaceSelector', 'objectSelector'] as const) {
+    (props[prop]?.matchExpressions ?? []).forEach((expression, index) => {
+      issues.push(...labelSelectorRequirementIssues(expression, `${prop}.matchExpressions[${index}]`));
+    });
   }
   if (issues.length > 0) throw new SidecarInjectorPropsError(issues);
 }

@@ -132,6 +132,7 @@ export function webhookCertificateProblems(material: WebhookCertificate, dnsName
   if (cert.checkHost(dnsName) === undefined) problems.push(`certificate does not name ${dnsName} in its subjectAltName`);
   for (const [label, x509] of [['certificate', cert], ['caCertificate', ca]] as const) {
     if (new Date(x509.validTo).getTime() <= now.getTime()) problems.push(`${label} expired on ${x509.validTo}`);
+    if (new Date(x509.validFrom).getTime() > now.getTime()) problems.push(`${label} is not valid before ${x509.validFrom}`);
   }
   return problems;
 }

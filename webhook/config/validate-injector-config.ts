@@ -250,6 +250,13 @@ function validateTrigger(trigger: unknown, path: string, out: IssueCollector): s
   return type;
 }
 
+/** Problems with one label selector requirement ({key, operator, values}), at `path`. */
+export function labelSelectorRequirementIssues(expression: unknown, path: string): ConfigIssue[] {
+  const out = new IssueCollector();
+  validateRequirement(expression, path, out);
+  return out.issues;
+}
+
 function validateRequirement(expression: unknown, path: string, out: IssueCollector): void {
   if (!isPlainObject(expression)) {
     out.add(path, `must be an object with key and operator, got ${describe(expression)}`);

@@ -93,13 +93,18 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       try {
         parsed = JSON.parse(body.toString('utf8'));
       } catch (error) {
-        throw new HttpError(400, 'bad_request', `body is not JSON: ${(error as Error).message}`);
+        // V8's message quotes part of the body, which may be a secret: say only where it broke.
+        const position = /position (\d+)/.exec((error as Error).message)?.[1];
+        throw new HttpError(400, 'bad_request', `body is not JSON${position ? ` (syntax error at byte ${position})` : ' (unexpected end or invalid syntax)'}`);
       }
       let review;
       try {
         review = decodeAdmissionReview(parsed);
       } catch (error) {
-        if (error instanceof BadAdmissionReview) throw new HttpError(400, 'bad_request', `not an AdmissionReview: ${error.message}`);
+        if (error instanceof BadAdmissionReview) {
+          uid = error.uid;
+          throw new HttpError(400, 'bad_request', `not an AdmissionReview: ${error.message}`);
+        }
         throw error;
       }
       const request = review.request;
