@@ -3,6 +3,7 @@
 
 import * as https from 'node:https';
 import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import express from 'express';
 import { LogLevel, ResolvedInjectorConfig } from '../config';
 import { createAdmissionHandler } from './admission-handler';
@@ -115,6 +116,11 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   );
   server.on('tlsClientError', (error) => logger.log('debug', 'TLS handshake failed', { error: error.message }));
   server.on('clientError', (error: Error, socket: Socket) => {
+    // A failed TLS handshake is reported by tlsClientError already; there is no HTTP to answer.
+    if (socket instanceof TLSSocket && String((error as NodeJS.ErrnoException).code).startsWith('ERR_SSL_')) {
+      socket.destroy();
+      return;
+    }
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     else socket.destroy();
     logger.log('debug', 'malformed HTTP request', { error: error.message });
