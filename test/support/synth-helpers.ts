@@ -10,6 +10,7 @@ import { SidecarInjector, SidecarInjectorProps } from '../../charts/sidecar-inje
 import { SidecarInjectorChart } from '../../charts/sidecar-injector-chart';
 import { WebhookCertificate } from '../../charts/certificates/webhook-certificate';
 import { synthDefaultApp } from '../../app/default-app';
+import { LabelSelector, matchesLabelSelector } from '../../webhook/engine/label-selector';
 import { testCertificate, testCertificateFor } from './test-certificate';
 
 /** A synthesized Kubernetes object, as parsed from the YAML. */
@@ -123,31 +124,7 @@ export interface Selector {
 
 /** Whether `labels` match `selector`, as the apiserver evaluates a webhook's namespace/object selector. */
 export function selectorMatches(selector: Selector | undefined, labels: Readonly<Record<string, string>>): boolean {
-  if (!selector) return true;
-  for (const [key, value] of Object.entries(selector.matchLabels ?? {})) {
-    if (labels[key] !== value) return false;
-  }
-  for (const requirement of selector.matchExpressions ?? []) {
-    const has = Object.prototype.hasOwnProperty.call(labels, requirement.key);
-    const values = requirement.values ?? [];
-    switch (requirement.operator) {
-      case 'In':
-        if (!has || !values.includes(labels[requirement.key])) return false;
-        break;
-      case 'NotIn':
-        if (has && values.includes(labels[requirement.key])) return false;
-        break;
-      case 'Exists':
-        if (!has) return false;
-        break;
-      case 'DoesNotExist':
-        if (has) return false;
-        break;
-      default:
-        throw new Error(`unknown label selector operator ${JSON.stringify(requirement.operator)}`);
-    }
-  }
-  return true;
+  return !selector || matchesLabelSelector(selector as LabelSelector, labels);
 }
 
 /** The labels the apiserver puts on a namespace, plus `extra`. */

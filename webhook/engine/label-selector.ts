@@ -1,7 +1,12 @@
-import type { LabelSelectorTrigger } from '../config';
+import type { LabelSelectorRequirement } from '../config';
+
+export interface LabelSelector {
+  readonly matchLabels?: Readonly<Record<string, string>>;
+  readonly matchExpressions?: readonly LabelSelectorRequirement[];
+}
 
 /** Kubernetes label selector semantics: every matchLabels pair and every expression must hold. */
-export function matchesLabelSelector(selector: LabelSelectorTrigger, labels: Readonly<Record<string, string>>): boolean {
+export function matchesLabelSelector(selector: LabelSelector, labels: Readonly<Record<string, string>>): boolean {
   for (const [key, value] of Object.entries(selector.matchLabels ?? {})) {
     if (labels[key] !== value) return false;
   }

@@ -1,7 +1,7 @@
 // Builds the JSONPatch for one pod (or pod template) straight from the operations performed, never by
 // diffing whole objects: the cost follows what is injected, not the size of the pod.
 
-import type { ContainerMerge, JsonObject } from '../config';
+import type { ContainerMerge, Injection, JsonObject } from '../config';
 import { pointer } from './json-pointer';
 import type { Json, PodTemplate } from './pod-template';
 
@@ -12,18 +12,7 @@ export interface PatchOperation {
 }
 
 /** One injection, its templates rendered, as the builder applies it. */
-export interface RenderedInjection {
-  readonly name: string;
-  readonly containers?: readonly Json[];
-  readonly initContainers?: readonly Json[];
-  readonly volumes?: readonly Json[];
-  readonly volumeMounts?: readonly Json[];
-  readonly env?: readonly Json[];
-  readonly imagePullSecrets?: readonly Json[];
-  readonly labels?: Readonly<Record<string, string>>;
-  readonly annotations?: Readonly<Record<string, string>>;
-  readonly merges?: readonly ContainerMerge[];
-}
+export type RenderedInjection = Omit<Injection, 'trigger' | 'targetKinds'>;
 
 function isObject(value: unknown): value is Json {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
