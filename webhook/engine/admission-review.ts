@@ -53,6 +53,14 @@ export class BadAdmissionReview extends Error {
   }
 }
 
+/** Names an untrusted value in an error message without serializing it (it may be huge or deeply nested). */
+function describe(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (typeof value === 'string') return JSON.stringify(value.length > 64 ? value.slice(0, 64) + '...' : value);
+  if (value === null || typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return Array.isArray(value) ? 'an array' : 'an object';
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
@@ -61,11 +69,11 @@ function isObject(value: unknown): value is Record<string, unknown> {
 export function decodeAdmissionReview(body: unknown): AdmissionReview & { request: AdmissionRequest } {
   if (!isObject(body)) throw new BadAdmissionReview('body must be a JSON object (an AdmissionReview)');
   if (body.kind !== 'AdmissionReview') {
-    throw new BadAdmissionReview(`kind must be "AdmissionReview", got ${JSON.stringify(body.kind) ?? 'nothing'}`);
+    throw new BadAdmissionReview(`kind must be "AdmissionReview", got ${describe(body.kind)}`);
   }
   if (!ADMISSION_API_VERSIONS.includes(body.apiVersion as AdmissionApiVersion)) {
     throw new BadAdmissionReview(
-      `apiVersion must be one of ${ADMISSION_API_VERSIONS.join(', ')}, got ${JSON.stringify(body.apiVersion) ?? 'nothing'}`,
+      `apiVersion must be one of ${ADMISSION_API_VERSIONS.join(', ')}, got ${describe(body.apiVersion)}`,
     );
   }
   const request = body.request;

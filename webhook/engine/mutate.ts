@@ -14,7 +14,7 @@ import {
 } from '../config';
 import type { AdmissionRequest, AdmissionResponse } from './admission-review';
 import { matchesLabelSelector } from './label-selector';
-import { PatchOperation, PodPatchBuilder, RenderedInjection } from './pod-patch-builder';
+import { PatchOperation, PodPatchBuilder, RenderedInjection, ownStringMap } from './pod-patch-builder';
 import { Json, findPodTemplate, targetKindOf } from './pod-template';
 
 /** Why an injection did or did not change an object: logged at debug level and counted by label. */
@@ -64,69 +64,99 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   if (typeof pod === 'string') return decideAll('out-of-scope', [`not injected: ${pod}`]);
 
   const keys = annotationKeys(config.annotationPrefix);
-  const podAnnotations = stringMap(pod.metadata?.annotations);
+  const objectAnnotations = kind === 'Pod' ? undefined : ownStringMap(pod.objectMetadata?.annotations);
+  const objectLabels = kind === 'Pod' ? undefined : ownStringMap(pod.objectMetadata?.labels);
+  const podAnnotations = ownStringMap(pod.metadata?.annotations);
   // A workload's own metadata and its pod template's both count; the template's wins on a clash.
-  const annotations = kind === 'Pod' ? podAnnotations : { ...stringMap(pod.objectMetadata?.annotations), ...podAnnotations };
-  const labels = kind === 'Pod' ? stringMap(pod.metadata?.labels) : { ...stringMap(pod.objectMetadata?.labels), ...stringMap(pod.metadata?.labels) };
+  const annotations = objectAnnotations ? merged(objectAnnotations, podAnnotations) : podAnnotations;
 
   const warnings: string[] = [];
   const injectValue = annotations[keys.inject]?.trim();
   const optedOut = injectValue?.toLowerCase() === 'false';
   const requested = requestedNames(injectValue);
   if (!optedOut) {
-    for (const name of requested) {
-      if (!config.injections.some((injection) => injection.name === name)) {
-        warnings.push(`${keys.inject} names "${name}", which is not a configured injection`);
-      }
+    const unknown = [...requested].filter((name) => !config.injections.some((injection) => injection.name === name));
+    if (unknown.length > 0) {
+      const shown = unknown.slice(0, 5).map((name) => `"${name.slice(0, 63)}"`).join(', ');
+      const more = unknown.length > 5 ? ` and ${unknown.length - 5} more` : '';
+      warnings.push(`${keys.inject} names ${shown}${more}, which ${unknown.length === 1 ? 'is not a configured injection' : 'are not configured injections'}`);
     }
   }
   const alreadyInjected = parseStatus(podAnnotations[keys.status]);
   const objectMetadata = pod.objectMetadata ?? {};
   const placeholderValues: PlaceholderValues = {
-    name: (objectMetadata.name as string | undefined) || (objectMetadata.generateName as string | undefined),
-    namespace: request.namespace || (objectMetadata.namespace as string | undefined),
+    name: stringOrUndefined(objectMetadata.name) || stringOrUndefined(objectMetadata.generateName),
+    namespace: request.namespace || stringOrUndefined(objectMetadata.namespace),
   };
 
-  const builder = new PodPatchBuilder(pod, warnings);
-  const decisions: InjectionDecision[] = [];
-  const injectedNow: string[] = [];
+  const reasons = new Map<string, DecisionReason>();
+  const pending: ResolvedInjection[] = [];
+  const injectedContainerNames = new Set<string>();
   for (const injection of config.injections) {
-    const decide = (reason: DecisionReason) => decisions.push({ injection: injection.name, reason });
-    if (!injection.targetKinds.includes(kind)) {
-      decide('out-of-scope');
-      continue;
-    }
-    if (optedOut) {
-      decide('opted-out');
-      continue;
-    }
-    if (alreadyInjected.has(injection.name)) {
-      decide('already-injected');
-      continue;
-    }
-    const trigger = triggerMet(injection, annotations, labels, requested);
-    if (!trigger.met) {
-      decide('trigger-not-met');
-      continue;
-    }
-    let rendered: RenderedInjection;
-    try {
-      rendered = renderInjection(injection, { ...placeholderValues, annotation: trigger.annotationValue });
-    } catch (error) {
-      if (!(error instanceof PlaceholderRenderError)) throw error;
-      warnings.push(`injection "${injection.name}" skipped: ${error.message}`);
-      decide('render-failed');
-      continue;
-    }
-    if (builder.apply(rendered)) {
-      injectedNow.push(injection.name);
-      decide('injected');
-    } else {
-      decide('no-change');
+    if (!injection.targetKinds.includes(kind)) reasons.set(injection.name, 'out-of-scope');
+    else if (optedOut) reasons.set(injection.name, 'opted-out');
+    else if (alreadyInjected.has(injection.name)) {
+      reasons.set(injection.name, 'already-injected');
+      for (const container of [...(injection.containers ?? []), ...(injection.initContainers ?? [])]) injectedContainerNames.add(container.name);
+    } else pending.push(injection);
+  }
+
+  const builder = new PodPatchBuilder(pod, warnings, injectedContainerNames);
+  const injectedNow: string[] = [];
+  // Until nothing more fires: an injection may add the label or annotation another one triggers on,
+  // and a second call must find nothing left to do.
+  for (let progressed = pending.length > 0; progressed; ) {
+    progressed = false;
+    const current = {
+      annotations: objectAnnotations ? merged(objectAnnotations, builder.annotations) : builder.annotations,
+      labels: objectLabels ? merged(objectLabels, builder.labels) : builder.labels,
+    };
+    for (const injection of [...pending]) {
+      const trigger = triggerMet(injection, current.annotations, current.labels, requested);
+      if (!trigger.met) continue;
+      pending.splice(pending.indexOf(injection), 1);
+      progressed = true;
+      let rendered: RenderedInjection;
+      try {
+        rendered = renderInjection(injection, { ...placeholderValues, annotation: trigger.annotationValue });
+      } catch (error) {
+        if (!(error instanceof PlaceholderRenderError)) throw error;
+        warnings.push(`injection "${injection.name}" skipped: ${error.message}`);
+        reasons.set(injection.name, 'render-failed');
+        continue;
+      }
+      if (builder.apply(rendered)) {
+        injectedNow.push(injection.name);
+        reasons.set(injection.name, 'injected');
+      } else {
+        reasons.set(injection.name, 'no-change');
+      }
+      break; // re-read labels and annotations before the next trigger
     }
   }
+  for (const injection of pending) reasons.set(injection.name, 'trigger-not-met');
   if (injectedNow.length > 0) builder.setStatus(keys.status, formatStatus([...alreadyInjected, ...injectedNow]));
+  const decisions = config.injections.map((injection) => ({ injection: injection.name, reason: reasons.get(injection.name)! }));
   return { response: allowed(request.uid, builder.operations, warnings), decisions, patch: builder.operations };
+}
+
+/** `a` overlaid with `b`, without a prototype (a label called "constructor" is just a label). */
+function merged(a: Record<string, string>, b: Record<string, string>): Record<string, string> {
+  return Object.assign(Object.create(null), a, b);
+}
+
+function stringOrUndefined(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The apiserver keeps only a few KiB of warnings: a bounded number, each of bounded length. */
+const MAX_WARNINGS = 20;
+const MAX_WARNING_LENGTH = 256;
+
+function boundedWarnings(warnings: string[]): string[] {
+  const out = warnings.slice(0, MAX_WARNINGS).map((warning) => (warning.length > MAX_WARNING_LENGTH ? warning.slice(0, MAX_WARNING_LENGTH - 3) + '...' : warning));
+  if (warnings.length > MAX_WARNINGS) out.push(`and ${warnings.length - MAX_WARNINGS} more warnings`);
+  return out;
 }
 
 function allowed(uid: string, operations: readonly PatchOperation[], warnings: string[]): AdmissionResponse {
@@ -135,13 +165,8 @@ function allowed(uid: string, operations: readonly PatchOperation[], warnings: s
     response.patchType = 'JSONPatch';
     response.patch = Buffer.from(JSON.stringify(operations)).toString('base64');
   }
-  if (warnings.length > 0) response.warnings = warnings;
+  if (warnings.length > 0) response.warnings = boundedWarnings(warnings);
   return response;
-}
-
-function stringMap(value: unknown): Record<string, string> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return {};
-  return value as Record<string, string>;
 }
 
 function requestedNames(value: string | undefined): Set<string> {

@@ -1,5 +1,8 @@
 // Builds the JSONPatch for one pod (or pod template) straight from the operations performed, never by
 // diffing whole objects: the cost follows what is injected, not the size of the pod.
+//
+// Each injection sees what the injections before it did (labels, annotations, merged fields), so one
+// call reaches the same result a second call would: reinvocation never finds anything left to do.
 
 import type { ContainerMerge, Injection, JsonObject } from '../config';
 import { pointer } from './json-pointer';
@@ -18,6 +21,8 @@ function isObject(value: unknown): value is Json {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
+const hasOwn = (object: object, key: string) => Object.prototype.hasOwnProperty.call(object, key);
+
 function jsonEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (Array.isArray(a)) {
@@ -25,7 +30,7 @@ function jsonEqual(a: unknown, b: unknown): boolean {
   }
   if (isObject(a) && isObject(b)) {
     const keys = Object.keys(a);
-    return keys.length === Object.keys(b).length && keys.every((key) => key in b && jsonEqual(a[key], b[key]));
+    return keys.length === Object.keys(b).length && keys.every((key) => hasOwn(b, key) && jsonEqual(a[key], b[key]));
   }
   return false;
 }
@@ -38,10 +43,23 @@ function namesOf(list: unknown, field = 'name'): Set<string> {
   return names;
 }
 
+/** A string map read from an object: own string values only, no prototype to trip over. */
+export function ownStringMap(value: unknown): Record<string, string> {
+  const map: Record<string, string> = Object.create(null);
+  if (!isObject(value)) return map;
+  for (const key of Object.keys(value)) {
+    if (typeof value[key] === 'string') map[key] = value[key] as string;
+  }
+  return map;
+}
+
 type ContainerList = 'containers' | 'initContainers';
 
 export class PodPatchBuilder {
   readonly operations: PatchOperation[] = [];
+  /** The pod's labels and annotations as they stand after the operations so far. */
+  readonly labels: Record<string, string>;
+  readonly annotations: Record<string, string>;
   private readonly specPointer: string;
   private readonly metadataPointer: string;
   /** Arrays and maps this patch has already created, so later additions append instead of replacing. */
@@ -51,20 +69,24 @@ export class PodPatchBuilder {
   private pullSecretNames: Set<string> | undefined;
   private readonly envNames = new Map<string, Set<string>>();
   private readonly mountPaths = new Map<string, Set<string>>();
-  /** Metadata values set by this patch, by map and key. */
-  private readonly metadataSet = new Map<string, string>();
+  /** Fields set by merges so far, per container pointer (a sparse overlay on the original container). */
+  private readonly mergeOverlays = new Map<string, Json>();
   /** Container fields set by merges in this patch, and which injection set them. */
-  private readonly mergedBy = new Map<string, { injection: string; value: unknown }>();
+  private readonly mergedBy = new Map<string, string>();
 
   constructor(
     private readonly pod: PodTemplate,
     private readonly warnings: string[],
+    /** Names of containers that earlier calls injected: they belong to the injector, not the user. */
+    private readonly injectedContainerNames: ReadonlySet<string>,
   ) {
     this.specPointer = pod.pointer + '/spec';
     this.metadataPointer = pod.pointer + '/metadata';
     this.containerNames = namesOf(pod.spec.containers);
     for (const name of namesOf(pod.spec.initContainers)) this.containerNames.add(name);
     this.volumeNames = namesOf(pod.spec.volumes);
+    this.labels = ownStringMap(pod.metadata?.labels);
+    this.annotations = ownStringMap(pod.metadata?.annotations);
   }
 
   /** Applies one injection; returns whether it changed anything. */
@@ -74,7 +96,7 @@ export class PodPatchBuilder {
 
     for (const list of ['containers', 'initContainers'] as const) {
       for (const container of injection[list] ?? []) {
-        const name = container.name as string;
+        const name = container.name;
         if (this.containerNames.has(name)) {
           warn(`container "${name}" already exists in the pod; kept the pod's own`);
           continue;
@@ -84,40 +106,39 @@ export class PodPatchBuilder {
       }
     }
     for (const volume of injection.volumes ?? []) {
-      const name = volume.name as string;
-      if (this.volumeNames.has(name)) {
-        warn(`volume "${name}" already exists in the pod; kept the pod's own`);
+      if (this.volumeNames.has(volume.name)) {
+        warn(`volume "${volume.name}" already exists in the pod; kept the pod's own`);
         continue;
       }
-      this.volumeNames.add(name);
+      this.volumeNames.add(volume.name);
       this.append(pointer(this.specPointer, 'volumes'), this.pod.spec.volumes, volume);
     }
     for (const secret of injection.imagePullSecrets ?? []) {
       this.pullSecretNames ??= namesOf(this.pod.spec.imagePullSecrets);
-      if (this.pullSecretNames.has(secret.name as string)) continue; // the same reference: nothing to add
-      this.pullSecretNames.add(secret.name as string);
+      if (this.pullSecretNames.has(secret.name)) continue; // the same reference: nothing to add
+      this.pullSecretNames.add(secret.name);
       this.append(pointer(this.specPointer, 'imagePullSecrets'), this.pod.spec.imagePullSecrets, secret);
     }
     if (injection.env?.length || injection.volumeMounts?.length) {
       this.pod.spec.containers.forEach((container, index) => {
-        if (!isObject(container)) return;
+        if (!this.isUsersContainer(container)) return;
         const containerPointer = pointer(this.specPointer, 'containers', index);
         for (const variable of injection.env ?? []) {
           const names = this.cached(this.envNames, containerPointer, () => namesOf(container.env));
-          if (names.has(variable.name as string)) {
+          if (names.has(variable.name)) {
             warn(`env "${variable.name}" already set in container "${container.name}"; kept the container's own`);
             continue;
           }
-          names.add(variable.name as string);
+          names.add(variable.name);
           this.append(containerPointer + '/env', container.env, variable);
         }
         for (const mount of injection.volumeMounts ?? []) {
           const paths = this.cached(this.mountPaths, containerPointer, () => namesOf(container.volumeMounts, 'mountPath'));
-          if (paths.has(mount.mountPath as string)) {
+          if (paths.has(mount.mountPath)) {
             warn(`mountPath "${mount.mountPath}" already used in container "${container.name}"; kept the container's own`);
             continue;
           }
-          paths.add(mount.mountPath as string);
+          paths.add(mount.mountPath);
           this.append(containerPointer + '/volumeMounts', container.volumeMounts, mount);
         }
       });
@@ -132,6 +153,11 @@ export class PodPatchBuilder {
   /** Records in the status annotation which injections the pod carries. */
   setStatus(key: string, value: string): void {
     this.setMetadata('annotations', key, value, undefined);
+  }
+
+  /** Whether a container is the user's own (not one an injection added): env, mounts and merges go there. */
+  private isUsersContainer(container: unknown): container is Json {
+    return isObject(container) && !(typeof container.name === 'string' && this.injectedContainerNames.has(container.name));
   }
 
   private cached<T>(map: Map<string, T>, key: string, make: () => T): T {
@@ -150,28 +176,21 @@ export class PodPatchBuilder {
     }
   }
 
-  private setMetadata(
-    map: 'labels' | 'annotations',
-    key: string,
-    value: string,
-    warn: ((message: string) => void) | undefined,
-  ): void {
-    const metadata = this.pod.metadata;
-    const existingMap = isObject(metadata?.[map]) ? (metadata[map] as Json) : undefined;
-    const setKey = `${map}\u0000${key}`;
-    const current = this.metadataSet.has(setKey) ? this.metadataSet.get(setKey) : existingMap?.[key];
-    if (current === value) return;
-    if (current !== undefined && warn) {
-      warn(`${map === 'labels' ? 'label' : 'annotation'} "${key}" is already set; kept "${String(current)}"`);
+  private setMetadata(map: 'labels' | 'annotations', key: string, value: string, warn: ((message: string) => void) | undefined): void {
+    const current = this[map];
+    if (current[key] === value) return;
+    if (key in current && warn) {
+      warn(`${map === 'labels' ? 'label' : 'annotation'} "${key}" is already set; kept "${current[key]}"`);
       return;
     }
-    this.metadataSet.set(setKey, value);
+    current[key] = value;
+    const metadata = this.pod.metadata;
     const mapPointer = pointer(this.metadataPointer, map);
     if (!metadata && !this.created.has(this.metadataPointer)) {
       this.operations.push({ op: 'add', path: this.metadataPointer, value: { [map]: { [key]: value } } });
       this.created.add(this.metadataPointer);
       this.created.add(mapPointer);
-    } else if (!existingMap && !this.created.has(mapPointer)) {
+    } else if (!isObject(metadata?.[map]) && !this.created.has(mapPointer)) {
       this.operations.push({ op: 'add', path: mapPointer, value: { [key]: value } });
       this.created.add(mapPointer);
     } else {
@@ -185,52 +204,74 @@ export class PodPatchBuilder {
       const containers = this.pod.spec[list];
       if (!Array.isArray(containers)) continue;
       containers.forEach((container, index) => {
-        if (!isObject(container) || !targets.has(container.name as string)) return;
-        const planned: PatchOperation[] = [];
+        if (!this.isUsersContainer(container) || !targets.has(container.name as string)) return;
         const containerPointer = pointer(this.specPointer, list, index);
-        const outcome = planMerge(containerPointer, container, merge.fields, merge.whenMissing ?? 'skip', planned);
+        const overlay = this.cached(this.mergeOverlays, containerPointer, () => ({}));
+        const plan: MergePlan = { operations: [], commits: [] };
+        const outcome = planMerge(containerPointer, container, overlay, merge.fields, merge.whenMissing ?? 'skip', plan);
         if (outcome !== 'ok') {
           // A merge applies whole or not at all: half a probe is worse than none.
           if (outcome !== 'missing') warn(`cannot merge into container "${container.name}": ${outcome}`);
           return;
         }
-        for (const operation of planned) {
-          const earlier = this.mergedBy.get(operation.path);
-          if (earlier && !jsonEqual(earlier.value, operation.value)) {
-            warn(`${operation.path} was already set by injection "${earlier.injection}"; kept that value`);
-            continue;
-          }
-          this.mergedBy.set(operation.path, { injection, value: operation.value });
-          if (!earlier) this.operations.push(operation);
+        const conflict = plan.operations.find((operation) => this.mergedBy.has(operation.path));
+        if (conflict) {
+          warn(`${conflict.path} was already set by injection "${this.mergedBy.get(conflict.path)}"; kept that value`);
+          return;
+        }
+        for (const commit of plan.commits) commit();
+        for (const operation of plan.operations) {
+          this.mergedBy.set(operation.path, injection);
+          this.operations.push(operation);
         }
       });
     }
   }
 }
 
-/** Plans the operations that set `fields` inside `target`: 'ok', 'missing' (skip), or a conflict message. */
+interface MergePlan {
+  readonly operations: PatchOperation[];
+  /** Overlay updates, run only when the whole merge applies. */
+  readonly commits: (() => void)[];
+}
+
+/**
+ * Plans the operations that set `fields` inside a container, reading the container as `original`
+ * with `overlay` (what earlier merges set) on top. 'ok', 'missing' (skip), or a conflict message.
+ */
 function planMerge(
   base: string,
-  target: Json,
+  original: Json | undefined,
+  overlay: Json,
   fields: JsonObject,
   whenMissing: 'skip' | 'create',
-  out: PatchOperation[],
+  plan: MergePlan,
 ): 'ok' | 'missing' | string {
   for (const [key, value] of Object.entries(fields)) {
     const path = pointer(base, key);
-    const current = target[key];
-    if (isObject(value) && !(value === null)) {
+    const fromOverlay = hasOwn(overlay, key) ? overlay[key] : undefined;
+    const fromOriginal = original && hasOwn(original, key) ? original[key] : undefined;
+    const current = fromOverlay !== undefined ? fromOverlay : fromOriginal;
+    if (isObject(value)) {
       if (current === undefined || current === null) {
         if (whenMissing === 'skip') return 'missing';
-        out.push({ op: 'add', path, value });
+        plan.operations.push({ op: 'add', path, value });
+        plan.commits.push(() => (overlay[key] = structuredClone(value)));
       } else if (isObject(current)) {
-        const outcome = planMerge(path, current, value as JsonObject, whenMissing, out);
+        let childOverlay = isObject(fromOverlay) ? fromOverlay : undefined;
+        if (!childOverlay) {
+          const created: Json = {};
+          childOverlay = created;
+          plan.commits.unshift(() => (overlay[key] = created));
+        }
+        const outcome = planMerge(path, isObject(fromOriginal) ? fromOriginal : undefined, childOverlay, value as JsonObject, whenMissing, plan);
         if (outcome !== 'ok') return outcome;
       } else {
         return `${key} is ${Array.isArray(current) ? 'a list' : typeof current}, not an object`;
       }
     } else if (!jsonEqual(current, value)) {
-      out.push({ op: 'add', path, value });
+      plan.operations.push({ op: 'add', path, value });
+      plan.commits.push(() => (overlay[key] = value));
     }
   }
   return 'ok';
