@@ -123,6 +123,8 @@ const RESOURCE_OF_KIND: Record<TargetKind, { group: string; resource: string }> 
 };
 
 const UID = 65532;
+/** Seconds a terminating webhook pod keeps serving while its endpoint removal reaches every apiserver. */
+const SHUTDOWN_DELAY_SECONDS = 5;
 const TLS_MOUNT = RUNTIME_DEFAULTS.tlsDir;
 const CONFIG_MOUNT = RUNTIME_DEFAULTS.configDir;
 
@@ -347,6 +349,8 @@ export class SidecarInjector extends Construct {
           },
           spec: {
             automountServiceAccountToken: false,
+            // Drain delay + in-flight timeout, with room to spare before the kubelet's SIGKILL.
+            terminationGracePeriodSeconds: SHUTDOWN_DELAY_SECONDS + RUNTIME_DEFAULTS.shutdownTimeoutSeconds + 5,
             enableServiceLinks: false,
             priorityClassName: props.priorityClassName,
             securityContext: {
@@ -376,6 +380,7 @@ export class SidecarInjector extends Construct {
                   { name: RUNTIME_ENV.configDir, value: CONFIG_MOUNT },
                   { name: RUNTIME_ENV.logLevel, value: this.logLevel },
                   { name: RUNTIME_ENV.shutdownTimeoutSeconds, value: String(RUNTIME_DEFAULTS.shutdownTimeoutSeconds) },
+                  { name: RUNTIME_ENV.shutdownDelaySeconds, value: String(SHUTDOWN_DELAY_SECONDS) },
                 ],
                 resources: { requests: quantities(resources.requests), limits: quantities(resources.limits) },
                 readinessProbe: probe('/readyz', 5),

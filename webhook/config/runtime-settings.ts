@@ -9,6 +9,7 @@ export const RUNTIME_ENV = {
   logLevel: 'INJECTOR_LOG_LEVEL',
   shutdownTimeoutSeconds: 'INJECTOR_SHUTDOWN_TIMEOUT_SECONDS',
   requestTimeoutSeconds: 'INJECTOR_REQUEST_TIMEOUT_SECONDS',
+  shutdownDelaySeconds: 'INJECTOR_SHUTDOWN_DELAY_SECONDS',
 } as const;
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
@@ -23,6 +24,8 @@ export const RUNTIME_DEFAULTS = {
   shutdownTimeoutSeconds: 20,
   /** A whole request, headers and body; a client stalling longer is cut off. The apiserver gives up at 30 s. */
   requestTimeoutSeconds: 30,
+  /** Unready but serving after SIGTERM; the synthesized Deployment sets 5 so endpoint removal propagates. */
+  shutdownDelaySeconds: 0,
 } as const;
 
 /** Files inside the mounted TLS Secret directory (a `kubernetes.io/tls` Secret's keys). */

@@ -77,17 +77,31 @@ function sendJson(res: ServerResponse, status: number, body: unknown, closeConne
   res.end(text);
 }
 
+/** A log field from untrusted input: strings only, bounded. */
+function field(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value === '') return undefined;
+  return value.length > 253 ? value.slice(0, 250) + '...' : value;
+}
+
 export function createAdmissionHandler(context: AdmissionHandlerContext) {
   const { metrics, logger } = context;
   return async function handleAdmission(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = process.hrtime.bigint();
     const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
     let uid: string | undefined;
+    let answered: { outcome: RequestOutcome; log: () => void };
     try {
       if (!isJsonContentType(req.headers['content-type'])) {
-        throw new HttpError(415, 'unsupported_media_type', `Content-Type must be application/json, got ${JSON.stringify(req.headers['content-type'] ?? '')}`);
+        throw new HttpError(415, 'unsupported_media_type', `Content-Type must be application/json, got ${JSON.stringify(field(req.headers['content-type']) ?? '')}`);
       }
-      const body = await readBody(req);
+      let body: Buffer;
+      try {
+        body = await readBody(req);
+      } catch (error) {
+        if (error instanceof HttpError) throw error;
+        // The client went away mid-body: nobody to answer, and not our fault.
+        throw new HttpError(400, 'aborted', `request body not received: ${(error as Error).message}`);
+      }
       if (body.length === 0) throw new HttpError(400, 'bad_request', 'body is empty: expected an AdmissionReview');
       let parsed: unknown;
       try {
@@ -102,47 +116,57 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
         review = decodeAdmissionReview(parsed);
       } catch (error) {
         if (error instanceof BadAdmissionReview) {
-          uid = error.uid;
+          uid = field(error.uid);
           throw new HttpError(400, 'bad_request', `not an AdmissionReview: ${error.message}`);
         }
         throw error;
       }
       const request = review.request;
-      uid = request.uid;
+      uid = field(request.uid);
       const config = context.config();
       if (!config) throw new HttpError(503, 'error', 'no valid injector config loaded yet');
       const result = evaluate(request, config);
-      for (const decision of result.decisions) metrics.countInjection(decision.injection, decision.reason);
       sendJson(res, 200, admissionReviewResponse(review.apiVersion, result.response));
-      const outcome: RequestOutcome = result.patch.length > 0 ? 'patched' : 'unchanged';
-      const seconds = elapsed();
-      metrics.countRequest(outcome, seconds);
-      if (logger.enabled('info')) {
-        const meta = (request.object?.metadata ?? {}) as Record<string, unknown>;
-        logger.log('info', 'admission', {
-          uid,
-          kind: request.kind.kind,
-          namespace: request.namespace,
-          name: request.name || meta.name || meta.generateName,
-          operation: request.operation,
-          dryRun: request.dryRun === true,
-          injected: result.decisions.filter((d) => d.reason === 'injected').map((d) => d.injection),
-          warnings: result.response.warnings?.length ?? 0,
-          durationMs: Math.round(seconds * 1e6) / 1e3,
-        });
-      }
-      if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid, decisions: result.decisions, warnings: result.response.warnings });
+      for (const decision of result.decisions) metrics.countInjection(decision.injection, decision.reason);
+      answered = {
+        outcome: result.patch.length > 0 ? 'patched' : 'unchanged',
+        log: () => {
+          if (logger.enabled('info')) {
+            const meta = (request.object?.metadata ?? {}) as Record<string, unknown>;
+            logger.log('info', 'admission', {
+              uid,
+              kind: field(request.kind.kind),
+              namespace: field(request.namespace),
+              name: field(request.name) ?? field(meta.name) ?? field(meta.generateName),
+              operation: field(request.operation),
+              dryRun: request.dryRun === true,
+              injected: result.decisions.filter((d) => d.reason === 'injected').map((d) => d.injection),
+              warnings: result.response.warnings?.length ?? 0,
+              durationMs: Math.round(elapsed() * 1e6) / 1e3,
+            });
+          }
+          if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid, decisions: result.decisions, warnings: result.response.warnings });
+        },
+      };
     } catch (error) {
       const httpError =
         error instanceof HttpError ? error : new HttpError(500, 'error', `internal error: ${(error as Error)?.message ?? String(error)}`);
-      // After a 413 the rest of the body is still on the wire: close rather than read it.
-      sendJson(res, httpError.status, { error: { code: httpError.status, message: httpError.message, uid } }, httpError.status === 413);
-      metrics.countRequest(httpError.outcome, elapsed());
-      logger.log(httpError.status >= 500 ? 'error' : 'warn', 'admission request rejected', {
-        uid,
-        status: httpError.status,
-        reason: httpError.message,
-      });
+      if (!res.headersSent && !res.destroyed) {
+        // After a 413 the rest of the body is still on the wire: close rather than read it.
+        sendJson(res, httpError.status, { error: { code: httpError.status, message: httpError.message, uid } }, httpError.status === 413);
+      }
+      answered = {
+        outcome: httpError.outcome,
+        log: () =>
+          logger.log(httpError.status >= 500 ? 'error' : 'warn', 'admission request rejected', { uid, status: httpError.status, reason: httpError.message }),
+      };
+    }
+    metrics.countRequest(answered.outcome, elapsed());
+    try {
+      answered.log();
+    } catch (error) {
+      // Logging must never turn an answered request into a failure.
+      logger.log('error', 'could not log an admission', { error: (error as Error)?.message });
     }
   };
 }

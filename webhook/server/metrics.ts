@@ -5,7 +5,7 @@ import type { DecisionReason } from '../engine';
 /** Upper bounds in seconds; sub-millisecond buckets because an admission should take well under 1 ms. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
-export type RequestOutcome = 'patched' | 'unchanged' | 'bad_request' | 'unsupported_media_type' | 'too_large' | 'error';
+export type RequestOutcome = 'patched' | 'unchanged' | 'bad_request' | 'aborted' | 'unsupported_media_type' | 'too_large' | 'error';
 
 function escapeLabel(value: string): string {
   return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');

@@ -19,5 +19,6 @@ export function settingsFromEnvironment(env: NodeJS.ProcessEnv): WebhookServerSe
     logLevel,
     shutdownTimeoutSeconds: number(RUNTIME_ENV.shutdownTimeoutSeconds, RUNTIME_DEFAULTS.shutdownTimeoutSeconds, 0, 3600),
     requestTimeoutSeconds: number(RUNTIME_ENV.requestTimeoutSeconds, RUNTIME_DEFAULTS.requestTimeoutSeconds, 1, 3600),
+    shutdownDelaySeconds: number(RUNTIME_ENV.shutdownDelaySeconds, RUNTIME_DEFAULTS.shutdownDelaySeconds, 0, 600),
   };
 }

@@ -1,6 +1,7 @@
 // The HTTPS server: Express routes around the admission handler, TLS >= 1.2, live reload of the
 // mounted config and certificate, and a graceful shutdown that finishes what is in flight.
 
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as https from 'node:https';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
@@ -20,6 +21,8 @@ export interface WebhookServerSettings {
   readonly logLevel: LogLevel;
   readonly shutdownTimeoutSeconds: number;
   readonly requestTimeoutSeconds: number;
+  /** Seconds to keep serving, unready, after SIGTERM before closing. @default 0 */
+  readonly shutdownDelaySeconds?: number;
   /** Where log lines go. @default stdout */
   readonly writeLog?: (line: string) => void;
 }
@@ -34,6 +37,12 @@ export interface RunningWebhookServer {
   reload(): void;
 }
 
+/** Node's client error codes, answered as Node itself would rather than all as 400. */
+const CLIENT_ERROR_STATUS: Record<string, string> = {
+  ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout',
+  HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
+};
+
 /** Above the apiserver's 90 s idle timeout, so it is always the apiserver that closes an idle connection. */
 const KEEP_ALIVE_TIMEOUT_MS = 120_000;
 
@@ -45,6 +54,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   let configText = '';
   let tlsText = '';
   let shuttingDown = false;
+  let draining = false;
 
   const loadConfig = (): void => {
     try {
@@ -77,9 +87,6 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   app.disable('etag');
   app.set('query parser', false);
   const handleAdmission = createAdmissionHandler({ config: () => config, metrics, logger });
-  app.post('/mutate', (req, res) => {
-    void handleAdmission(req, res);
-  });
   app.get('/healthz', (_req, res) => {
     res.type('text/plain').send('ok\n');
   });
@@ -101,6 +108,14 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     res.status(404).json({ error: { code: 404, message: `no route for ${req.method} ${req.path}` } });
   });
 
+  // POST /mutate, the hot path, goes straight to its handler; Express routes the rest.
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    if (draining) res.setHeader('Connection', 'close');
+    const url = req.url ?? '';
+    if (req.method === 'POST' && (url === '/mutate' || url.startsWith('/mutate?'))) void handleAdmission(req, res);
+    else app(req, res);
+  };
+
   const server = https.createServer(
     {
       cert: tls.cert,
@@ -112,18 +127,19 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       // How often stalled requests are found and cut off (Node's default is 30 s).
       connectionsCheckingInterval: 1_000,
     },
-    app,
+    listener,
   );
   server.on('tlsClientError', (error) => logger.log('debug', 'TLS handshake failed', { error: error.message }));
-  server.on('clientError', (error: Error, socket: Socket) => {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     // A failed TLS handshake is reported by tlsClientError already; there is no HTTP to answer.
-    if (socket instanceof TLSSocket && String((error as NodeJS.ErrnoException).code).startsWith('ERR_SSL_')) {
+    if (socket instanceof TLSSocket && String(error.code).startsWith('ERR_SSL_')) {
       socket.destroy();
       return;
     }
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? '400 Bad Request';
+    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     else socket.destroy();
-    logger.log('debug', 'malformed HTTP request', { error: error.message });
+    logger.log('debug', 'malformed or timed-out HTTP request', { error: error.message, status });
   });
 
   const reloadTls = (): void => {
@@ -162,24 +178,31 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   const shutdown = (): Promise<void> => {
     shutdownPromise ??= new Promise<void>((resolve) => {
       shuttingDown = true;
-      logger.log('info', 'shutting down: finishing in-flight requests');
+      draining = true;
       for (const stop of stopWatching) stop();
-      const deadline = setTimeout(() => {
-        logger.log('warn', 'shutdown timeout reached; closing remaining connections');
-        server.closeAllConnections();
-      }, settings.shutdownTimeoutSeconds * 1000);
-      deadline.unref();
-      // Keep-alive sockets become idle as their in-flight response completes; close them as they do.
-      const closeIdle = setInterval(() => server.closeIdleConnections(), 50);
-      server.close(() => {
-        clearTimeout(deadline);
-        clearInterval(closeIdle);
-        logger.log('info', 'shut down');
-        resolve();
-      });
-      server.closeIdleConnections();
+      // Unready at once, but still serving while the endpoint removal reaches every apiserver;
+      // responses meanwhile ask clients to reconnect (to another replica).
+      if ((settings.shutdownDelaySeconds ?? 0) > 0) logger.log('info', 'draining before shutdown', { seconds: settings.shutdownDelaySeconds });
+      setTimeout(() => closeServer(resolve), (settings.shutdownDelaySeconds ?? 0) * 1000);
     });
     return shutdownPromise;
+  };
+  const closeServer = (resolve: () => void): void => {
+    logger.log('info', 'shutting down: finishing in-flight requests');
+    const deadline = setTimeout(() => {
+      logger.log('warn', 'shutdown timeout reached; closing remaining connections');
+      server.closeAllConnections();
+    }, settings.shutdownTimeoutSeconds * 1000);
+    deadline.unref();
+    // Keep-alive sockets become idle as their in-flight response completes; close them as they do.
+    const closeIdle = setInterval(() => server.closeIdleConnections(), 50);
+    server.close(() => {
+      clearTimeout(deadline);
+      clearInterval(closeIdle);
+      logger.log('info', 'shut down');
+      resolve();
+    });
+    server.closeIdleConnections();
   };
 
   return { port, metrics, logger, shutdown, reload };
