@@ -30,9 +30,10 @@ interface Started {
   stop(): Promise<void>;
 }
 
-async function startWebhook(): Promise<Started> {
+async function startWebhook(extraEnv: Record<string, string> = {}): Promise<Started> {
   const dirs = makeMountedDirs(CONFIG, certificate);
   const webhook = await startBundled({
+    ...extraEnv,
     [RUNTIME_ENV.tlsDir]: dirs.tlsDir,
     [RUNTIME_ENV.configDir]: dirs.configDir,
     [RUNTIME_ENV.shutdownTimeoutSeconds]: String(SHUTDOWN_TIMEOUT_SECONDS),
@@ -224,6 +225,37 @@ describe('the bundled webhook under keep-alive load', () => {
       const messages = logMessages(webhook).map((entry) => entry.msg);
       assert.ok(messages.includes('signal received') && messages.includes('shut down'), `shutdown logs: ${messages.slice(-4).join(' | ')}`);
       assert.ok(!messages.includes('shutdown timeout reached; closing remaining connections'), 'the shutdown had to cut connections off');
+    } finally {
+      await load.stop();
+      await stop();
+    }
+  });
+
+  test('SIGTERM with a drain delay: unready at once, every request during the drain answered, then exit 0', async (t: TestContext) => {
+    const DRAIN_SECONDS = 2;
+    const { webhook, stop } = await startWebhook({ [RUNTIME_ENV.shutdownDelaySeconds]: String(DRAIN_SECONDS) });
+    const load = new Load(webhook.port, keepAliveAgent(certificate.caCertificate, TEST_SERVER_NAME, 16));
+    try {
+      load.start();
+      await sleep(1000);
+      const signalledAt = performance.now();
+      webhook.child.kill('SIGTERM');
+      await sleep(300);
+      const ready = await httpsRequest(webhook.port, '/readyz', undefined, { ca: certificate.caCertificate });
+      const during = await httpsRequest(webhook.port, '/mutate', REVIEW, { ca: certificate.caCertificate });
+      await sleep(DRAIN_SECONDS * 1000 - 800); // stop the load before the drain ends
+      await load.stop();
+      const code = await webhook.exited;
+      const exitedAfterMs = performance.now() - signalledAt;
+      const afterSignal = load.exchanges.filter((e) => e.startedAt >= signalledAt);
+      t.diagnostic(`${load.exchanges.length} requests, ${afterSignal.length} started during the drain; exited ${code} after ${exitedAfterMs.toFixed(0)} ms`);
+      assert.equal(ready.status, 503, `/readyz during the drain: ${ready.text}`);
+      assert.equal(during.status, 200, 'a new connection during the drain is still served');
+      assert.equal(during.headers.connection, 'close', 'and asked to reconnect elsewhere');
+      assert.ok(afterSignal.length > 50, `only ${afterSignal.length} requests were sent during the drain`);
+      assert.deepEqual(load.failures(load.exchanges).map((e) => e.error ?? e.status), [], 'no request failed, before or during the drain');
+      assert.equal(code, 0);
+      assert.ok(exitedAfterMs >= DRAIN_SECONDS * 1000 - 100, `exited after ${exitedAfterMs.toFixed(0)} ms, before the drain ended`);
     } finally {
       await load.stop();
       await stop();
