@@ -73,7 +73,8 @@ export async function startInProcess(
     logLevel: overrides.logLevel ?? 'info',
     shutdownTimeoutSeconds: overrides.shutdownTimeoutSeconds ?? 5,
     requestTimeoutSeconds: overrides.requestTimeoutSeconds ?? 30,
-    writeLog: (line) => logs.push(line),
+    // The logger writes batches of lines; tests look at them one line at a time.
+    writeLog: (text) => logs.push(...text.split('\n').filter(Boolean).map((line) => line + '\n')),
   });
   return {
     server,

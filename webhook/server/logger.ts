@@ -1,5 +1,9 @@
 // Structured JSON logs, one line each. Callers pass identifiers (uid, kind, namespace, name), never
 // object contents: pods carry secrets in env values.
+//
+// Lines are buffered and written once per event-loop turn: under load that is one write(2) for many
+// admissions instead of one each (stdout is a pipe in a container, and pipe writes are synchronous).
+import * as fs from 'node:fs';
 import type { LogLevel } from '../config';
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -8,16 +12,50 @@ export interface Logger {
   readonly level: LogLevel;
   enabled(level: LogLevel): boolean;
   log(level: LogLevel, msg: string, fields?: Record<string, unknown>): void;
+  /** Writes buffered lines now (before exit). */
+  flush(): void;
 }
 
-export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stdout.write(line)): Logger {
+/** Writes to stdout synchronously, whatever kind of file descriptor it is. */
+function writeStdout(text: string): void {
+  try {
+    fs.writeSync(1, text);
+  } catch {
+    // stdout closed: nothing sensible left to do with a log line
+  }
+}
+
+export function createLogger(level: LogLevel, write: (text: string) => void = writeStdout): Logger {
   const threshold = RANK[level];
+  let buffered = '';
+  let scheduled = false;
+  let lastMillis = -1;
+  let lastTime = '';
+  const flush = () => {
+    scheduled = false;
+    if (buffered === '') return;
+    const text = buffered;
+    buffered = '';
+    write(text);
+  };
   return {
     level,
     enabled: (candidate) => RANK[candidate] >= threshold,
     log(candidate, msg, fields) {
       if (RANK[candidate] < threshold) return;
-      write(JSON.stringify({ time: new Date().toISOString(), level: candidate, msg, ...fields }) + '\n');
+      const now = Date.now();
+      if (now !== lastMillis) {
+        lastMillis = now;
+        lastTime = new Date(now).toISOString();
+      }
+      const head = `{"time":"${lastTime}","level":"${candidate}","msg":${JSON.stringify(msg)}`;
+      const rest = fields ? JSON.stringify(fields) : '{}';
+      buffered += rest === '{}' ? head + '}\n' : head + ',' + rest.slice(1) + '\n';
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
     },
+    flush,
   };
 }

@@ -15,10 +15,14 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     server.logger.log('info', 'signal received', { signal });
-    void server.shutdown().then(() => process.exit(0));
+    void server.shutdown().then(() => {
+      server.logger.flush();
+      process.exit(0);
+    });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  process.on('exit', () => server.logger.flush());
   process.on('unhandledRejection', (error) => server.logger.log('error', 'unhandled rejection', { error: (error as Error)?.message ?? String(error) }));
 }
 

@@ -13,7 +13,7 @@ function escapeLabel(value: string): string {
 
 export class WebhookMetrics {
   private readonly requests = new Map<RequestOutcome, number>();
-  private readonly injections = new Map<string, number>();
+  private readonly injections = new Map<string, Map<DecisionReason, number>>();
   private readonly reloads = new Map<string, number>();
   private readonly bucketCounts = new Array<number>(LATENCY_BUCKETS.length).fill(0);
   private latencyCount = 0;
@@ -34,8 +34,9 @@ export class WebhookMetrics {
   }
 
   countInjection(injection: string, reason: DecisionReason): void {
-    const key = `${injection}\u0000${reason}`;
-    this.injections.set(key, (this.injections.get(key) ?? 0) + 1);
+    let byReason = this.injections.get(injection);
+    if (!byReason) this.injections.set(injection, (byReason = new Map()));
+    byReason.set(reason, (byReason.get(reason) ?? 0) + 1);
   }
 
   countReload(what: 'config' | 'certificate', result: 'success' | 'failure'): void {
@@ -60,9 +61,10 @@ export class WebhookMetrics {
     lines.push(`sidecar_injector_admission_duration_seconds_count ${this.latencyCount}`);
     lines.push('# HELP sidecar_injector_injections_total Injection decisions, by injection and reason.');
     lines.push('# TYPE sidecar_injector_injections_total counter');
-    for (const [key, count] of this.injections) {
-      const [injection, reason] = key.split('\u0000');
-      lines.push(`sidecar_injector_injections_total{injection="${escapeLabel(injection)}",reason="${reason}"} ${count}`);
+    for (const [injection, byReason] of this.injections) {
+      for (const [reason, count] of byReason) {
+        lines.push(`sidecar_injector_injections_total{injection="${escapeLabel(injection)}",reason="${reason}"} ${count}`);
+      }
     }
     lines.push('# HELP sidecar_injector_reloads_total Reloads of the mounted config and certificate, by result.');
     lines.push('# TYPE sidecar_injector_reloads_total counter');
