@@ -70,11 +70,10 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
 
 function sendJson(res: ServerResponse, status: number, body: unknown, closeConnection = false): void {
   const text = JSON.stringify(body);
-  res.statusCode = status;
-  res.setHeader('Content-Type', 'application/json');
-  res.setHeader('Content-Length', Buffer.byteLength(text));
-  if (closeConnection) res.setHeader('Connection', 'close');
-  res.end(text);
+  // One writeHead with all headers: cheaper than a setHeader call (and its validation) each.
+  const headers: Record<string, string | number> = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) };
+  if (closeConnection) headers.Connection = 'close';
+  res.writeHead(status, headers).end(text);
 }
 
 /** A log field from untrusted input: strings only, bounded. */
