@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -14,20 +13,9 @@ import { SidecarInjectorChart, generateWebhookCertificate } from '../charts';
 import { materializeDeployment, type DeployedWebhook } from '../webhook/dev/deployed-mounts';
 import { assertValidManifest } from './support/openapi-validator';
 import { applyResponse, decodePatch, loadReview, names, podOf } from './support/recorded-reviews';
-import { BundledWebhook, REPO_ROOT, keepAliveAgent, postAdmission, startBundled } from './support/webhook-harness';
+import { BundledWebhook, REPO_ROOT, freePort, keepAliveAgent, postAdmission, startBundled } from './support/webhook-harness';
 
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address() as net.AddressInfo;
-      server.close(() => resolve(address.port));
-    });
-  });
-}
 
 function readManifests(dir: string): any[] {
   return fs.readdirSync(dir).filter((f) => f.endsWith('.k8s.yaml')).flatMap((f) => Yaml.load(path.join(dir, f)));

@@ -5,13 +5,15 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as https from 'node:https';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Yaml } from 'cdk8s';
 import { WebhookCertificate, generateWebhookCertificate } from '../../charts';
 import { DeployedWebhook, materializeDeployment } from '../../webhook/dev/deployed-mounts';
 import type { GeneratorConfig, GeneratorResult } from './load-generator';
+import { freePort } from '../support/webhook-harness';
+
+export { freePort };
 
 export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const BUNDLE = path.join(REPO_ROOT, 'build/webhook/server.js');
@@ -161,7 +163,8 @@ export function machine(): { cpu: string; cores: number; node: string; os: strin
   }
   return {
     cpu,
-    cores: os.availableParallelism?.() ?? os.cpus().length,
+    // The machine's cores, not this (possibly pinned) process's share of them.
+    cores: os.cpus().length,
     node: process.version,
     os: `${os.type()} ${os.release()} ${os.arch()}`,
     memoryGb: Math.round((os.totalmem() / 1024 ** 3) * 10) / 10,
@@ -230,16 +233,6 @@ export function materialize(files: string[], label = 'mounts'): DeployedWebhook 
 // ---------------------------------------------------------------------------------------------
 // Servers
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address() as net.AddressInfo;
-      server.close(() => resolve(address.port));
-    });
-  });
-}
 
 export interface RunningServer {
   readonly name: string;

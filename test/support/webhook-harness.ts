@@ -4,6 +4,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as https from 'node:https';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { CONFIG_FILE_NAME, InjectorConfig, RUNTIME_ENV, TLS_FILES, WebhookCertificate } from '../../charts';
@@ -201,4 +202,16 @@ export function postAdmission(port: number, review: unknown, options: RequestOpt
 /** A keep-alive agent like the apiserver's, trusting only `ca`. */
 export function keepAliveAgent(ca: string, servername = TEST_SERVER_NAME, maxSockets = 10): https.Agent {
   return new https.Agent({ keepAlive: true, maxSockets, ca, servername });
+}
+
+/** A TCP port free on 127.0.0.1 right now, for a process that must be told its port up front. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address() as net.AddressInfo;
+      server.close(() => resolve(address.port));
+    });
+  });
 }
