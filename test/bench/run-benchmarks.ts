@@ -731,7 +731,7 @@ function render(report: Report): string {
         ? 'The full path is linear in the body size, and nearly all of it is `JSON.parse` (compare the parse columns); '
         : 'The cost per MiB is not flat in this run: the large bodies pay more per MiB, mostly in `JSON.parse` and `Buffer#toString` ' +
           '(compare the parse columns), where multi-MiB strings go to V8\'s large-object space and bring major GCs with them; ' +
-          'the engine is not where it grows, and earlier runs on this machine measured 0.84 to 1.00. ') +
+          'the engine is not where it grows (see the evaluate column); repeat the run to tell GC noise from growth. ') +
       '`evaluate()` alone does not grow with the env lists at all: the default injections add no env variables or mounts, and ' +
       'the patch is built from the operations performed, not by diffing the object.',
     '',
