@@ -640,7 +640,7 @@ function render(report: Report): string {
     '',
     '```sh',
     'npm run bench                      # writes this file; about 3 minutes',
-    'npm run soak                       # 10 minutes at 500 req/s: RSS growth < 10% and no errors (not run in CI)',
+    'npm run soak                       # 10 minutes at 500 req/s: RSS growth < 10% and no errors (not run in CI); writes SOAK.md',
     'SOAK_SECONDS=30 npm run soak       # a quick check of the soak test itself',
     '```',
     '',
