@@ -33,8 +33,6 @@ export interface RunningWebhookServer {
   readonly logger: Logger;
   /** Stops accepting, finishes in-flight requests, closes keep-alive connections. */
   shutdown(): Promise<void>;
-  /** Re-reads the mounted config and certificate now (the watcher calls this on changes). */
-  reload(): void;
 }
 
 /** Node's client error codes, answered as Node itself would rather than all as 400. */
@@ -52,7 +50,6 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   let config: ResolvedInjectorConfig | undefined;
   let configError: string | undefined;
   let configText = '';
-  let tlsText = '';
   let shuttingDown = false;
   let draining = false;
 
@@ -78,8 +75,9 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     }
   };
 
-  let tls = readTlsMaterial(settings.tlsDir);
-  tlsText = tls.cert + tls.key;
+  const tls = readTlsMaterial(settings.tlsDir);
+  /** What is being served, to tell a real change from a watch event that changed nothing. */
+  let tlsText = tls.cert + tls.key;
   loadConfig();
 
   const app = express();
@@ -147,7 +145,6 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       const next = readTlsMaterial(settings.tlsDir);
       if (next.cert + next.key === tlsText) return;
       server.setSecureContext({ cert: next.cert, key: next.key, minVersion: 'TLSv1.2' });
-      tls = next;
       tlsText = next.cert + next.key;
       metrics.countReload('certificate', 'success');
       logger.log('info', 'certificate reloaded');
@@ -156,10 +153,6 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       metrics.countReload('certificate', 'failure');
       logger.log('error', 'certificate reload failed; the current certificate keeps serving', { error: (error as Error).message });
     }
-  };
-  const reload = () => {
-    loadConfig();
-    reloadTls();
   };
   const stopWatching = [watchDirectory(settings.configDir, loadConfig), watchDirectory(settings.tlsDir, reloadTls)];
 
@@ -205,5 +198,5 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     server.closeIdleConnections();
   };
 
-  return { port, metrics, logger, shutdown, reload };
+  return { port, metrics, logger, shutdown };
 }
