@@ -1,6 +1,8 @@
 // The admission.k8s.io wire types the engine reads and writes, and the decoding that turns an
 // untrusted body into them with a message a cluster operator can act on.
 
+import { isJsonObject as isObject } from './json-object';
+
 export const ADMISSION_API_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
 export type AdmissionApiVersion = (typeof ADMISSION_API_VERSIONS)[number];
 
@@ -59,10 +61,6 @@ function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 64 ? value.slice(0, 64) + '...' : value);
   if (value === null || typeof value === 'number' || typeof value === 'boolean') return String(value);
   return Array.isArray(value) ? 'an array' : 'an object';
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** Checks the shape of a parsed body and returns it as an AdmissionReview with a request. */

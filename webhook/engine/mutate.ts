@@ -15,7 +15,8 @@ import {
 import type { AdmissionRequest, AdmissionResponse } from './admission-review';
 import { matchesLabelSelector } from './label-selector';
 import { PatchOperation, PodPatchBuilder, RenderedInjection, ownStringMap } from './pod-patch-builder';
-import { Json, findPodTemplate, targetKindOf } from './pod-template';
+import type { Json } from './json-object';
+import { findPodTemplate, targetKindOf } from './pod-template';
 
 /** Why an injection did or did not change an object: logged at debug level and counted by label. */
 export type DecisionReason =

@@ -6,7 +6,8 @@
 
 import type { ContainerMerge, Injection, JsonObject } from '../config';
 import { pointer } from './json-pointer';
-import type { Json, PodTemplate } from './pod-template';
+import { Json, isJsonObject as isObject } from './json-object';
+import type { PodTemplate } from './pod-template';
 
 export interface PatchOperation {
   readonly op: 'add';
@@ -16,10 +17,6 @@ export interface PatchOperation {
 
 /** One injection, its templates rendered, as the builder applies it. */
 export type RenderedInjection = Omit<Injection, 'trigger' | 'targetKinds'>;
-
-function isObject(value: unknown): value is Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
 
 const hasOwn = (object: object, key: string) => Object.prototype.hasOwnProperty.call(object, key);
 

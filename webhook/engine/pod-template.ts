@@ -1,5 +1,6 @@
 import type { TargetKind } from '../config';
 import type { GroupVersionKind, KubernetesObject } from './admission-review';
+import { Json, isJsonObject } from './json-object';
 
 /** API group of each target kind: a CRD that happens to be called "Deployment" is not one. */
 const GROUP_OF_KIND: Record<TargetKind, string> = {
@@ -23,8 +24,6 @@ const TEMPLATE_PATH: Record<TargetKind, readonly string[]> = {
   CronJob: ['spec', 'jobTemplate', 'spec', 'template'],
 };
 
-export type Json = Record<string, unknown>;
-
 /** The pod (or pod template) of an object, with the JSON pointers the patch uses to reach it. */
 export interface PodTemplate {
   readonly kind: TargetKind;
@@ -45,7 +44,7 @@ export function targetKindOf(kind: GroupVersionKind): TargetKind | undefined {
 }
 
 function asObject(value: unknown): Json | undefined {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : undefined;
+  return isJsonObject(value) ? value : undefined;
 }
 
 /** Finds the pod template of `object`, or explains why it has none. */
