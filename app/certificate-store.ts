@@ -1,9 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { X509Certificate } from 'node:crypto';
-import { WebhookCertificate, generateWebhookCertificate, webhookCertificateProblems } from '../charts';
+import { TLS_FILES, WebhookCertificate, generateWebhookCertificate, webhookCertificateProblems } from '../charts';
 
-const FILES = { caCertificate: 'ca.crt', certificate: 'tls.crt', privateKey: 'tls.key' } as const;
 const RENEW_BEFORE_DAYS = 30;
 
 /**
@@ -20,7 +19,7 @@ export function loadOrCreateCertificate(dir: string, serviceName: string, namesp
   }
   const fresh = generateWebhookCertificate({ serviceName, namespace, now });
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  for (const [field, file] of Object.entries(FILES)) {
+  for (const [field, file] of Object.entries(TLS_FILES)) {
     // A new file renamed into place: an existing file's looser mode is never inherited.
     const target = path.join(dir, file);
     fs.rmSync(`${target}.tmp`, { force: true });
@@ -33,9 +32,9 @@ export function loadOrCreateCertificate(dir: string, serviceName: string, namesp
 function readMaterial(dir: string): WebhookCertificate | undefined {
   try {
     return {
-      caCertificate: fs.readFileSync(path.join(dir, FILES.caCertificate), 'utf8'),
-      certificate: fs.readFileSync(path.join(dir, FILES.certificate), 'utf8'),
-      privateKey: fs.readFileSync(path.join(dir, FILES.privateKey), 'utf8'),
+      caCertificate: fs.readFileSync(path.join(dir, TLS_FILES.caCertificate), 'utf8'),
+      certificate: fs.readFileSync(path.join(dir, TLS_FILES.certificate), 'utf8'),
+      privateKey: fs.readFileSync(path.join(dir, TLS_FILES.privateKey), 'utf8'),
     };
   } catch {
     return undefined;
