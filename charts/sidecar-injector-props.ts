@@ -1,0 +1,155 @@
+import {
+  ConfigIssue,
+  Injection,
+  LOG_LEVELS,
+  LogLevel,
+  dns1123LabelError,
+  dns1123SubdomainError,
+  labelSelectorRequirementIssues,
+  labelValueError,
+  qualifiedNameError,
+} from '../webhook/config';
+import { WebhookCertificate } from './certificates/webhook-certificate';
+import { PACKAGE_VERSION } from './version';
+
+/** The image the construct runs unless told otherwise; its tag follows this package's version. */
+export const DEFAULT_WEBHOOK_IMAGE = `ghcr.io/cdk8s-sidecar-injector/webhook:${PACKAGE_VERSION}`;
+
+export interface LabelSelectorRequirementProps {
+  readonly key: string;
+  readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  readonly values?: string[];
+}
+
+export interface LabelSelectorProps {
+  readonly matchLabels?: Record<string, string>;
+  readonly matchExpressions?: LabelSelectorRequirementProps[];
+}
+
+export interface ResourceRequirementsProps {
+  readonly requests?: Record<string, string>;
+  readonly limits?: Record<string, string>;
+}
+
+export interface SidecarInjectorProps {
+  /** Namespace the webhook runs in. @default 'sidecar-injector' */
+  readonly namespace?: string;
+  /** Name of the Deployment, Service, PodDisruptionBudget and NetworkPolicy; prefix of the Secret
+   * (`<name>-tls`) and ConfigMap (`<name>-config`). @default 'sidecar-injector' */
+  readonly name?: string;
+  /** Name of the Service, which the serving certificate names. @default the `name` prop */
+  readonly serviceName?: string;
+  /** Name of the MutatingWebhookConfiguration (cluster-scoped). @default `<name>.<namespace>` */
+  readonly webhookConfigurationName?: string;
+  /** The webhook server image. @default `ghcr.io/cdk8s-sidecar-injector/webhook:<package version>` */
+  readonly image?: string;
+  /** @default 'IfNotPresent' */
+  readonly imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  /** Webhook pods; two survive a node drain without failing admissions. @default 2 */
+  readonly replicas?: number;
+  /** Container port the server listens on (the Service always exposes 443). @default 8443 */
+  readonly port?: number;
+  /** Container resources. The limit leaves headroom over the ~110 MiB peak RSS measured under saturation
+   * (BENCHMARKS.md). @default requests cpu 50m, memory 64Mi; limits memory 192Mi */
+  readonly resources?: ResourceRequirementsProps;
+  /** Server log level. @default 'info' */
+  readonly logLevel?: LogLevel;
+  /** Optional priority class for the webhook pods. @default none */
+  readonly priorityClassName?: string;
+  /** Also make the Namespace, labelled to enforce the Pod Security "restricted" profile. Turn off when
+   * the namespace is managed elsewhere (or by Argo CD's CreateNamespace). @default true */
+  readonly createNamespace?: boolean;
+  /** Extra labels on every object this construct makes. @default none */
+  readonly labels?: Record<string, string>;
+
+  /** Prefix of the `inject` and `status` annotations. @default 'sidecar-injector.io' */
+  readonly annotationPrefix?: string;
+  /** `false` makes the webhook admit everything unchanged: a kill switch kept in the ConfigMap. @default true */
+  readonly enabled?: boolean;
+  /** What to inject, and when. More can be added with `addInjection()`. @default none */
+  readonly injections?: Injection[];
+
+  /** What the apiserver does when the webhook cannot answer. @default 'Ignore' */
+  readonly failurePolicy?: 'Ignore' | 'Fail';
+  /** Seconds the apiserver waits for an answer (1 to 30). @default 5 */
+  readonly timeoutSeconds?: number;
+  /** Namespaces whose objects are sent to the webhook. kube-system, kube-public, kube-node-lease and
+   * the webhook's own namespace are excluded on top of it, always. @default matchLabels injection=enabled */
+  readonly namespaceSelector?: LabelSelectorProps;
+  /** Objects sent to the webhook, ANDed with the exclusion of the webhook's own pods. @default all */
+  readonly objectSelector?: LabelSelectorProps;
+
+  /** Certificate material to serve with, instead of generating a new CA and certificate at every
+   * synth. Checked at synth: signed by its CA, key matching, naming `<service>.<namespace>.svc`.
+   * @default generated: a 10-year CA and a 1-year RSA 2048 serving certificate */
+  readonly certificate?: WebhookCertificate;
+  /** Cluster DNS domain, for the certificate's fully qualified name. @default 'cluster.local' */
+  readonly clusterDomain?: string;
+}
+
+/** An error in the props, naming the prop path and the reason. */
+export class SidecarInjectorPropsError extends Error {
+  constructor(readonly issues: readonly ConfigIssue[]) {
+    super(`invalid SidecarInjector props:\n${issues.map((issue) => `  ${issue.path}: ${issue.message}`).join('\n')}`);
+    this.name = 'SidecarInjectorPropsError';
+  }
+}
+
+/** The settings after defaults, as the construct holds them. */
+export interface ResolvedSettings {
+  readonly namespaceName: string;
+  readonly name: string;
+  readonly serviceName: string;
+  readonly annotationPrefix: string;
+  readonly image: string;
+  readonly replicas: number;
+  readonly port: number;
+  readonly timeoutSeconds: number;
+  readonly failurePolicy: string;
+  readonly logLevel: LogLevel;
+}
+
+/** Every problem with the settings (everything but the injections and the certificate). */
+export function settingsIssues(props: SidecarInjectorProps, resolved: ResolvedSettings): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const check = (path: string, error: string | undefined, value: unknown) => {
+    if (error) issues.push({ path, message: `${JSON.stringify(value)} ${error}` });
+  };
+  check('namespace', dns1123LabelError(resolved.namespaceName), resolved.namespaceName);
+  // The Deployment's name ends up in pod names and the Secret/ConfigMap get a suffix: stay a label.
+  check('name', resolved.name.length > 56 ? 'must be no more than 56 characters (its -config suffix must fit)' : dns1123LabelError(resolved.name), resolved.name);
+  check('serviceName', dns1123LabelError(resolved.serviceName), resolved.serviceName);
+  // The derived default is valid whenever name and namespace are; only a given name is checked.
+  if (props.webhookConfigurationName !== undefined) {
+    check('webhookConfigurationName', dns1123SubdomainError(props.webhookConfigurationName), props.webhookConfigurationName);
+  }
+  check('annotationPrefix', dns1123SubdomainError(resolved.annotationPrefix), resolved.annotationPrefix);
+  if (!resolved.image.trim()) issues.push({ path: 'image', message: 'must be a non-empty image reference' });
+  if (!Number.isInteger(resolved.replicas) || resolved.replicas < 1) {
+    issues.push({ path: 'replicas', message: `must be a whole number of at least 1, got ${resolved.replicas}` });
+  }
+  if (!Number.isInteger(resolved.port) || resolved.port < 1024 || resolved.port > 65535) {
+    issues.push({ path: 'port', message: `must be a whole number from 1024 to 65535 (the server runs as non-root), got ${resolved.port}` });
+  }
+  if (!Number.isInteger(resolved.timeoutSeconds) || resolved.timeoutSeconds < 1 || resolved.timeoutSeconds > 30) {
+    issues.push({ path: 'timeoutSeconds', message: `must be a whole number from 1 to 30 (the apiserver's limit), got ${resolved.timeoutSeconds}` });
+  }
+  if (resolved.failurePolicy !== 'Ignore' && resolved.failurePolicy !== 'Fail') {
+    issues.push({ path: 'failurePolicy', message: `must be "Ignore" or "Fail", got ${JSON.stringify(resolved.failurePolicy)}` });
+  }
+  if (!LOG_LEVELS.includes(resolved.logLevel)) {
+    issues.push({ path: 'logLevel', message: `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(resolved.logLevel)}` });
+  }
+  for (const [prop, map] of [['labels', props.labels], ['namespaceSelector.matchLabels', props.namespaceSelector?.matchLabels], ['objectSelector.matchLabels', props.objectSelector?.matchLabels]] as const) {
+    for (const [key, value] of Object.entries(map ?? {})) {
+      check(`${prop}["${key}"]`, qualifiedNameError(key), key);
+      check(`${prop}["${key}"]`, labelValueError(value), value);
+    }
+  }
+  for (const prop of ['namespaceSelector', 'objectSelector'] as const) {
+    (props[prop]?.matchExpressions ?? []).forEach((expression, index) => {
+      issues.push(...labelSelectorRequirementIssues(expression, `${prop}.matchExpressions[${index}]`));
+    });
+  }
+  return issues;
+}

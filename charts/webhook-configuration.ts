@@ -1,0 +1,93 @@
+import { Lazy } from 'cdk8s';
+import { k8s } from 'cdk8s-plus-27';
+import { Construct } from 'constructs';
+import { TargetKind } from '../webhook/config';
+import { LabelSelectorProps } from './sidecar-injector-props';
+
+/** Namespaces the webhook never sees, whatever the namespace selector says. */
+export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
+
+/** The Kubernetes resource (plural) and API group of each target kind, for the webhook's rules. */
+const RESOURCE_OF_KIND: Record<TargetKind, { group: string; resource: string }> = {
+  Pod: { group: '', resource: 'pods' },
+  Deployment: { group: 'apps', resource: 'deployments' },
+  StatefulSet: { group: 'apps', resource: 'statefulsets' },
+  DaemonSet: { group: 'apps', resource: 'daemonsets' },
+  ReplicaSet: { group: 'apps', resource: 'replicasets' },
+  Job: { group: 'batch', resource: 'jobs' },
+  CronJob: { group: 'batch', resource: 'cronjobs' },
+};
+
+/** What the MutatingWebhookConfiguration is made from. */
+export interface WebhookConfigurationSettings {
+  readonly name: string;
+  readonly labels: Record<string, string>;
+  readonly serviceName: string;
+  readonly namespace: string;
+  readonly caBundle: string;
+  /** Called at synth, after every `addInjection()`. */
+  readonly targetKinds: () => Iterable<TargetKind>;
+  readonly namespaceSelector: LabelSelectorProps | undefined;
+  readonly objectSelector: LabelSelectorProps | undefined;
+  readonly exclusionLabel: string;
+  readonly timeoutSeconds: number;
+  readonly failurePolicy: 'Ignore' | 'Fail';
+}
+
+/** The cluster-scoped MutatingWebhookConfiguration that sends matching objects to the webhook's Service. */
+export function mutatingWebhookConfiguration(scope: Construct, settings: WebhookConfigurationSettings): k8s.KubeMutatingWebhookConfiguration {
+  const serviceHost = `${settings.serviceName}.${settings.namespace}.svc`;
+  return new k8s.KubeMutatingWebhookConfiguration(scope, 'MutatingWebhookConfiguration', {
+    metadata: { name: settings.name, labels: settings.labels },
+    webhooks: [
+      {
+        name: `inject.${serviceHost}`,
+        clientConfig: {
+          service: { name: settings.serviceName, namespace: settings.namespace, path: '/mutate', port: 443 },
+          caBundle: settings.caBundle,
+        },
+        rules: Lazy.any({ produce: () => webhookRules(new Set(settings.targetKinds())) }),
+        namespaceSelector: namespaceSelector(settings.namespaceSelector, settings.namespace),
+        objectSelector: {
+          matchLabels: settings.objectSelector?.matchLabels,
+          matchExpressions: [
+            ...(settings.objectSelector?.matchExpressions ?? []),
+            { key: settings.exclusionLabel, operator: 'DoesNotExist' },
+          ],
+        },
+        sideEffects: 'None',
+        admissionReviewVersions: ['v1', 'v1beta1'],
+        timeoutSeconds: settings.timeoutSeconds,
+        failurePolicy: settings.failurePolicy,
+        reinvocationPolicy: 'IfNeeded',
+        matchPolicy: 'Equivalent',
+      },
+    ],
+  });
+}
+
+function webhookRules(kinds: Set<TargetKind>): k8s.RuleWithOperations[] {
+  const rules: k8s.RuleWithOperations[] = [];
+  if (kinds.has('Pod')) {
+    // Pods cannot change their containers after creation: CREATE only.
+    rules.push({ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'], scope: 'Namespaced' });
+  }
+  for (const group of ['apps', 'batch']) {
+    const resources = [...kinds].filter((kind) => kind !== 'Pod' && RESOURCE_OF_KIND[kind].group === group).map((kind) => RESOURCE_OF_KIND[kind].resource);
+    if (resources.length > 0) {
+      rules.push({ apiGroups: [group], apiVersions: ['v1'], resources, operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' });
+    }
+  }
+  return rules;
+}
+
+function namespaceSelector(selector: LabelSelectorProps | undefined, ownNamespace: string): k8s.LabelSelector {
+  const base = selector ?? { matchLabels: { injection: 'enabled' } };
+  return {
+    matchLabels: base.matchLabels,
+    matchExpressions: [
+      ...(base.matchExpressions ?? []),
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [...ALWAYS_EXCLUDED_NAMESPACES, ownNamespace] },
+    ],
+  };
+}

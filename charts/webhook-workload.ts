@@ -1,0 +1,148 @@
+import { Lazy } from 'cdk8s';
+import { k8s } from 'cdk8s-plus-27';
+import { Construct } from 'constructs';
+import { LogLevel, RUNTIME_DEFAULTS, RUNTIME_ENV } from '../webhook/config';
+import { ResourceRequirementsProps } from './sidecar-injector-props';
+
+const UID = 65532;
+/** Seconds a terminating webhook pod keeps serving while its endpoint removal reaches every apiserver. */
+const SHUTDOWN_DELAY_SECONDS = 5;
+const TLS_MOUNT = RUNTIME_DEFAULTS.tlsDir;
+const CONFIG_MOUNT = RUNTIME_DEFAULTS.configDir;
+
+/** What the webhook's Deployment is made from. */
+export interface WebhookDeploymentSettings {
+  readonly metadata: k8s.ObjectMeta;
+  readonly replicas: number;
+  readonly selectorLabels: Record<string, string>;
+  readonly podLabels: Record<string, string>;
+  /** Called at synth: checksums of the config and TLS material, so a change rolls the pods. */
+  readonly podAnnotations: () => Record<string, string>;
+  readonly priorityClassName: string | undefined;
+  readonly image: string;
+  readonly imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
+  readonly port: number;
+  readonly logLevel: LogLevel;
+  readonly resources: ResourceRequirementsProps | undefined;
+  readonly secretName: string;
+  readonly configMapName: string;
+}
+
+/** The webhook server's Deployment: restricted pod security, no service-account token, spread across nodes. */
+export function webhookDeployment(scope: Construct, settings: WebhookDeploymentSettings): k8s.KubeDeployment {
+  const resources = settings.resources ?? { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '192Mi' } };
+  const quantities = (map: Record<string, string> | undefined) =>
+    map && Object.fromEntries(Object.entries(map).map(([key, value]) => [key, k8s.Quantity.fromString(value)]));
+  const probe = (path: string, periodSeconds: number): k8s.Probe => ({
+    httpGet: { path, port: k8s.IntOrString.fromString('https'), scheme: 'HTTPS' },
+    periodSeconds,
+    timeoutSeconds: 2,
+    failureThreshold: 3,
+  });
+  return new k8s.KubeDeployment(scope, 'Deployment', {
+    metadata: settings.metadata,
+    spec: {
+      replicas: settings.replicas,
+      selector: { matchLabels: settings.selectorLabels },
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: k8s.IntOrString.fromNumber(0), maxSurge: k8s.IntOrString.fromNumber(1) } },
+      template: {
+        metadata: {
+          labels: settings.podLabels,
+          // A new config or certificate rolls the pods even where the file watch would miss it.
+          annotations: Lazy.any({ produce: settings.podAnnotations }),
+        },
+        spec: {
+          automountServiceAccountToken: false,
+          // Drain delay + in-flight timeout, with room to spare before the kubelet's SIGKILL.
+          terminationGracePeriodSeconds: SHUTDOWN_DELAY_SECONDS + RUNTIME_DEFAULTS.shutdownTimeoutSeconds + 5,
+          enableServiceLinks: false,
+          priorityClassName: settings.priorityClassName,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: UID,
+            runAsGroup: UID,
+            fsGroup: UID,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          topologySpreadConstraints: [
+            {
+              maxSkew: 1,
+              topologyKey: 'kubernetes.io/hostname',
+              whenUnsatisfiable: 'ScheduleAnyway',
+              labelSelector: { matchLabels: settings.selectorLabels },
+            },
+          ],
+          containers: [
+            {
+              name: 'webhook',
+              image: settings.image,
+              imagePullPolicy: settings.imagePullPolicy,
+              ports: [{ name: 'https', containerPort: settings.port, protocol: 'TCP' }],
+              env: [
+                { name: RUNTIME_ENV.listenPort, value: String(settings.port) },
+                { name: RUNTIME_ENV.tlsDir, value: TLS_MOUNT },
+                { name: RUNTIME_ENV.configDir, value: CONFIG_MOUNT },
+                { name: RUNTIME_ENV.logLevel, value: settings.logLevel },
+                { name: RUNTIME_ENV.shutdownTimeoutSeconds, value: String(RUNTIME_DEFAULTS.shutdownTimeoutSeconds) },
+                { name: RUNTIME_ENV.shutdownDelaySeconds, value: String(SHUTDOWN_DELAY_SECONDS) },
+              ],
+              resources: { requests: quantities(resources.requests), limits: quantities(resources.limits) },
+              readinessProbe: probe('/readyz', 5),
+              livenessProbe: probe('/healthz', 10),
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                runAsNonRoot: true,
+                capabilities: { drop: ['ALL'] },
+                seccompProfile: { type: 'RuntimeDefault' },
+              },
+              // Whole directories, not subPath: the kubelet updates them in place, subPath never.
+              volumeMounts: [
+                { name: 'tls', mountPath: TLS_MOUNT, readOnly: true },
+                { name: 'config', mountPath: CONFIG_MOUNT, readOnly: true },
+              ],
+            },
+          ],
+          volumes: [
+            { name: 'tls', secret: { secretName: settings.secretName, defaultMode: 0o440 } },
+            { name: 'config', configMap: { name: settings.configMapName, defaultMode: 0o440 } },
+          ],
+        },
+      },
+    },
+  });
+}
+
+/** The Service the apiserver calls: port 443 to the pods' `https` port. */
+export function webhookService(scope: Construct, metadata: k8s.ObjectMeta, selectorLabels: Record<string, string>): k8s.KubeService {
+  return new k8s.KubeService(scope, 'Service', {
+    metadata,
+    spec: {
+      selector: selectorLabels,
+      ports: [{ name: 'https', port: 443, targetPort: k8s.IntOrString.fromString('https'), protocol: 'TCP' }],
+    },
+  });
+}
+
+/** At most one webhook pod down at a time through voluntary disruptions (node drains). */
+export function webhookPodDisruptionBudget(scope: Construct, metadata: k8s.ObjectMeta, selectorLabels: Record<string, string>): k8s.KubePodDisruptionBudget {
+  return new k8s.KubePodDisruptionBudget(scope, 'PodDisruptionBudget', {
+    metadata,
+    spec: { maxUnavailable: k8s.IntOrString.fromNumber(1), selector: { matchLabels: selectorLabels } },
+  });
+}
+
+/** Ingress to the webhook port only, and no egress at all. */
+export function webhookNetworkPolicy(scope: Construct, metadata: k8s.ObjectMeta, selectorLabels: Record<string, string>, port: number): k8s.KubeNetworkPolicy {
+  return new k8s.KubeNetworkPolicy(scope, 'NetworkPolicy', {
+    metadata,
+    spec: {
+      podSelector: { matchLabels: selectorLabels },
+      // The apiserver's address is not known here, so the webhook port is open to all sources;
+      // nothing else is, and the webhook needs no egress at all (no Kubernetes API access, no RBAC).
+      policyTypes: ['Ingress', 'Egress'],
+      ingress: [{ ports: [{ protocol: 'TCP', port: k8s.IntOrString.fromNumber(port) }] }],
+      egress: [],
+    },
+  });
+}
