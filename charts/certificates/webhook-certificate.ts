@@ -56,14 +56,47 @@ function validity(cert: forge.pki.Certificate, now: Date, days: number): void {
   cert.validity.notAfter = new Date(now.getTime() + days * 24 * 60 * 60 * 1000);
 }
 
-/** Generates a new CA and a serving certificate for the webhook Service. */
-export function generateWebhookCertificate(options: WebhookCertificateOptions): WebhookCertificate {
+/** A CA that can sign serving certificates: its certificate and its private key, in PEM. */
+export interface WebhookCertificateAuthority {
+  /** The CA certificate (what the caBundle carries). */
+  readonly certificate: string;
+  /** The CA's private key: whoever holds it can issue certificates the apiserver trusts. */
+  readonly privateKey: string;
+}
+
+export interface WebhookCertificateAuthorityOptions {
+  readonly serviceName: string;
+  readonly namespace: string;
+  /** @default 3650 (10 years) */
+  readonly validityDays?: number;
+  /** Start of validity. @default now */
+  readonly now?: Date;
+}
+
+export interface ServingCertificateOptions {
+  readonly serviceName: string;
+  readonly namespace: string;
+  /** @default 'cluster.local' */
+  readonly clusterDomain?: string;
+  /** Capped at what is left of the CA's validity, so the chain never outlives its root. @default 365 */
+  readonly validityDays?: number;
+  /** Start of validity. @default now */
+  readonly now?: Date;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+// node-forge writes CRLF line ends; plain LF PEM is what every other tool writes and expects.
+const lf = (pem: string) => pem.replace(/\r\n/g, '\n');
+
+/** Generates a new self-signed CA for the webhook's serving certificates. */
+export function generateWebhookCertificateAuthority(options: WebhookCertificateAuthorityOptions): WebhookCertificateAuthority {
   const now = options.now ?? new Date();
   const caKeys = nativeRsaKeyPair();
   const ca = forge.pki.createCertificate();
   ca.publicKey = caKeys.publicKey;
   ca.serialNumber = serialNumber();
-  validity(ca, now, options.caValidityDays ?? 3650);
+  validity(ca, now, options.validityDays ?? 3650);
   const caSubject = [{ name: 'commonName', value: `${options.serviceName}.${options.namespace} webhook CA` }];
   ca.setSubject(caSubject);
   ca.setIssuer(caSubject);
@@ -73,15 +106,23 @@ export function generateWebhookCertificate(options: WebhookCertificateOptions): 
     { name: 'subjectKeyIdentifier' },
   ]);
   ca.sign(caKeys.privateKey, forge.md.sha256.create());
+  return { certificate: lf(forge.pki.certificateToPem(ca)), privateKey: lf(forge.pki.privateKeyToPem(caKeys.privateKey)) };
+}
 
+/** Issues a serving certificate for the webhook Service (with a new key) from an existing CA. */
+export function issueServingCertificate(authority: WebhookCertificateAuthority, options: ServingCertificateOptions): WebhookCertificate {
+  const now = options.now ?? new Date();
+  const ca = forge.pki.certificateFromPem(authority.certificate);
+  const caKey = forge.pki.privateKeyFromPem(authority.privateKey);
+  const caDaysLeft = Math.floor((ca.validity.notAfter.getTime() - now.getTime()) / DAY_MS);
   const keys = nativeRsaKeyPair();
   const cert = forge.pki.createCertificate();
   cert.publicKey = keys.publicKey;
   cert.serialNumber = serialNumber();
-  validity(cert, now, options.validityDays ?? 365);
+  validity(cert, now, Math.min(options.validityDays ?? 365, caDaysLeft));
   const dnsNames = webhookDnsNames(options.serviceName, options.namespace, options.clusterDomain);
   cert.setSubject([{ name: 'commonName', value: dnsNames[2] }]);
-  cert.setIssuer(caSubject);
+  cert.setIssuer(ca.subject.attributes);
   cert.setExtensions([
     { name: 'basicConstraints', cA: false, critical: true },
     { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
@@ -90,15 +131,18 @@ export function generateWebhookCertificate(options: WebhookCertificateOptions): 
     { name: 'subjectKeyIdentifier' },
     { name: 'authorityKeyIdentifier', keyIdentifier: ca.generateSubjectKeyIdentifier().getBytes() },
   ]);
-  cert.sign(caKeys.privateKey, forge.md.sha256.create());
-
-  // node-forge writes CRLF line ends; plain LF PEM is what every other tool writes and expects.
-  const lf = (pem: string) => pem.replace(/\r\n/g, '\n');
+  cert.sign(caKey, forge.md.sha256.create());
   return {
-    caCertificate: lf(forge.pki.certificateToPem(ca)),
+    caCertificate: authority.certificate,
     certificate: lf(forge.pki.certificateToPem(cert)),
     privateKey: lf(forge.pki.privateKeyToPem(keys.privateKey)),
   };
+}
+
+/** Generates a new CA and a serving certificate for the webhook Service (the CA key is not kept). */
+export function generateWebhookCertificate(options: WebhookCertificateOptions): WebhookCertificate {
+  const authority = generateWebhookCertificateAuthority({ ...options, validityDays: options.caValidityDays });
+  return issueServingCertificate(authority, options);
 }
 
 /**

@@ -1,0 +1,175 @@
+// What the webhook container runs: a built image, or the official Node image with the server's code
+// taken from the output itself (the bundle, compressed, in a ConfigMap). The second needs no image
+// build or registry: `kubectl apply -f dist/` works on a stock cluster.
+
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as zlib from 'node:zlib';
+import { k8s } from 'cdk8s-plus-27';
+import { Construct } from 'constructs';
+
+/** The official Node image the bundle runs on, pinned to an exact tag (Node 22 LTS, Alpine 3.24). */
+export const DEFAULT_NODE_IMAGE = 'node:22.23.2-alpine3.24';
+
+/** The ConfigMap keys of the image-free mode: the bundle and its license notices, Brotli-compressed. */
+export const SERVER_BUNDLE_FILES = { bundle: 'server.js.br', notices: 'THIRD-PARTY-NOTICES.txt.br' } as const;
+
+/** Where the bundle's ConfigMap is mounted in the image-free mode. */
+export const SERVER_BUNDLE_MOUNT = '/opt/sidecar-injector';
+
+/**
+ * The container's `node -e` program in the image-free mode: decompress the mounted bundle in memory
+ * and run it as the main module. Nothing is written, so the root filesystem stays read-only.
+ */
+export const SERVER_BUNDLE_LOADER = [
+  "const fs = require('fs'), zlib = require('zlib'), Module = require('module');",
+  `const file = '${SERVER_BUNDLE_MOUNT}/server.js';`,
+  'const server = new Module(file);',
+  'server.filename = file;',
+  `server.paths = Module._nodeModulePaths('${SERVER_BUNDLE_MOUNT}');`,
+  `server._compile(zlib.brotliDecompressSync(fs.readFileSync('${SERVER_BUNDLE_MOUNT}/${SERVER_BUNDLE_FILES.bundle}')).toString('utf8'), file);`,
+].join('\n');
+
+/** The most a ConfigMap may hold (data and binaryData together), as the apiserver enforces it. */
+export const CONFIG_MAP_MAX_BYTES = 1024 * 1024;
+
+/** What the construct tells the server source about the webhook. */
+export interface WebhookServerTarget {
+  readonly name: string;
+  readonly namespace: string;
+  readonly labels: Record<string, string>;
+}
+
+/** What the construct builds the webhook container with. */
+export interface WebhookServerBinding {
+  readonly image: string;
+  /** The container's command; undefined runs the image's entrypoint. */
+  readonly command?: string[];
+  /** Environment the image would otherwise bring. */
+  readonly env: k8s.EnvVar[];
+  readonly volumes: k8s.Volume[];
+  readonly volumeMounts: k8s.VolumeMount[];
+  /** Pod template annotations: a checksum of code that lives in the output, so new code rolls the pods. */
+  readonly podAnnotations: Record<string, string>;
+  /** The ConfigMap holding the bundle, in the image-free mode. */
+  readonly configMap?: k8s.KubeConfigMap;
+}
+
+export interface BundleServerOptions {
+  /** The Node image to run the bundle on. Pin an exact tag (or a digest). @default DEFAULT_NODE_IMAGE */
+  readonly nodeImage?: string;
+  /** The directory holding `server.js` and `THIRD-PARTY-NOTICES.txt` (`npm run bundle` writes them).
+   * @default this package's `build/webhook/`, found whether it runs from source or from node_modules */
+  readonly bundleDirectory?: string;
+}
+
+/** What the webhook container runs. Pick one with `fromImage()` or `fromBundle()`. */
+export abstract class WebhookServer {
+  /** A built webhook image (webhook/Dockerfile; the release workflow publishes it). */
+  static fromImage(image: string): WebhookServer {
+    return new ImageServer(image);
+  }
+
+  /** The official Node image, running the bundle that the output carries in a ConfigMap. */
+  static fromBundle(options: BundleServerOptions = {}): WebhookServer {
+    return new BundleServer(options);
+  }
+
+  /** Makes this source's objects under `scope` and answers how to build the container. */
+  abstract bind(scope: Construct, target: WebhookServerTarget): WebhookServerBinding;
+}
+
+class ImageServer extends WebhookServer {
+  constructor(readonly image: string) {
+    super();
+  }
+
+  bind(): WebhookServerBinding {
+    return { image: this.image, env: [], volumes: [], volumeMounts: [], podAnnotations: {} };
+  }
+}
+
+class BundleServer extends WebhookServer {
+  constructor(private readonly options: BundleServerOptions) {
+    super();
+  }
+
+  bind(scope: Construct, target: WebhookServerTarget): WebhookServerBinding {
+    const bundle = readServerBundle(this.options.bundleDirectory);
+    const configMapName = `${target.name}-server`;
+    const configMap = new k8s.KubeConfigMap(scope, 'ServerBundle', {
+      metadata: { name: configMapName, namespace: target.namespace, labels: target.labels },
+      binaryData: {
+        [SERVER_BUNDLE_FILES.bundle]: bundle.compressed.toString('base64'),
+        [SERVER_BUNDLE_FILES.notices]: bundle.compressedNotices.toString('base64'),
+      },
+    });
+    return {
+      image: this.options.nodeImage ?? DEFAULT_NODE_IMAGE,
+      command: ['node', '-e', SERVER_BUNDLE_LOADER],
+      // What webhook/Dockerfile sets for the image.
+      env: [{ name: 'NODE_ENV', value: 'production' }],
+      volumes: [{ name: 'server', configMap: { name: configMapName, defaultMode: 0o440 } }],
+      volumeMounts: [{ name: 'server', mountPath: SERVER_BUNDLE_MOUNT, readOnly: true }],
+      podAnnotations: { 'checksum/server': bundle.sha256 },
+      configMap,
+    };
+  }
+}
+
+/** The bundle as the image-free mode ships it. */
+export interface ServerBundle {
+  readonly directory: string;
+  /** `server.js`, as built. */
+  readonly source: Buffer;
+  /** Brotli of `server.js` (quality 11: deterministic, and what the ConfigMap holds). */
+  readonly compressed: Buffer;
+  readonly compressedNotices: Buffer;
+  /** sha256 of `server.js`. */
+  readonly sha256: string;
+}
+
+const cache = new Map<string, ServerBundle>();
+
+/** Reads and compresses the bundle (once per process and directory); throws saying how to build it. */
+export function readServerBundle(directory = defaultBundleDirectory()): ServerBundle {
+  const cached = cache.get(directory);
+  const bundlePath = path.join(directory, 'server.js');
+  if (cached && fs.statSync(bundlePath).size === cached.source.length && fs.readFileSync(bundlePath).equals(cached.source)) return cached;
+  let source: Buffer;
+  let notices: Buffer;
+  try {
+    source = fs.readFileSync(bundlePath);
+    notices = fs.readFileSync(path.join(directory, 'THIRD-PARTY-NOTICES.txt'));
+  } catch (error) {
+    throw new Error(
+      `the image-free mode (WebhookServer.fromBundle) needs the webhook bundle, but ${(error as NodeJS.ErrnoException).path ?? bundlePath} ` +
+        'is missing: run "npm run bundle" in this package (npm run synth does it first), or use WebhookServer.fromImage()',
+    );
+  }
+  const brotli = (bytes: Buffer) =>
+    zlib.brotliCompressSync(bytes, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: bytes.length } });
+  const bundle: ServerBundle = {
+    directory,
+    source,
+    compressed: brotli(source),
+    compressedNotices: brotli(notices),
+    sha256: createHash('sha256').update(source).digest('hex'),
+  };
+  cache.set(directory, bundle);
+  return bundle;
+}
+
+/** This package's `build/webhook/`: the nearest directory up from here whose package.json is this package's. */
+function defaultBundleDirectory(): string {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    try {
+      const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string };
+      if (manifest.name === 'cdk8s-sidecar-injector') return path.join(dir, 'build', 'webhook');
+    } catch {
+      // no package.json here: keep going up
+    }
+    if (path.dirname(dir) === dir) return path.resolve(__dirname, '..', 'build', 'webhook');
+  }
+}
