@@ -10,6 +10,10 @@ export const RUNTIME_ENV = {
   shutdownTimeoutSeconds: 'INJECTOR_SHUTDOWN_TIMEOUT_SECONDS',
   requestTimeoutSeconds: 'INJECTOR_REQUEST_TIMEOUT_SECONDS',
   shutdownDelaySeconds: 'INJECTOR_SHUTDOWN_DELAY_SECONDS',
+  /** The container's memory limit in bytes (the Deployment passes `limits.memory` by the downward API). */
+  memoryLimitBytes: 'INJECTOR_MEMORY_LIMIT_BYTES',
+  /** Most TLS connections open at once; more are refused at accept. */
+  maxConnections: 'INJECTOR_MAX_CONNECTIONS',
 } as const;
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
@@ -26,7 +30,70 @@ export const RUNTIME_DEFAULTS = {
   requestTimeoutSeconds: 30,
   /** Unready but serving after SIGTERM; the synthesized Deployment sets 5 so endpoint removal propagates. */
   shutdownDelaySeconds: 0,
+  /** The apiserver keeps a connection per concurrent request; each idle TLS connection costs ~40 KiB. */
+  maxConnections: 512,
+  /** Without the variable: the synthesized Deployment's default limit, 192Mi. */
+  memoryLimitBytes: 192 * 1024 * 1024,
 } as const;
 
 /** Files inside the mounted TLS Secret directory (a `kubernetes.io/tls` Secret's keys). */
 export const TLS_FILES = { certificate: 'tls.crt', privateKey: 'tls.key', caCertificate: 'ca.crt' } as const;
+
+const MiB = 1024 * 1024;
+
+/** The webhook's own memory when busy, before any request body: code, V8's young generation (it
+ * grows to ~48 MiB under fast allocation), TLS buffers, the idle heap. Measured: ~100 MiB peak RSS
+ * at saturation with small reviews (BENCHMARKS.md). */
+export const MEMORY_RESERVED_BYTES = 96 * MiB;
+/** Bytes of memory one held request body byte costs at the peak: the body read into one buffer, its
+ * string, and the parsed object (measured ~3x, 4x leaves room for the GC to lag behind). */
+export const MEMORY_PER_BODY_BYTE = 4;
+/** The smallest budget: one ~3 MiB object still fits; below it a request of that size is shed. */
+export const MIN_MEMORY_BUDGET_BYTES = 4 * MiB;
+/** Bodies up to this size are "small" (every recorded review is under 10 KiB). */
+export const SMALL_BODY_BYTES = 64 * 1024;
+
+/** How the webhook divides its container's memory limit. */
+export interface MemorySizing {
+  /** The container memory limit this was derived from. */
+  readonly limitBytes: number;
+  /** Request body bytes held at once (being read plus being processed); past it, 429. */
+  readonly budgetBytes: number;
+  /** Of the budget, what bodies over `SMALL_BODY_BYTES` may hold together: the rest is kept for small
+   * reviews, so a flood of large bodies never sheds ordinary pods. */
+  readonly largeBodyBytes: number;
+  /** V8's old-generation limit (`--max-old-space-size`), MiB: half the limit, so V8 collects before
+   * the kubelet's OOM killer would. */
+  readonly heapLimitMiB: number;
+}
+
+/**
+ * The sizing rule: `budget = max(4 MiB, (limit - 96 MiB) / 4)`, three quarters of it for large
+ * bodies; V8's heap limit is half the limit. For the default 192Mi: a 24 MiB budget (18 MiB for bodies
+ * over 64 KiB: two 7 MiB bodies or six 3 MiB ones at once) and a 96 MiB heap.
+ */
+export function memorySizing(limitBytes: number): MemorySizing {
+  const budgetBytes = Math.max(MIN_MEMORY_BUDGET_BYTES, Math.floor((limitBytes - MEMORY_RESERVED_BYTES) / MEMORY_PER_BODY_BYTE));
+  return {
+    limitBytes,
+    budgetBytes,
+    largeBodyBytes: Math.floor((budgetBytes * 3) / 4),
+    heapLimitMiB: Math.max(16, Math.floor(limitBytes / MiB / 2)),
+  };
+}
+
+const QUANTITY_SUFFIX: Record<string, number> = {
+  '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
+  Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4, Pi: 1024 ** 5, Ei: 1024 ** 6,
+};
+
+/**
+ * A Kubernetes memory quantity ("192Mi", "0.5Gi", "200M", "1e9") in whole bytes, rounded up as the
+ * kubelet's downward API does; undefined when it is not a quantity.
+ */
+export function memoryQuantityBytes(quantity: string): number | undefined {
+  const match = /^([+]?[0-9]+(?:\.[0-9]*)?|[+]?\.[0-9]+)(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E))?$/.exec(quantity.trim());
+  if (!match) return undefined;
+  const number = Number(match[1]) * (match[2] ? Number('1' + match[2]) : QUANTITY_SUFFIX[match[3] ?? '']);
+  return Number.isFinite(number) ? Math.ceil(number) : undefined;
+}

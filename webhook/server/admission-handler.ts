@@ -1,19 +1,24 @@
-// The HTTP shell around the engine for POST /mutate: content type, body limit, decoding, encoding.
-// Every failure becomes a 4xx with a message an operator can act on; nothing here can crash the process.
+// The HTTP shell around the engine for POST /mutate: content type, body limit, memory budget,
+// decoding, encoding. Every failure becomes a 4xx with a message an operator can act on; nothing here
+// can crash the process.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ResolvedInjectorConfig } from '../config';
-import { BadAdmissionReview, admissionReviewResponse, decodeAdmissionReview, evaluate } from '../engine';
+import { BadAdmissionReview, InjectionDecision, MutationResult, decodeAdmissionReview, evaluate } from '../engine';
 import type { Logger } from './logger';
+import type { MemoryBudget } from './memory-budget';
 import type { RequestOutcome, WebhookMetrics } from './metrics';
 
 /** Large enough for any object the apiserver stores (its etcd limit is ~1.5 MiB, requests up to 3 MiB). */
 export const MAX_BODY_BYTES = 7 * 1024 * 1024;
+/** Seconds a shed client is asked to wait (the apiserver itself does not retry; other clients may). */
+export const SHED_RETRY_AFTER_SECONDS = 1;
 
 export interface AdmissionHandlerContext {
   readonly config: () => ResolvedInjectorConfig | undefined;
   readonly metrics: WebhookMetrics;
   readonly logger: Logger;
+  readonly budget: MemoryBudget;
 }
 
 class HttpError extends Error {
@@ -28,51 +33,18 @@ class HttpError extends Error {
 
 function isJsonContentType(header: string | undefined): boolean {
   if (!header) return false;
+  // The common case without a split: "application/json" exactly.
+  if (header === 'application/json') return true;
   const type = header.split(';', 1)[0].trim().toLowerCase();
   return type === 'application/json';
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
-      reject(new HttpError(413, 'too_large', `body of ${declared} bytes exceeds the limit of ${MAX_BODY_BYTES} bytes`));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    req.on('data', (chunk: Buffer) => {
-      if (done) return;
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        done = true;
-        chunks.length = 0;
-        reject(new HttpError(413, 'too_large', `body exceeds the limit of ${MAX_BODY_BYTES} bytes`));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (!done) {
-        done = true;
-        resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
-      }
-    });
-    req.on('error', (error) => {
-      if (!done) {
-        done = true;
-        reject(error);
-      }
-    });
-  });
-}
+const JSON_HEADERS = (length: number): Record<string, string | number> => ({ 'Content-Type': 'application/json', 'Content-Length': length });
 
-function sendJson(res: ServerResponse, status: number, body: unknown, closeConnection = false): void {
-  const text = JSON.stringify(body);
+function sendText(res: ServerResponse, status: number, text: string, extraHeaders?: Record<string, string | number>): void {
   // One writeHead with all headers: cheaper than a setHeader call (and its validation) each.
-  const headers: Record<string, string | number> = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) };
-  if (closeConnection) headers.Connection = 'close';
+  const headers = JSON_HEADERS(Buffer.byteLength(text));
+  if (extraHeaders) Object.assign(headers, extraHeaders);
   res.writeHead(status, headers).end(text);
 }
 
@@ -82,25 +54,59 @@ function field(value: unknown): string | undefined {
   return value.length > 253 ? value.slice(0, 250) + '...' : value;
 }
 
+/**
+ * The AdmissionReview answer, written as text: the base64 patch and the warnings go in as they are
+ * instead of through a second JSON.stringify of the whole envelope.
+ */
+function reviewText(apiVersion: string, result: MutationResult): string {
+  const response = result.response;
+  let text = `{"apiVersion":"${apiVersion}","kind":"AdmissionReview","response":{"uid":${JSON.stringify(response.uid)},"allowed":${response.allowed}`;
+  if (response.patch !== undefined) text += `,"patchType":"JSONPatch","patch":"${response.patch}"`;
+  if (response.warnings !== undefined) text += `,"warnings":${JSON.stringify(response.warnings)}`;
+  if (response.status !== undefined) text += `,"status":${JSON.stringify(response.status)}`;
+  return text + '}}';
+}
+
+function injectedNames(decisions: readonly InjectionDecision[]): string[] {
+  const names: string[] = [];
+  for (const decision of decisions) if (decision.reason === 'injected') names.push(decision.injection);
+  return names;
+}
+
 export function createAdmissionHandler(context: AdmissionHandlerContext) {
-  const { metrics, logger } = context;
-  return async function handleAdmission(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const started = process.hrtime.bigint();
-    const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
-    let uid: string | undefined;
-    let answered: { outcome: RequestOutcome; log: () => void };
+  const { metrics, logger, budget } = context;
+
+  /** Answers a request that was decoded, evaluated or refused; counts it and logs it. */
+  function finish(started: number, held: number, outcome: RequestOutcome, log: (() => void) | undefined): void {
+    if (held > 0) budget.release(held);
+    metrics.countRequest(outcome, (performance.now() - started) / 1000);
+    if (!log) return;
     try {
-      if (!isJsonContentType(req.headers['content-type'])) {
-        throw new HttpError(415, 'unsupported_media_type', `Content-Type must be application/json, got ${JSON.stringify(field(req.headers['content-type']) ?? '')}`);
-      }
-      let body: Buffer;
-      try {
-        body = await readBody(req);
-      } catch (error) {
-        if (error instanceof HttpError) throw error;
-        // The client went away mid-body: nobody to answer, and not our fault.
-        throw new HttpError(400, 'aborted', `request body not received: ${(error as Error).message}`);
-      }
+      log();
+    } catch (error) {
+      // Logging must never turn an answered request into a failure.
+      logger.log('error', 'could not log an admission', { error: (error as Error)?.message });
+    }
+  }
+
+  function reject(res: ServerResponse, started: number, held: number, error: HttpError, uid: string | undefined, closeConnection: boolean, headers?: Record<string, string | number>): void {
+    if (!res.headersSent && !res.destroyed) {
+      const text = JSON.stringify({ error: { code: error.status, message: error.message, uid } });
+      // After a refusal before the body, the rest of it is still on the wire: close rather than read it.
+      sendText(res, error.status, text, closeConnection ? { ...headers, Connection: 'close' } : headers);
+    }
+    finish(started, held, error.outcome, () =>
+      logger.log(error.status >= 500 ? 'error' : 'warn', error.outcome === 'shed' ? 'admission request shed' : 'admission request rejected', {
+        uid,
+        status: error.status,
+        reason: error.message,
+      }),
+    );
+  }
+
+  function answer(res: ServerResponse, started: number, held: number, body: Buffer): void {
+    let uid: string | undefined;
+    try {
       if (body.length === 0) throw new HttpError(400, 'bad_request', 'body is empty: expected an AdmissionReview');
       let parsed: unknown;
       try {
@@ -125,47 +131,120 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       const config = context.config();
       if (!config) throw new HttpError(503, 'error', 'no valid injector config loaded yet');
       const result = evaluate(request, config);
-      sendJson(res, 200, admissionReviewResponse(review.apiVersion, result.response));
+      sendText(res, 200, reviewText(review.apiVersion, result));
       for (const decision of result.decisions) metrics.countInjection(decision.injection, decision.reason);
-      answered = {
-        outcome: result.patch.length > 0 ? 'patched' : 'unchanged',
-        log: () => {
-          if (logger.enabled('info')) {
-            const meta = (request.object?.metadata ?? {}) as Record<string, unknown>;
-            logger.log('info', 'admission', {
-              uid,
-              kind: field(request.kind.kind),
-              namespace: field(request.namespace),
-              name: field(request.name) ?? field(meta.name) ?? field(meta.generateName),
-              operation: field(request.operation),
-              dryRun: request.dryRun === true,
-              injected: result.decisions.filter((d) => d.reason === 'injected').map((d) => d.injection),
-              warnings: result.response.warnings?.length ?? 0,
-              durationMs: Math.round(elapsed() * 1e6) / 1e3,
-            });
+      const logUid = uid;
+      finish(started, held, result.patch.length > 0 ? 'patched' : 'unchanged', () => {
+        if (logger.enabled('info')) {
+          const meta = (request.object?.metadata ?? {}) as Record<string, unknown>;
+          logger.log('info', 'admission', {
+            uid: logUid,
+            kind: field(request.kind.kind),
+            namespace: field(request.namespace),
+            name: field(request.name) ?? field(meta.name) ?? field(meta.generateName),
+            operation: field(request.operation),
+            dryRun: request.dryRun === true,
+            injected: injectedNames(result.decisions),
+            warnings: result.response.warnings?.length ?? 0,
+            durationMs: Math.round((performance.now() - started) * 1e3) / 1e3,
+          });
+        }
+        if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid: logUid, decisions: result.decisions, warnings: result.response.warnings });
+      });
+    } catch (error) {
+      const httpError = error instanceof HttpError ? error : new HttpError(500, 'error', `internal error: ${(error as Error)?.message ?? String(error)}`);
+      reject(res, started, held, httpError, uid, false);
+    }
+  }
+
+  return function handleAdmission(req: IncomingMessage, res: ServerResponse): void {
+    const started = performance.now();
+    if (!isJsonContentType(req.headers['content-type'])) {
+      const got = JSON.stringify(field(req.headers['content-type']) ?? '');
+      reject(res, started, 0, new HttpError(415, 'unsupported_media_type', `Content-Type must be application/json, got ${got}`), undefined, false);
+      return;
+    }
+    const lengthHeader = req.headers['content-length'];
+    const declared = lengthHeader === undefined ? NaN : Number(lengthHeader);
+    const known = Number.isInteger(declared) && declared >= 0;
+    if (known && declared > MAX_BODY_BYTES) {
+      reject(res, started, 0, new HttpError(413, 'too_large', `body of ${declared} bytes exceeds the limit of ${MAX_BODY_BYTES} bytes`), undefined, true);
+      return;
+    }
+    const shed = (what: string) =>
+      new HttpError(
+        429,
+        'shed',
+        `${what} would take the request bodies held by this replica over its memory budget of ${budget.sizing.budgetBytes} bytes ` +
+          `(${budget.held} held now); retry later or on another replica`,
+      );
+    // Decided from the declared length, before a byte of the body is read.
+    if (known && !budget.take(0, declared)) {
+      reject(res, started, 0, shed(`a body of ${declared} bytes`), undefined, true, { 'Retry-After': SHED_RETRY_AFTER_SECONDS });
+      return;
+    }
+    let held = known ? declared : 0;
+    let done = false;
+    // A declared length is read straight into one buffer; an unknown one is collected chunk by chunk.
+    let whole: Buffer | undefined;
+    let chunks: Buffer[] | undefined;
+    let size = 0;
+    const fail = (error: HttpError, headers?: Record<string, string | number>) => {
+      done = true;
+      whole = undefined;
+      chunks = undefined;
+      reject(res, started, held, error, undefined, true, headers);
+      held = 0;
+    };
+    req.on('data', (chunk: Buffer) => {
+      if (done) return;
+      if (known) {
+        if (whole === undefined) {
+          // A body that is one chunk (every small review) is used as it is.
+          if (chunk.length === declared) {
+            whole = chunk;
+            size = declared;
+            return;
           }
-          if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid, decisions: result.decisions, warnings: result.response.warnings });
-        },
-      };
-    } catch (error) {
-      const httpError =
-        error instanceof HttpError ? error : new HttpError(500, 'error', `internal error: ${(error as Error)?.message ?? String(error)}`);
-      if (!res.headersSent && !res.destroyed) {
-        // After a 413 the rest of the body is still on the wire: close rather than read it.
-        sendJson(res, httpError.status, { error: { code: httpError.status, message: httpError.message, uid } }, httpError.status === 413);
+          whole = Buffer.allocUnsafe(declared);
+        }
+        // Node's parser never delivers more than Content-Length.
+        chunk.copy(whole, size);
+        size += chunk.length;
+        return;
       }
-      answered = {
-        outcome: httpError.outcome,
-        log: () =>
-          logger.log(httpError.status >= 500 ? 'error' : 'warn', 'admission request rejected', { uid, status: httpError.status, reason: httpError.message }),
-      };
-    }
-    metrics.countRequest(answered.outcome, elapsed());
-    try {
-      answered.log();
-    } catch (error) {
-      // Logging must never turn an answered request into a failure.
-      logger.log('error', 'could not log an admission', { error: (error as Error)?.message });
-    }
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        fail(new HttpError(413, 'too_large', `body exceeds the limit of ${MAX_BODY_BYTES} bytes`));
+        return;
+      }
+      if (!budget.take(held, chunk.length)) {
+        fail(shed(`a body of unknown length, at ${size} bytes so far,`), { 'Retry-After': SHED_RETRY_AFTER_SECONDS });
+        return;
+      }
+      held += chunk.length;
+      (chunks ??= []).push(chunk);
+    });
+    req.on('end', () => {
+      if (done) return;
+      done = true;
+      let body: Buffer;
+      if (known) body = whole === undefined ? Buffer.alloc(0) : size === declared ? whole : whole.subarray(0, size);
+      else body = chunks === undefined ? Buffer.alloc(0) : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+      whole = undefined;
+      chunks = undefined;
+      answer(res, started, held, body);
+      held = 0;
+    });
+    req.on('error', (error) => {
+      if (done) return;
+      // The client went away mid-body: nobody to answer, and not our fault.
+      fail(new HttpError(400, 'aborted', `request body not received: ${error.message}`));
+    });
+    // A client that disconnects mid-body emits 'aborted' (and maybe no 'error'): give its bytes back.
+    req.on('close', () => {
+      if (done) return;
+      fail(new HttpError(400, 'aborted', 'request body not received: the client closed the connection'));
+    });
   };
 }

@@ -1,36 +1,105 @@
-// Prometheus text exposition, by hand: three counters and a histogram do not need a client library,
-// and the hot path stays a few map lookups.
+// Prometheus metrics through prom-client: the webhook's own series plus the standard process and
+// Node.js ones (resident memory, heap, event-loop lag, GC). The hot path only bumps plain numbers
+// (no label strings hashed per request); prom-client reads them when /metrics is scraped.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DecisionReason } from '../engine';
+import type { MemoryBudget } from './memory-budget';
 
 /** Upper bounds in seconds; sub-millisecond buckets because an admission should take well under 1 ms. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
-export type RequestOutcome = 'patched' | 'unchanged' | 'bad_request' | 'aborted' | 'unsupported_media_type' | 'too_large' | 'error';
-
-function escapeLabel(value: string): string {
-  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-}
+export const REQUEST_OUTCOMES = ['patched', 'unchanged', 'bad_request', 'aborted', 'unsupported_media_type', 'too_large', 'shed', 'error'] as const;
+export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 
 export class WebhookMetrics {
-  private readonly requests = new Map<RequestOutcome, number>();
+  readonly registry = new Registry();
+  /** Answers per outcome, in REQUEST_OUTCOMES order. */
+  private readonly requests = new Float64Array(REQUEST_OUTCOMES.length);
+  private readonly outcomeIndex = new Map<RequestOutcome, number>(REQUEST_OUTCOMES.map((outcome, i) => [outcome, i]));
   private readonly injections = new Map<string, Map<DecisionReason, number>>();
-  private readonly reloads = new Map<string, number>();
-  private readonly bucketCounts = new Array<number>(LATENCY_BUCKETS.length).fill(0);
-  private latencyCount = 0;
-  private latencySum = 0;
-  configLoaded = 0;
+  private readonly duration: Histogram;
+  private readonly reloads: Counter<'what' | 'result'>;
   lastConfigReloadSuccessful = 1;
 
-  countRequest(outcome: RequestOutcome, seconds: number): void {
-    this.requests.set(outcome, (this.requests.get(outcome) ?? 0) + 1);
-    this.latencyCount++;
-    this.latencySum += seconds;
-    for (let i = 0; i < LATENCY_BUCKETS.length; i++) {
-      if (seconds <= LATENCY_BUCKETS[i]) {
-        this.bucketCounts[i]++;
-        break;
-      }
+  constructor(budget?: MemoryBudget) {
+    const registers = [this.registry];
+    const metrics = this;
+    collectDefaultMetrics({ register: this.registry });
+    new Counter({
+      name: 'sidecar_injector_admission_requests_total',
+      help: 'Admission requests answered, by outcome ("shed": 429, over the memory budget).',
+      labelNames: ['outcome'],
+      registers,
+      collect() {
+        this.reset();
+        REQUEST_OUTCOMES.forEach((outcome, i) => {
+          if (metrics.requests[i] > 0) this.inc({ outcome }, metrics.requests[i]);
+        });
+      },
+    });
+    this.duration = new Histogram({
+      name: 'sidecar_injector_admission_duration_seconds',
+      help: 'Time from request received to response written.',
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    new Counter({
+      name: 'sidecar_injector_injections_total',
+      help: 'Injection decisions, by injection and reason.',
+      labelNames: ['injection', 'reason'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [injection, byReason] of metrics.injections) {
+          for (const [reason, count] of byReason) this.inc({ injection, reason }, count);
+        }
+      },
+    });
+    this.reloads = new Counter({
+      name: 'sidecar_injector_reloads_total',
+      help: 'Reloads of the mounted config and certificate, by result.',
+      labelNames: ['what', 'result'],
+      registers,
+    });
+    new Gauge({
+      name: 'sidecar_injector_config_last_reload_successful',
+      help: '1 if the last config (re)load succeeded, 0 if the last good config is still serving.',
+      registers,
+      collect() {
+        this.set(metrics.lastConfigReloadSuccessful);
+      },
+    });
+    if (budget) {
+      new Gauge({
+        name: 'sidecar_injector_memory_budget_bytes',
+        help: 'Request body bytes the server may hold at once (derived from the container memory limit); past it, 429.',
+        registers,
+        collect() {
+          this.set(budget.sizing.budgetBytes);
+        },
+      });
+      new Gauge({
+        name: 'sidecar_injector_memory_budget_held_bytes',
+        help: 'Request body bytes held right now (bodies being read plus requests being processed).',
+        registers,
+        collect() {
+          this.set(budget.held);
+        },
+      });
+      new Gauge({
+        name: 'sidecar_injector_memory_budget_peak_held_bytes',
+        help: 'The most request body bytes held at once since start.',
+        registers,
+        collect() {
+          this.set(budget.peakHeld);
+        },
+      });
     }
+  }
+
+  countRequest(outcome: RequestOutcome, seconds: number): void {
+    this.requests[this.outcomeIndex.get(outcome)!]++;
+    this.duration.observe(seconds);
   }
 
   countInjection(injection: string, reason: DecisionReason): void {
@@ -40,41 +109,20 @@ export class WebhookMetrics {
   }
 
   countReload(what: 'config' | 'certificate', result: 'success' | 'failure'): void {
-    const key = `${what}\u0000${result}`;
-    this.reloads.set(key, (this.reloads.get(key) ?? 0) + 1);
+    this.reloads.inc({ what, result });
   }
 
-  render(): string {
-    const lines: string[] = [];
-    lines.push('# HELP sidecar_injector_admission_requests_total Admission requests answered, by outcome.');
-    lines.push('# TYPE sidecar_injector_admission_requests_total counter');
-    for (const [outcome, count] of this.requests) lines.push(`sidecar_injector_admission_requests_total{outcome="${outcome}"} ${count}`);
-    lines.push('# HELP sidecar_injector_admission_duration_seconds Time from request received to response written.');
-    lines.push('# TYPE sidecar_injector_admission_duration_seconds histogram');
-    let cumulative = 0;
-    LATENCY_BUCKETS.forEach((bound, i) => {
-      cumulative += this.bucketCounts[i];
-      lines.push(`sidecar_injector_admission_duration_seconds_bucket{le="${bound}"} ${cumulative}`);
-    });
-    lines.push(`sidecar_injector_admission_duration_seconds_bucket{le="+Inf"} ${this.latencyCount}`);
-    lines.push(`sidecar_injector_admission_duration_seconds_sum ${this.latencySum}`);
-    lines.push(`sidecar_injector_admission_duration_seconds_count ${this.latencyCount}`);
-    lines.push('# HELP sidecar_injector_injections_total Injection decisions, by injection and reason.');
-    lines.push('# TYPE sidecar_injector_injections_total counter');
-    for (const [injection, byReason] of this.injections) {
-      for (const [reason, count] of byReason) {
-        lines.push(`sidecar_injector_injections_total{injection="${escapeLabel(injection)}",reason="${reason}"} ${count}`);
-      }
-    }
-    lines.push('# HELP sidecar_injector_reloads_total Reloads of the mounted config and certificate, by result.');
-    lines.push('# TYPE sidecar_injector_reloads_total counter');
-    for (const [key, count] of this.reloads) {
-      const [what, result] = key.split('\u0000');
-      lines.push(`sidecar_injector_reloads_total{what="${what}",result="${result}"} ${count}`);
-    }
-    lines.push('# HELP sidecar_injector_config_last_reload_successful 1 if the last config (re)load succeeded, 0 if the last good config is still serving.');
-    lines.push('# TYPE sidecar_injector_config_last_reload_successful gauge');
-    lines.push(`sidecar_injector_config_last_reload_successful ${this.lastConfigReloadSuccessful}`);
-    return lines.join('\n') + '\n';
+  /** Requests answered with `outcome` so far. */
+  requestCount(outcome: RequestOutcome): number {
+    return this.requests[this.outcomeIndex.get(outcome)!];
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The Prometheus text exposition of every series. */
+  render(): Promise<string> {
+    return this.registry.metrics();
   }
 }

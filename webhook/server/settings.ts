@@ -1,4 +1,4 @@
-import { LOG_LEVELS, LogLevel, RUNTIME_DEFAULTS, RUNTIME_ENV } from '../config';
+import { LOG_LEVELS, LogLevel, RUNTIME_DEFAULTS, RUNTIME_ENV, memorySizing } from '../config';
 import type { WebhookServerSettings } from './webhook-server';
 
 /** Reads the runtime contract from the environment; throws naming the variable when a value is bad. */
@@ -20,5 +20,8 @@ export function settingsFromEnvironment(env: NodeJS.ProcessEnv): WebhookServerSe
     shutdownTimeoutSeconds: number(RUNTIME_ENV.shutdownTimeoutSeconds, RUNTIME_DEFAULTS.shutdownTimeoutSeconds, 0, 3600),
     requestTimeoutSeconds: number(RUNTIME_ENV.requestTimeoutSeconds, RUNTIME_DEFAULTS.requestTimeoutSeconds, 1, 3600),
     shutdownDelaySeconds: number(RUNTIME_ENV.shutdownDelaySeconds, RUNTIME_DEFAULTS.shutdownDelaySeconds, 0, 600),
+    // The downward API gives limits.memory in bytes (or the node's allocatable memory without a limit).
+    memory: memorySizing(number(RUNTIME_ENV.memoryLimitBytes, RUNTIME_DEFAULTS.memoryLimitBytes, 32 * 1024 * 1024, Number.MAX_SAFE_INTEGER)),
+    maxConnections: number(RUNTIME_ENV.maxConnections, RUNTIME_DEFAULTS.maxConnections, 1, 1_000_000),
   };
 }

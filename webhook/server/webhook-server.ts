@@ -5,10 +5,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as https from 'node:https';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
+import * as v8 from 'node:v8';
 import express from 'express';
-import { LogLevel, ResolvedInjectorConfig } from '../config';
+import { LogLevel, MemorySizing, RUNTIME_DEFAULTS, ResolvedInjectorConfig, memorySizing } from '../config';
 import { createAdmissionHandler } from './admission-handler';
 import { Logger, createLogger } from './logger';
+import { MemoryBudget } from './memory-budget';
 import { WebhookMetrics } from './metrics';
 import { readInjectorConfig, readTlsMaterial, watchDirectory } from './mounted-files';
 
@@ -25,11 +27,17 @@ export interface WebhookServerSettings {
   readonly shutdownDelaySeconds?: number;
   /** Where log lines go. @default stdout */
   readonly writeLog?: (line: string) => void;
+  /** The request-body memory budget and heap limit, from the container's memory limit.
+   * @default memorySizing(192 MiB), the Deployment's default limit */
+  readonly memory?: MemorySizing;
+  /** Most connections open at once. @default 512 */
+  readonly maxConnections?: number;
 }
 
 export interface RunningWebhookServer {
   readonly port: number;
   readonly metrics: WebhookMetrics;
+  readonly budget: MemoryBudget;
   readonly logger: Logger;
   /** Stops accepting, finishes in-flight requests, closes keep-alive connections. */
   shutdown(): Promise<void>;
@@ -43,10 +51,15 @@ const CLIENT_ERROR_STATUS: Record<string, string> = {
 
 /** Above the apiserver's 90 s idle timeout, so it is always the apiserver that closes an idle connection. */
 const KEEP_ALIVE_TIMEOUT_MS = 120_000;
+/** Request line and headers: the apiserver and the kubelet send a few hundred bytes; more is refused with 431. */
+export const MAX_HEADER_BYTES = 8 * 1024;
 
 export async function startWebhookServer(settings: WebhookServerSettings): Promise<RunningWebhookServer> {
   const logger = createLogger(settings.logLevel, settings.writeLog);
-  const metrics = new WebhookMetrics();
+  const memory = settings.memory ?? memorySizing(RUNTIME_DEFAULTS.memoryLimitBytes);
+  const budget = new MemoryBudget(memory);
+  const metrics = new WebhookMetrics(budget);
+  const maxConnections = settings.maxConnections ?? RUNTIME_DEFAULTS.maxConnections;
   let config: ResolvedInjectorConfig | undefined;
   let configError: string | undefined;
   let configText = '';
@@ -84,7 +97,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('query parser', false);
-  const handleAdmission = createAdmissionHandler({ config: () => config, metrics, logger });
+  const handleAdmission = createAdmissionHandler({ config: () => config, metrics, logger, budget });
   app.get('/healthz', (_req, res) => {
     res.type('text/plain').send('ok\n');
   });
@@ -99,18 +112,20 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       configError,
     });
   });
-  app.get('/metrics', (_req, res) => {
-    res.type('text/plain; version=0.0.4').send(metrics.render());
+  app.get('/metrics', (_req, res, next) => {
+    metrics.render().then((text) => res.type(metrics.contentType).send(text), next);
   });
   app.use((req, res) => {
     res.status(404).json({ error: { code: 404, message: `no route for ${req.method} ${req.path}` } });
   });
 
-  // POST /mutate, the hot path, goes straight to its handler; Express routes the rest.
+  // POST /mutate, the hot path, goes straight to its handler; Express routes the rest. Every request
+  // reaches this listener once its headers are in, before any body is read, so a probe waits only for
+  // the work already running on the event loop, never for queued bodies.
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
     if (draining) res.setHeader('Connection', 'close');
     const url = req.url ?? '';
-    if (req.method === 'POST' && (url === '/mutate' || url.startsWith('/mutate?'))) void handleAdmission(req, res);
+    if (req.method === 'POST' && (url === '/mutate' || url.startsWith('/mutate?'))) handleAdmission(req, res);
     else app(req, res);
   };
 
@@ -124,9 +139,25 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
       // How often stalled requests are found and cut off (Node's default is 30 s).
       connectionsCheckingInterval: 1_000,
+      maxHeaderSize: MAX_HEADER_BYTES,
     },
     listener,
   );
+  // Past the cap, Node refuses new connections at accept. Close to it, idle keep-alive connections
+  // are closed first (their clients reconnect when they need to), so a kubelet probe still gets in
+  // unless every connection is busy.
+  server.maxConnections = maxConnections;
+  let openConnections = 0;
+  let lastIdleSweep = 0;
+  server.on('connection', (socket: Socket) => {
+    openConnections++;
+    socket.once('close', () => openConnections--);
+    if (openConnections >= maxConnections * 0.9 && performance.now() - lastIdleSweep > 100) {
+      lastIdleSweep = performance.now();
+      logger.log('warn', 'near the connection cap: closing idle connections', { open: openConnections, max: maxConnections });
+      server.closeIdleConnections();
+    }
+  });
   server.on('tlsClientError', (error) => logger.log('debug', 'TLS handshake failed', { error: error.message }));
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     // A failed TLS handshake is reported by tlsClientError already; there is no HTTP to answer.
@@ -165,6 +196,20 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : settings.listenPort;
+  const heapLimitBytes = v8.getHeapStatistics().heap_size_limit;
+  logger.log('info', 'memory', {
+    limitBytes: memory.limitBytes,
+    budgetBytes: memory.budgetBytes,
+    largeBodyBytes: memory.largeBodyBytes,
+    heapLimitBytes,
+    maxConnections,
+  });
+  if (heapLimitBytes > memory.limitBytes) {
+    logger.log('warn', `V8's heap limit is above the memory limit: start node with --max-old-space-size=${memory.heapLimitMiB} (the Deployment sets it in NODE_OPTIONS)`, {
+      heapLimitBytes,
+      limitBytes: memory.limitBytes,
+    });
+  }
   logger.log('info', 'listening', { port, ready: config !== undefined });
 
   let shutdownPromise: Promise<void> | undefined;
@@ -198,5 +243,5 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     server.closeIdleConnections();
   };
 
-  return { port, metrics, logger, shutdown };
+  return { port, metrics, budget, logger, shutdown };
 }

@@ -1,0 +1,42 @@
+// The bytes of request bodies the server holds at once (being read, plus being parsed and answered),
+// kept under a budget derived from the container's memory limit (webhook/config/runtime-settings.ts).
+// A request that does not fit is shed with 429 before its body is read, so a flood of large reviews
+// costs the bytes of the budget and no more, instead of an OOM kill of every replica at once.
+
+import { MemorySizing, SMALL_BODY_BYTES } from '../config';
+
+export class MemoryBudget {
+  /** Bytes held by every request. */
+  held = 0;
+  /** Bytes held by requests over `SMALL_BODY_BYTES`, which may use only `largeBodyBytes` together. */
+  heldLarge = 0;
+  /** The most bytes held at once since start. */
+  peakHeld = 0;
+
+  constructor(readonly sizing: Pick<MemorySizing, 'budgetBytes' | 'largeBodyBytes'>) {}
+
+  /**
+   * Grows a request's hold from `current` bytes by `more` (all of a declared Content-Length at once,
+   * or chunk by chunk for a body of unknown length). False, and nothing taken, when it does not fit.
+   */
+  take(current: number, more: number): boolean {
+    const held = this.held + more;
+    if (held > this.sizing.budgetBytes) return false;
+    const after = current + more;
+    if (after > SMALL_BODY_BYTES) {
+      // Moving into the large class brings the bytes held so far along.
+      const heldLarge = this.heldLarge + (current > SMALL_BODY_BYTES ? more : after);
+      if (heldLarge > this.sizing.largeBodyBytes) return false;
+      this.heldLarge = heldLarge;
+    }
+    this.held = held;
+    if (held > this.peakHeld) this.peakHeld = held;
+    return true;
+  }
+
+  /** Gives back everything a request held. */
+  release(bytes: number): void {
+    this.held -= bytes;
+    if (bytes > SMALL_BODY_BYTES) this.heldLarge -= bytes;
+  }
+}
