@@ -3,4 +3,6 @@ export * from './injector-config';
 export * from './validate-injector-config';
 export * from './kubernetes-names';
 export * from './placeholders';
+export * from './pod-security';
+export * from './kubernetes-quantity';
 export * from './runtime-settings';

@@ -1,6 +1,9 @@
 // The one injection config that both sides share: the construct writes it into the ConfigMap, the
-// webhook loads it from there. This file and its siblings depend on nothing but the language, so the
-// construct library does not pull in express and the webhook bundle does not pull in cdk8s.
+// webhook loads it from there. This file and its siblings depend on nothing but the language (and
+// re2js, the linear-time pattern engine), so the construct library does not pull in express and the
+// webhook bundle does not pull in cdk8s.
+
+import type { PodSecurityLevel } from './pod-security';
 
 /** Any JSON value. Injected Kubernetes objects are kept as raw JSON so fields this library does not
  * know yet (the next Kubernetes release's) pass through untouched. */
@@ -56,7 +59,12 @@ export interface AlwaysTrigger {
 export interface AnnotationTrigger {
   readonly type: 'annotation';
   readonly key: string;
-  /** A regular expression the whole value must match. @default any value */
+  /**
+   * A regular expression in RE2 syntax (the syntax of Kubernetes CEL's `matches()`) that the whole
+   * value must match, as if written `^(?:pattern)$`. RE2 matches in linear time; a pattern RE2 does
+   * not accept (backreferences, lookaround) fails validation.
+   * @default any value
+   */
   readonly valuePattern?: string;
 }
 
@@ -88,6 +96,18 @@ export interface ContainerMerge {
   readonly whenMissing?: 'skip' | 'create';
 }
 
+/** What an injection does about the pod's QoS class (Guaranteed, Burstable, BestEffort). */
+export const QOS_POLICIES = ['warn', 'preserve-guaranteed'] as const;
+export type QosPolicy = (typeof QOS_POLICIES)[number];
+
+/** Which pods get an injection's `containers` as native sidecars instead of regular containers. */
+export const NATIVE_SIDECAR_MODES = ['never', 'jobs', 'always'] as const;
+export type NativeSidecarMode = (typeof NATIVE_SIDECAR_MODES)[number];
+
+/** Where native sidecars go among the pod's init containers. */
+export const NATIVE_SIDECAR_POSITIONS = ['first', 'last'] as const;
+export type NativeSidecarPosition = (typeof NATIVE_SIDECAR_POSITIONS)[number];
+
 export interface Injection {
   /** Unique name; recorded in the status annotation and requested through `<prefix>/inject`. */
   readonly name: string;
@@ -111,6 +131,35 @@ export interface Injection {
   readonly annotations?: Readonly<Record<string, string>>;
   /** Fields merged into existing containers. */
   readonly merges?: readonly ContainerMerge[];
+  /**
+   * What to do when the injection would change the pod's QoS class. `warn`: the admission response
+   * warns (and the reason is counted). `preserve-guaranteed`: in a pod that is Guaranteed, the
+   * injected containers' cpu and memory limits are set equal to their requests, so it stays
+   * Guaranteed; every injected container must then request cpu and memory.
+   * @default 'warn'
+   */
+  readonly qos?: QosPolicy;
+  /**
+   * Which pods get this injection's `containers` as native sidecars (init containers with
+   * `restartPolicy: Always`, Kubernetes 1.29+) instead of regular containers. A regular container
+   * keeps a Job's pod running forever, so `jobs` is the choice for anything that targets Job pods:
+   * pods a Job owns, and the pod templates of Jobs and CronJobs. Otherwise the response warns.
+   * @default 'never'
+   */
+  readonly nativeSidecars?: NativeSidecarMode;
+  /**
+   * Where native sidecars go among the pod's init containers: `first` starts them before the pod's
+   * own init containers (which can then use them), `last` after.
+   * @default 'last'
+   */
+  readonly nativeSidecarPosition?: NativeSidecarPosition;
+  /**
+   * The Pod Security level this injection's containers, volumes, merges and annotations must meet.
+   * Set, a violation fails validation (and synth). Left out, the injector's level applies; when
+   * neither is set, synth warns about every "restricted" violation.
+   * @default the injector's `podSecurity`
+   */
+  readonly podSecurity?: PodSecurityLevel;
 }
 
 export interface InjectorConfig {
@@ -118,6 +167,12 @@ export interface InjectorConfig {
   readonly annotationPrefix?: string;
   /** `false` admits everything unchanged: a kill switch without redeploying the webhook. @default true */
   readonly enabled?: boolean;
+  /**
+   * The Pod Security level every injection must meet unless it sets its own: a violation fails
+   * validation. Left out, violations of "restricted" are warnings.
+   * @default none
+   */
+  readonly podSecurity?: PodSecurityLevel;
   readonly injections: readonly Injection[];
 }
 

@@ -1,16 +1,22 @@
 // The one validator of InjectorConfig. The construct runs it at synth (so bad props fail `cdk8s synth`),
 // the webhook runs it on every config it loads (so a hand-edited ConfigMap cannot break admission).
 
+import { RE2JS } from 're2js';
 import {
   DEFAULT_ANNOTATION_PREFIX,
   Injection,
   InjectorConfig,
+  NATIVE_SIDECAR_MODES,
+  NATIVE_SIDECAR_POSITIONS,
+  QOS_POLICIES,
   ResolvedInjection,
   ResolvedInjectorConfig,
   TARGET_KINDS,
   TargetKind,
   annotationKeys,
 } from './injector-config';
+import { parseQuantity, quantityError } from './kubernetes-quantity';
+import { POD_SECURITY_LEVELS, PodSecurityLevel, injectedPodSecurityViolations } from './pod-security';
 import {
   dns1123LabelError,
   dns1123SubdomainError,
@@ -38,9 +44,9 @@ export class InjectorConfigError extends Error {
 
 const INJECTION_FIELDS = new Set([
   'name', 'trigger', 'targetKinds', 'containers', 'initContainers', 'volumes', 'volumeMounts', 'env',
-  'imagePullSecrets', 'labels', 'annotations', 'merges',
+  'imagePullSecrets', 'labels', 'annotations', 'merges', 'qos', 'nativeSidecars', 'nativeSidecarPosition', 'podSecurity',
 ]);
-const CONFIG_FIELDS = new Set(['annotationPrefix', 'enabled', 'injections']);
+const CONFIG_FIELDS = new Set(['annotationPrefix', 'enabled', 'podSecurity', 'injections']);
 const ADDING_FIELDS = [
   'containers', 'initContainers', 'volumes', 'volumeMounts', 'env', 'imagePullSecrets', 'labels', 'annotations', 'merges',
 ] as const;
@@ -84,6 +90,7 @@ export function injectorConfigIssues(input: unknown): ConfigIssue[] {
   if (input.enabled !== undefined && typeof input.enabled !== 'boolean') {
     out.add('enabled', `must be true or false, got ${describe(input.enabled)}`);
   }
+  const injectorLevel = validateEnum(input.podSecurity, 'podSecurity', POD_SECURITY_LEVELS, out);
   if (!Array.isArray(input.injections)) {
     out.add('injections', `must be a list of injections, got ${describe(input.injections)}`);
     return out.issues;
@@ -99,7 +106,7 @@ export function injectorConfigIssues(input: unknown): ConfigIssue[] {
       out.add(path, `must be an object, got ${describe(injection)}`);
       return;
     }
-    validateInjection(injection, path, out, reserved);
+    validateInjection(injection, path, out, reserved, injectorLevel);
     const name = injection.name;
     if (typeof name === 'string') {
       const first = injectionNames.get(name);
@@ -136,6 +143,7 @@ function validateInjection(
   path: string,
   out: IssueCollector,
   reserved: { inject: string; status: string } | undefined,
+  injectorLevel: PodSecurityLevel | undefined,
 ): void {
   for (const key of Object.keys(injection)) {
     if (!INJECTION_FIELDS.has(key)) out.add(`${path}.${key}`, `unknown field (known: ${[...INJECTION_FIELDS].join(', ')})`);
@@ -186,6 +194,79 @@ function validateInjection(
     out.add(path, `adds nothing: set at least one of ${ADDING_FIELDS.join(', ')}`);
   }
   validatePlaceholders(injection, path, out, triggerType);
+  validatePodShape(injection, path, out, injectorLevel);
+}
+
+function validateEnum<T extends string>(value: unknown, path: string, allowed: readonly T[], out: IssueCollector): T | undefined {
+  if (value === undefined) return undefined;
+  if (!allowed.includes(value as T)) {
+    out.add(path, `${describe(value)} is not one of ${allowed.join(', ')}`);
+    return undefined;
+  }
+  return value as T;
+}
+
+/** The options that keep injected pods valid: QoS, native sidecars, and the Pod Security level. */
+function validatePodShape(injection: Plain, path: string, out: IssueCollector, injectorLevel: PodSecurityLevel | undefined): void {
+  const qos = validateEnum(injection.qos, `${path}.qos`, QOS_POLICIES, out);
+  const native = validateEnum(injection.nativeSidecars, `${path}.nativeSidecars`, NATIVE_SIDECAR_MODES, out);
+  validateEnum(injection.nativeSidecarPosition, `${path}.nativeSidecarPosition`, NATIVE_SIDECAR_POSITIONS, out);
+  const ownLevel = validateEnum(injection.podSecurity, `${path}.podSecurity`, POD_SECURITY_LEVELS, out);
+  if (native !== undefined && native !== 'never' && isEmpty(injection.containers)) {
+    out.add(`${path}.nativeSidecars`, 'the injection has no containers to place as native sidecars');
+  }
+  if (injection.nativeSidecarPosition !== undefined && (native === undefined || native === 'never')) {
+    out.add(`${path}.nativeSidecarPosition`, 'only applies with nativeSidecars "jobs" or "always"');
+  }
+  for (const list of ['containers', 'initContainers'] as const) {
+    if (!Array.isArray(injection[list])) continue;
+    (injection[list] as unknown[]).forEach((container, index) => {
+      if (isPlainObject(container)) validateResources(container.resources, `${path}.${list}[${index}].resources`, out, qos === 'preserve-guaranteed');
+    });
+  }
+  const level = ownLevel ?? injectorLevel;
+  if (level !== undefined) {
+    for (const violation of injectedPodSecurityViolations(injection, level, path)) {
+      out.add(violation.path, `Pod Security "${level}" (${violation.check}): ${violation.message}`);
+    }
+  }
+}
+
+const QOS_RESOURCES = ['cpu', 'memory'] as const;
+
+/** Resource quantities must parse; `preserve-guaranteed` needs cpu and memory requests to copy into limits. */
+function validateResources(resources: unknown, path: string, out: IssueCollector, guaranteed: boolean): void {
+  if (resources !== undefined && !isPlainObject(resources)) {
+    out.add(path, `must be an object with requests and limits, got ${describe(resources)}`);
+    return;
+  }
+  const parsed: Record<'requests' | 'limits', Record<string, bigint>> = { requests: {}, limits: {} };
+  for (const kind of ['requests', 'limits'] as const) {
+    const map = resources?.[kind];
+    if (map === undefined) continue;
+    if (!isPlainObject(map)) {
+      out.add(`${path}.${kind}`, `must be a map of resource quantities, got ${describe(map)}`);
+      continue;
+    }
+    for (const [name, value] of Object.entries(map)) {
+      const error = quantityError(value);
+      if (error) out.add(`${path}.${kind}.${name}`, error);
+      else parsed[kind][name] = parseQuantity(value)!;
+    }
+  }
+  for (const name of QOS_RESOURCES) {
+    const request = parsed.requests[name];
+    const limit = parsed.limits[name];
+    if (request !== undefined && limit !== undefined && request > limit) {
+      out.add(`${path}.requests.${name}`, `must be less than or equal to the ${name} limit`);
+    }
+    if (guaranteed && !((request ?? limit ?? 0n) > 0n)) {
+      out.add(
+        `${path}.requests.${name}`,
+        `qos "preserve-guaranteed" needs a ${name} request above zero: in a Guaranteed pod, the limit is set to it`,
+      );
+    }
+  }
 }
 
 function isEmpty(value: unknown): boolean {
@@ -225,11 +306,8 @@ function validateTrigger(trigger: unknown, path: string, out: IssueCollector): s
       if (typeof trigger.valuePattern !== 'string') {
         out.add(`${path}.valuePattern`, `must be a regular expression string, got ${describe(trigger.valuePattern)}`);
       } else {
-        try {
-          new RegExp(trigger.valuePattern);
-        } catch (error) {
-          out.add(`${path}.valuePattern`, `is not a valid regular expression: ${(error as Error).message}`);
-        }
+        const error = valuePatternError(trigger.valuePattern);
+        if (error) out.add(`${path}.valuePattern`, error);
       }
     }
   }
@@ -248,6 +326,25 @@ function validateTrigger(trigger: unknown, path: string, out: IssueCollector): s
     }
   }
   return type;
+}
+
+/**
+ * Compiles a trigger's `valuePattern` with RE2 semantics (linear-time matching, the syntax of
+ * Kubernetes CEL's `matches()`), for a match of the whole value. Throws on a pattern RE2 rejects.
+ */
+export function compileValuePattern(pattern: string): { matches(value: string): boolean } {
+  const compiled = RE2JS.compile(pattern);
+  return { matches: (value) => compiled.matches(value) };
+}
+
+function valuePatternError(pattern: string): string | undefined {
+  try {
+    compileValuePattern(pattern);
+    return undefined;
+  } catch (error) {
+    const reason = (error as Error).message.replace(/^error parsing regexp: /, '');
+    return `is not a valid regular expression in RE2 syntax (the syntax of Kubernetes CEL's matches(); no backreferences or lookaround, so matching stays linear in time): ${reason}`;
+  }
 }
 
 /** Problems with one label selector requirement ({key, operator, values}), at `path`. */
@@ -421,6 +518,26 @@ function validatePlaceholders(injection: Plain, path: string, out: IssueCollecto
 }
 
 /**
+ * What synth warns about but does not fail on: for every injection with no Pod Security level of its
+ * own or from the injector, each "restricted" check what it adds would fail. [] for a config that is
+ * not valid (its issues come first).
+ */
+export function injectorConfigWarnings(input: unknown): ConfigIssue[] {
+  if (!isPlainObject(input) || !Array.isArray(input.injections) || input.podSecurity !== undefined) return [];
+  const warnings: ConfigIssue[] = [];
+  input.injections.forEach((injection: unknown, index: number) => {
+    if (!isPlainObject(injection) || injection.podSecurity !== undefined) return;
+    for (const violation of injectedPodSecurityViolations(injection, 'restricted', `injections[${index}]`)) {
+      warnings.push({
+        path: violation.path,
+        message: `would fail Pod Security "restricted" (${violation.check}): ${violation.message}; the apiserver rejects such pods in namespaces that enforce it`,
+      });
+    }
+  });
+  return warnings;
+}
+
+/**
  * Validates `input` and returns it with every default filled in. Throws InjectorConfigError listing
  * every problem. `resolve(resolve(x))` equals `resolve(x)`: what the construct writes, the webhook
  * loads unchanged.
@@ -432,6 +549,7 @@ export function resolveInjectorConfig(input: unknown, subject?: string): Resolve
   return {
     annotationPrefix: config.annotationPrefix ?? DEFAULT_ANNOTATION_PREFIX,
     enabled: config.enabled ?? true,
+    ...(config.podSecurity !== undefined ? { podSecurity: config.podSecurity } : {}),
     injections: config.injections.map(resolveInjection),
   };
 }

@@ -6,6 +6,7 @@ import {
   ResolvedInjection,
   ResolvedInjectorConfig,
   annotationKeys,
+  compileValuePattern,
   containsPlaceholder,
   labelValueError,
   mapJsonStrings,
@@ -14,9 +15,10 @@ import {
 } from '../config';
 import type { AdmissionRequest, AdmissionResponse } from './admission-review';
 import { matchesLabelSelector } from './label-selector';
-import { PatchOperation, PodPatchBuilder, RenderedInjection, ownStringMap } from './pod-patch-builder';
-import type { Json } from './json-object';
-import { findPodTemplate, targetKindOf } from './pod-template';
+import { ContainerPlacement, PatchOperation, PodPatchBuilder, RenderedInjection, ownStringMap } from './pod-patch-builder';
+import { Json, isJsonObject } from './json-object';
+import { PodTemplate, findPodTemplate, targetKindOf } from './pod-template';
+import { QosClass, qosClassOf, withLimitsAtRequests } from './qos';
 
 /** Why an injection did or did not change an object: logged at debug level and counted by label. */
 export type DecisionReason =
@@ -34,10 +36,26 @@ export interface InjectionDecision {
   readonly reason: DecisionReason;
 }
 
+/**
+ * A way an injection makes the pod worse, named so the server can count it (a metric label) next to
+ * the warning the response carries.
+ */
+export type PodWarningReason = 'qos-class-changed' | 'job-never-completes';
+
+export interface PodWarning {
+  readonly injection: string;
+  readonly reason: PodWarningReason;
+  readonly message: string;
+  /** For `qos-class-changed`: the class before and after this injection. */
+  readonly qosClass?: { readonly before: QosClass; readonly after: QosClass };
+}
+
 export interface MutationResult {
   readonly response: AdmissionResponse;
   readonly decisions: readonly InjectionDecision[];
   readonly patch: readonly PatchOperation[];
+  /** The warnings of the response that have a reason to count; each is also in `response.warnings`. */
+  readonly podWarnings: readonly PodWarning[];
 }
 
 /** Returns the AdmissionResponse for `request` under `config`. */
@@ -51,6 +69,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
     response: allowed(request.uid, [], warnings),
     decisions: config.injections.map((injection) => ({ injection: injection.name, reason })),
     patch: [],
+    podWarnings: [],
   });
   if (!config.enabled) return decideAll('disabled');
 
@@ -104,6 +123,10 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
 
   const builder = new PodPatchBuilder(pod, warnings, injectedContainerNames);
   const injectedNow: string[] = [];
+  const podWarnings: PodWarning[] = [];
+  const jobPod = isJobPod(pod);
+  const podResources = pod.spec.resources;
+  let qosClass: QosClass | undefined | null = null; // null: not computed yet
   // Until nothing more fires: an injection may add the label or annotation another one triggers on,
   // and a second call must find nothing left to do.
   for (let progressed = pending.length > 0; progressed; ) {
@@ -126,9 +149,31 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
         reasons.set(injection.name, 'render-failed');
         continue;
       }
-      if (builder.apply(rendered)) {
+      const changesContainers = addsContainers(injection) || mergesResources(injection);
+      if (changesContainers && qosClass === null) qosClass = qosClassOf(builder.containersNow(), podResources);
+      if (injection.qos === 'preserve-guaranteed' && qosClass === 'Guaranteed') {
+        rendered = { ...rendered, containers: rendered.containers?.map(withLimitsAtRequests), initContainers: rendered.initContainers?.map(withLimitsAtRequests) };
+      }
+      const placement = placementFor(injection, jobPod);
+      if (builder.apply(rendered, placement)) {
         injectedNow.push(injection.name);
         reasons.set(injection.name, 'injected');
+        if (changesContainers) {
+          const after = qosClassOf(builder.containersNow(), podResources);
+          if (qosClass && after && after !== qosClass) {
+            const advice = qosClass === 'Guaranteed' ? '; set qos: "preserve-guaranteed" on the injection to keep it' : '';
+            const message = `injection "${injection.name}" changes the pod's QoS class from ${qosClass} to ${after}${advice}`;
+            warnings.push(message);
+            podWarnings.push({ injection: injection.name, reason: 'qos-class-changed', message, qosClass: { before: qosClass, after } });
+          }
+          qosClass = after;
+        }
+        if (jobPod && builder.regularContainersAdded.length > 0) {
+          const names = builder.regularContainersAdded.map((name) => `"${name}"`).join(', ');
+          const message = `injection "${injection.name}" adds container ${names} to a Job's pod as a regular container: the Job will not complete while it runs; set nativeSidecars: "jobs" on the injection`;
+          warnings.push(message);
+          podWarnings.push({ injection: injection.name, reason: 'job-never-completes', message });
+        }
       } else {
         reasons.set(injection.name, 'no-change');
       }
@@ -136,9 +181,31 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
     }
   }
   for (const injection of pending) reasons.set(injection.name, 'trigger-not-met');
+  builder.finish();
   if (injectedNow.length > 0) builder.setStatus(keys.status, formatStatus([...alreadyInjected, ...injectedNow]));
   const decisions = config.injections.map((injection) => ({ injection: injection.name, reason: reasons.get(injection.name)! }));
-  return { response: allowed(request.uid, builder.operations, warnings), decisions, patch: builder.operations };
+  return { response: allowed(request.uid, builder.operations, warnings), decisions, patch: builder.operations, podWarnings };
+}
+
+/** A Job's pod: the pod template of a Job or CronJob, or a Pod whose owner is a Job. */
+function isJobPod(pod: PodTemplate): boolean {
+  if (pod.kind === 'Job' || pod.kind === 'CronJob') return true;
+  if (pod.kind !== 'Pod') return false;
+  const owners = pod.objectMetadata?.ownerReferences;
+  return Array.isArray(owners) && owners.some((owner) => isJsonObject(owner) && owner.kind === 'Job' && typeof owner.apiVersion === 'string' && owner.apiVersion.startsWith('batch/'));
+}
+
+function placementFor(injection: ResolvedInjection, jobPod: boolean): ContainerPlacement {
+  const mode = injection.nativeSidecars ?? 'never';
+  return { native: mode === 'always' || (mode === 'jobs' && jobPod), position: injection.nativeSidecarPosition ?? 'last' };
+}
+
+function addsContainers(injection: ResolvedInjection): boolean {
+  return (injection.containers?.length ?? 0) > 0 || (injection.initContainers?.length ?? 0) > 0;
+}
+
+function mergesResources(injection: ResolvedInjection): boolean {
+  return (injection.merges ?? []).some((merge) => merge.fields.resources !== undefined);
 }
 
 /** `a` overlaid with `b`, without a prototype (a label called "constructor" is just a label). */
@@ -190,7 +257,7 @@ export function formatStatus(names: readonly string[]): string {
   return [...new Set(names)].join(',');
 }
 
-const patternCache = new WeakMap<ResolvedInjection, RegExp>();
+const patternCache = new WeakMap<ResolvedInjection, { matches(value: string): boolean }>();
 
 function triggerMet(
   injection: ResolvedInjection,
@@ -210,9 +277,10 @@ function triggerMet(
       const value = annotations[trigger.key];
       if (typeof value !== 'string') return { met: false };
       if (trigger.valuePattern !== undefined) {
+        // RE2: linear in the value's length, whatever the pattern; matches() is a whole-value match.
         let pattern = patternCache.get(injection);
-        if (!pattern) patternCache.set(injection, (pattern = new RegExp(`^(?:${trigger.valuePattern})$`)));
-        if (!pattern.test(value)) return { met: false };
+        if (!pattern) patternCache.set(injection, (pattern = compileValuePattern(trigger.valuePattern)));
+        if (!pattern.matches(value)) return { met: false };
       }
       return { met: true, annotationValue: value };
     }

@@ -4,7 +4,7 @@
 // Each injection sees what the injections before it did (labels, annotations, merged fields), so one
 // call reaches the same result a second call would: reinvocation never finds anything left to do.
 
-import type { ContainerMerge, Injection, JsonObject } from '../config';
+import type { ContainerMerge, Injection, JsonObject, NativeSidecarPosition } from '../config';
 import { pointer } from './json-pointer';
 import { Json, isJsonObject as isObject } from './json-object';
 import type { PodTemplate } from './pod-template';
@@ -17,6 +17,15 @@ export interface PatchOperation {
 
 /** One injection, its templates rendered, as the builder applies it. */
 export type RenderedInjection = Omit<Injection, 'trigger' | 'targetKinds'>;
+
+/** How this pod gets an injection's containers. */
+export interface ContainerPlacement {
+  /** Native sidecars: `containers` become init containers with `restartPolicy: Always`. */
+  readonly native: boolean;
+  readonly position: NativeSidecarPosition;
+}
+
+const REGULAR_CONTAINERS: ContainerPlacement = { native: false, position: 'last' };
 
 const hasOwn = (object: object, key: string) => Object.prototype.hasOwnProperty.call(object, key);
 
@@ -70,6 +79,12 @@ export class PodPatchBuilder {
   private readonly mergeOverlays = new Map<string, Json>();
   /** Container fields set by merges in this patch, and which injection set them. */
   private readonly mergedBy = new Map<string, string>();
+  /** Containers and init containers this patch adds, in order. */
+  private readonly added: Json[] = [];
+  /** Native sidecars that go before the pod's init containers: inserted last, so earlier paths keep their indices. */
+  private readonly firstInitContainers: Json[] = [];
+  /** Regular containers (not native sidecars) that the last `apply` added. */
+  regularContainersAdded: string[] = [];
 
   constructor(
     private readonly pod: PodTemplate,
@@ -87,9 +102,10 @@ export class PodPatchBuilder {
   }
 
   /** Applies one injection; returns whether it changed anything. */
-  apply(injection: RenderedInjection): boolean {
-    const before = this.operations.length;
+  apply(injection: RenderedInjection, placement: ContainerPlacement = REGULAR_CONTAINERS): boolean {
+    const before = this.operations.length + this.firstInitContainers.length;
     const warn = (message: string) => this.warnings.push(`injection "${injection.name}": ${message}`);
+    this.regularContainersAdded = [];
 
     for (const list of ['containers', 'initContainers'] as const) {
       for (const container of injection[list] ?? []) {
@@ -99,6 +115,15 @@ export class PodPatchBuilder {
           continue;
         }
         this.containerNames.add(name);
+        if (list === 'containers' && placement.native) {
+          const sidecar = { ...container, restartPolicy: 'Always' };
+          this.added.push(sidecar);
+          if (placement.position === 'first') this.firstInitContainers.push(sidecar);
+          else this.append(pointer(this.specPointer, 'initContainers'), this.pod.spec.initContainers, sidecar);
+          continue;
+        }
+        if (list === 'containers') this.regularContainersAdded.push(name);
+        this.added.push(container as Json);
         this.append(pointer(this.specPointer, list), this.pod.spec[list], container);
       }
     }
@@ -144,7 +169,37 @@ export class PodPatchBuilder {
       for (const [key, value] of Object.entries(entries ?? {})) this.setMetadata(map, key, value, warn);
     }
     for (const merge of injection.merges ?? []) this.applyMerge(merge, injection.name, warn);
-    return this.operations.length > before;
+    return this.operations.length + this.firstInitContainers.length > before;
+  }
+
+  /** Adds the native sidecars that go first among the init containers, after every other operation. */
+  finish(): void {
+    if (this.firstInitContainers.length === 0) return;
+    const listPointer = pointer(this.specPointer, 'initContainers');
+    if (!Array.isArray(this.pod.spec.initContainers) && !this.created.has(listPointer)) {
+      this.operations.push({ op: 'add', path: listPointer, value: [...this.firstInitContainers] });
+      this.created.add(listPointer);
+    } else {
+      this.firstInitContainers.forEach((container, index) => this.operations.push({ op: 'add', path: `${listPointer}/${index}`, value: container }));
+    }
+    this.firstInitContainers.length = 0;
+  }
+
+  /** The pod's containers and init containers as they stand now, with merged resources (for the QoS class). */
+  containersNow(): unknown[] {
+    const out: unknown[] = [];
+    for (const list of ['containers', 'initContainers'] as const) {
+      const containers = this.pod.spec[list];
+      if (!Array.isArray(containers)) continue;
+      containers.forEach((container, index) => {
+        const overlay = this.mergeOverlays.get(pointer(this.specPointer, list, index));
+        out.push(overlay && overlay.resources !== undefined && isObject(container)
+          ? { resources: overlaid(container.resources, overlay.resources) }
+          : container);
+      });
+    }
+    out.push(...this.added);
+    return out;
   }
 
   /** Records in the status annotation which injections the pod carries. */
@@ -224,6 +279,14 @@ export class PodPatchBuilder {
       });
     }
   }
+}
+
+/** `base` with `overlay`'s fields set on top, nested objects merged. */
+function overlaid(base: unknown, overlay: unknown): unknown {
+  if (!isObject(overlay) || !isObject(base)) return overlay;
+  const out: Json = { ...base };
+  for (const [key, value] of Object.entries(overlay)) out[key] = overlaid(base[key], value);
+  return out;
 }
 
 interface MergePlan {
