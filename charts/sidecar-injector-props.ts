@@ -10,6 +10,8 @@ import {
   qualifiedNameError,
 } from '../webhook/config';
 import { WebhookCertificate } from './certificates/webhook-certificate';
+import type { WebhookCertificates } from './certificates/webhook-certificates';
+import type { WebhookServer } from './webhook-server';
 import { PACKAGE_VERSION } from './version';
 
 /** The image the construct runs unless told otherwise; its tag follows this package's version. */
@@ -83,6 +85,15 @@ export interface SidecarInjectorProps {
    * synth. Checked at synth: signed by its CA, key matching, naming `<service>.<namespace>.svc`.
    * @default generated: a 10-year CA and a 1-year RSA 2048 serving certificate */
   readonly certificate?: WebhookCertificate;
+  /** Where the TLS certificate comes from: `WebhookCertificates.generated({ storeDirectory })`,
+   * `.fromPem(...)`, `.fromExistingSecret(...)` or `.certManager(...)`. Not together with `certificate`
+   * (which is `WebhookCertificates.fromPem(certificate)`).
+   * @default WebhookCertificates.generated(): a new CA and certificate at every synth */
+  readonly certificates?: WebhookCertificates;
+  /** What the webhook container runs: `WebhookServer.fromImage(ref)` or `WebhookServer.fromBundle()`
+   * (the official Node image running the bundle the output carries). Not together with `image`.
+   * @default WebhookServer.fromImage(image) */
+  readonly server?: WebhookServer;
   /** Cluster DNS domain, for the certificate's fully qualified name. @default 'cluster.local' */
   readonly clusterDomain?: string;
 }
@@ -125,6 +136,12 @@ export function settingsIssues(props: SidecarInjectorProps, resolved: ResolvedSe
   }
   check('annotationPrefix', dns1123SubdomainError(resolved.annotationPrefix), resolved.annotationPrefix);
   if (!resolved.image.trim()) issues.push({ path: 'image', message: 'must be a non-empty image reference' });
+  if (props.certificate !== undefined && props.certificates !== undefined) {
+    issues.push({ path: 'certificates', message: 'give either certificate or certificates, not both (certificate is WebhookCertificates.fromPem(certificate))' });
+  }
+  if (props.image !== undefined && props.server !== undefined) {
+    issues.push({ path: 'server', message: 'give either image or server, not both (image is WebhookServer.fromImage(image))' });
+  }
   if (!Number.isInteger(resolved.replicas) || resolved.replicas < 1) {
     issues.push({ path: 'replicas', message: `must be a whole number of at least 1, got ${resolved.replicas}` });
   }

@@ -10,13 +10,15 @@ import {
   injectorConfigIssues,
   resolveInjectorConfig,
 } from '../webhook/config';
-import { WebhookCertificate, generateWebhookCertificate, webhookCertificateProblems } from './certificates/webhook-certificate';
+import { WebhookCertificate } from './certificates/webhook-certificate';
+import { WebhookCertificates } from './certificates/webhook-certificates';
 import { injectorConfigMap } from './injector-config-map';
 import { webhookNamespace } from './namespace';
 import { DEFAULT_WEBHOOK_IMAGE, SidecarInjectorProps, SidecarInjectorPropsError, settingsIssues } from './sidecar-injector-props';
 import { PACKAGE_VERSION } from './version';
 import { mutatingWebhookConfiguration } from './webhook-configuration';
-import { caBundleOf, sha256, tlsChecksum, webhookTlsSecret } from './webhook-tls';
+import { sha256 } from './webhook-tls';
+import { WebhookServer } from './webhook-server';
 import { webhookDeployment, webhookNetworkPolicy, webhookPodDisruptionBudget, webhookService } from './webhook-workload';
 
 export {
@@ -50,7 +52,8 @@ export class SidecarInjector extends Construct {
   readonly failurePolicy: 'Ignore' | 'Fail';
   readonly timeoutSeconds: number;
   readonly logLevel: LogLevel;
-  readonly certificate: WebhookCertificate;
+  /** The TLS material, when the output holds it (generated or PEM certificates); otherwise undefined. */
+  readonly certificate?: WebhookCertificate;
   /** Labels on the webhook's pods, also its Deployment, PDB and NetworkPolicy selector. */
   readonly selectorLabels: Record<string, string>;
   /** The label whose presence keeps an object away from this webhook (set on the webhook's own pods). */
@@ -60,8 +63,9 @@ export class SidecarInjector extends Construct {
   readonly namespace?: k8s.KubeNamespace;
   /** The ConfigMap holding `config.json`. */
   readonly configMap: k8s.KubeConfigMap;
-  /** The `kubernetes.io/tls` Secret the webhook serves with. */
-  readonly secret: k8s.KubeSecret;
+  /** The `kubernetes.io/tls` Secret the webhook serves with, when the output holds it; undefined with an
+   * existing Secret or cert-manager (the Secret is then made in the cluster). */
+  readonly secret?: k8s.KubeSecret;
   /** The webhook server's Deployment. */
   readonly deployment: k8s.KubeDeployment;
   /** The Service the apiserver calls. */
@@ -92,33 +96,40 @@ export class SidecarInjector extends Construct {
     this.timeoutSeconds = props.timeoutSeconds ?? 5;
     this.logLevel = props.logLevel ?? RUNTIME_DEFAULTS.logLevel;
     const clusterDomain = props.clusterDomain ?? 'cluster.local';
-    this.selectorLabels = { 'app.kubernetes.io/name': 'sidecar-injector', 'app.kubernetes.io/instance': this.name };
+    // Not app.kubernetes.io/instance: Argo CD before 3.0 rewrites that label for its own tracking.
+    this.selectorLabels = { 'app.kubernetes.io/name': 'sidecar-injector', 'sidecar-injector.io/deployment': this.name };
     this.exclusionLabel = `${this.annotationPrefix}/webhook`;
 
     const issues = settingsIssues(props, this);
     if (issues.length > 0) throw new SidecarInjectorPropsError(issues);
     for (const injection of props.injections ?? []) this.addInjection(injection);
 
-    const serviceHost = `${this.serviceName}.${this.namespaceName}.svc`;
-    if (props.certificate) {
-      const problems = webhookCertificateProblems(props.certificate, serviceHost);
-      if (problems.length > 0) throw new SidecarInjectorPropsError(problems.map((message) => ({ path: 'certificate', message })));
-    }
-    this.certificate =
-      props.certificate ?? generateWebhookCertificate({ serviceName: this.serviceName, namespace: this.namespaceName, clusterDomain });
-
     const labels = { ...props.labels, ...this.selectorLabels, 'app.kubernetes.io/version': PACKAGE_VERSION };
     const metadata = (name: string) => ({ name, namespace: this.namespaceName, labels });
 
     if (props.createNamespace ?? true) this.namespace = webhookNamespace(this, this.namespaceName, labels);
     this.configMap = injectorConfigMap(this, metadata(this.configMapName), () => this.configJson());
-    this.secret = webhookTlsSecret(this, metadata(this.secretName), this.certificate);
+    const certificates = props.certificates ?? (props.certificate ? WebhookCertificates.fromPem(props.certificate) : WebhookCertificates.generated());
+    const tls = certificates.bind(this, {
+      name: this.name,
+      serviceName: this.serviceName,
+      namespace: this.namespaceName,
+      clusterDomain,
+      secretName: `${this.name}-tls`,
+      labels,
+      propPath: props.certificate ? 'certificate' : 'certificates',
+    });
+    this.certificate = tls.material;
+    this.secret = tls.secret;
+    this.secretName = tls.secretName;
+    const server = (props.server ?? WebhookServer.fromImage(this.image)).bind(this, { name: this.name, namespace: this.namespaceName, labels });
+    this.image = server.image;
     this.deployment = webhookDeployment(this, {
       metadata: metadata(this.name),
       replicas: this.replicas,
       selectorLabels: this.selectorLabels,
       podLabels: { ...props.labels, ...this.selectorLabels, [this.exclusionLabel]: this.name },
-      podAnnotations: () => this.synthesizePodAnnotations(),
+      podAnnotations: () => ({ ...this.synthesizePodAnnotations(), ...server.podAnnotations, ...(tls.checksum ? { 'checksum/tls': tls.checksum } : {}) }),
       priorityClassName: props.priorityClassName,
       image: this.image,
       imagePullPolicy: props.imagePullPolicy ?? 'IfNotPresent',
@@ -127,6 +138,7 @@ export class SidecarInjector extends Construct {
       resources: props.resources,
       secretName: this.secretName,
       configMapName: this.configMapName,
+      server,
     });
     this.service = webhookService(this, metadata(this.serviceName), this.selectorLabels);
     this.podDisruptionBudget = webhookPodDisruptionBudget(this, metadata(this.name), this.selectorLabels);
@@ -136,7 +148,8 @@ export class SidecarInjector extends Construct {
       labels,
       serviceName: this.serviceName,
       namespace: this.namespaceName,
-      caBundle: caBundleOf(this.certificate),
+      caBundle: tls.caBundle,
+      annotations: tls.webhookConfigurationAnnotations,
       targetKinds: () => this.config.injections.flatMap((injection) => injection.targetKinds),
       namespaceSelector: props.namespaceSelector,
       objectSelector: props.objectSelector,
@@ -175,7 +188,6 @@ export class SidecarInjector extends Construct {
   private synthesizePodAnnotations(): Record<string, string> {
     return {
       'checksum/config': sha256(this.configJson()),
-      'checksum/tls': tlsChecksum(this.certificate),
     };
   }
 }

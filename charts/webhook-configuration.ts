@@ -24,7 +24,10 @@ export interface WebhookConfigurationSettings {
   readonly labels: Record<string, string>;
   readonly serviceName: string;
   readonly namespace: string;
-  readonly caBundle: string;
+  /** Base64 PEM; undefined when cert-manager's cainjector fills it in. */
+  readonly caBundle: string | undefined;
+  /** Annotations of the MutatingWebhookConfiguration (cert-manager's `inject-ca-from`). */
+  readonly annotations?: Record<string, string>;
   /** Called at synth, after every `addInjection()`. */
   readonly targetKinds: () => Iterable<TargetKind>;
   readonly namespaceSelector: LabelSelectorProps | undefined;
@@ -38,7 +41,7 @@ export interface WebhookConfigurationSettings {
 export function mutatingWebhookConfiguration(scope: Construct, settings: WebhookConfigurationSettings): k8s.KubeMutatingWebhookConfiguration {
   const serviceHost = `${settings.serviceName}.${settings.namespace}.svc`;
   return new k8s.KubeMutatingWebhookConfiguration(scope, 'MutatingWebhookConfiguration', {
-    metadata: { name: settings.name, labels: settings.labels },
+    metadata: { name: settings.name, labels: settings.labels, annotations: settings.annotations && Object.keys(settings.annotations).length > 0 ? settings.annotations : undefined },
     webhooks: [
       {
         name: `inject.${serviceHost}`,

@@ -3,6 +3,7 @@ import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import { LogLevel, RUNTIME_DEFAULTS, RUNTIME_ENV } from '../webhook/config';
 import { ResourceRequirementsProps } from './sidecar-injector-props';
+import type { WebhookServerBinding } from './webhook-server';
 
 const UID = 65532;
 /** Seconds a terminating webhook pod keeps serving while its endpoint removal reaches every apiserver. */
@@ -26,6 +27,8 @@ export interface WebhookDeploymentSettings {
   readonly resources: ResourceRequirementsProps | undefined;
   readonly secretName: string;
   readonly configMapName: string;
+  /** What the container runs (command, env, volumes beyond the image's); `image` is its image. */
+  readonly server?: WebhookServerBinding;
 }
 
 /** The webhook server's Deployment: restricted pod security, no service-account token, spread across nodes. */
@@ -77,6 +80,7 @@ export function webhookDeployment(scope: Construct, settings: WebhookDeploymentS
               name: 'webhook',
               image: settings.image,
               imagePullPolicy: settings.imagePullPolicy,
+              command: settings.server?.command,
               ports: [{ name: 'https', containerPort: settings.port, protocol: 'TCP' }],
               env: [
                 { name: RUNTIME_ENV.listenPort, value: String(settings.port) },
@@ -85,6 +89,7 @@ export function webhookDeployment(scope: Construct, settings: WebhookDeploymentS
                 { name: RUNTIME_ENV.logLevel, value: settings.logLevel },
                 { name: RUNTIME_ENV.shutdownTimeoutSeconds, value: String(RUNTIME_DEFAULTS.shutdownTimeoutSeconds) },
                 { name: RUNTIME_ENV.shutdownDelaySeconds, value: String(SHUTDOWN_DELAY_SECONDS) },
+                ...(settings.server?.env ?? []),
               ],
               resources: { requests: quantities(resources.requests), limits: quantities(resources.limits) },
               readinessProbe: probe('/readyz', 5),
@@ -100,12 +105,14 @@ export function webhookDeployment(scope: Construct, settings: WebhookDeploymentS
               volumeMounts: [
                 { name: 'tls', mountPath: TLS_MOUNT, readOnly: true },
                 { name: 'config', mountPath: CONFIG_MOUNT, readOnly: true },
+                ...(settings.server?.volumeMounts ?? []),
               ],
             },
           ],
           volumes: [
             { name: 'tls', secret: { secretName: settings.secretName, defaultMode: 0o440 } },
             { name: 'config', configMap: { name: settings.configMapName, defaultMode: 0o440 } },
+            ...(settings.server?.volumes ?? []),
           ],
         },
       },
