@@ -9,6 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { App, Yaml } from 'cdk8s';
+import { DEFAULT_INJECTIONS } from '../app/default-injections';
 import { SidecarInjectorChart, generateWebhookCertificate } from '../charts';
 import { materializeDeployment, type DeployedWebhook } from '../webhook/dev/deployed-mounts';
 import { assertValidManifest } from './support/openapi-validator';
@@ -118,7 +119,8 @@ describe('the default app, deployed as synthesized (npm run synth, npm run webho
 
   test('wait-for-it: the annotated Deployment gets the init container with the annotation value', async () => {
     const { pod } = await client.admit(loadReview('deployment-create-frontend'));
-    assert.deepEqual(pod.spec.initContainers, [{ name: 'wait-for-it', image: 'willwill/wait-for-it', args: ['www.google.com:80'] }]);
+    const configured = DEFAULT_INJECTIONS.find((injection) => injection.name === 'wait-for-it')!.initContainers![0];
+    assert.deepEqual(pod.spec.initContainers, [{ ...configured, args: ['www.google.com:80'] }]);
   });
 
   test('nginx-sidecar composed with envoy on the annotated pod', async () => {

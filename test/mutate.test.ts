@@ -43,7 +43,8 @@ describe('the default app seed injections on recorded requests', () => {
 
   test('wait-for-it adds an init container to the Deployment template with the annotation value as args', () => {
     const result = admit(loadReview('deployment-create-frontend').request);
-    assert.deepEqual(result.pod.spec.initContainers, [{ name: 'wait-for-it', image: 'willwill/wait-for-it', args: ['www.google.com:80'] }]);
+    const configured = DEFAULT_INJECTIONS.find((injection) => injection.name === 'wait-for-it')!.initContainers![0];
+    assert.deepEqual(result.pod.spec.initContainers, [{ ...configured, args: ['www.google.com:80'] }]);
     assert.deepEqual(names(result.pod.spec.containers), ['nginx'], 'the app containers are untouched');
     assert.equal(result.pod.metadata.annotations['sidecar-injector.io/status'], 'wait-for-it');
     assert.equal(result.object.metadata.annotations['sidecar-injector.io/status'], undefined, 'status goes on the template, which pods inherit');

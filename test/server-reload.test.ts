@@ -27,7 +27,7 @@ const CONFIG: InjectorConfig = { injections: DEFAULT_INJECTIONS };
 const DEFAULT_ENVOY_IMAGE = 'envoyproxy/envoy:v1.20.3';
 const RENAMED_ENVOY_IMAGE = 'envoyproxy/envoy:v1.31.0';
 const ENVOY = DEFAULT_INJECTIONS.find((injection) => injection.name === 'envoy')!;
-const RENAMED_ENVOY: Injection = { ...ENVOY, containers: [{ name: 'envoy', image: RENAMED_ENVOY_IMAGE }] };
+const RENAMED_ENVOY: Injection = { ...ENVOY, containers: [{ ...ENVOY.containers![0], image: RENAMED_ENVOY_IMAGE }] };
 /** How long a written change may take to be served (the watcher debounces by 100 ms). */
 const RELOAD_WITHIN_MS = 2_000;
 
