@@ -8,3 +8,25 @@ export * from './certificates/cert-manager-objects';
 export * from './webhook-server';
 export { PACKAGE_VERSION } from './version';
 export * from '../webhook/config';
+// The webhook's own engine and the apiserver's choice of webhooks, for previews (the CLI) and tests.
+export { evaluate, mutate } from '../webhook/engine/mutate';
+export type { DecisionReason, InjectionDecision, MutationResult } from '../webhook/engine/mutate';
+export type { PatchOperation } from '../webhook/engine/pod-patch-builder';
+export type { AdmissionRequest, AdmissionResponse, GroupVersionKind, KubernetesObject } from '../webhook/engine/admission-review';
+export { matchesLabelSelector } from '../webhook/engine/label-selector';
+export {
+  matchWebhook,
+  matchWebhookConfiguration,
+  namespaceLabelsFor,
+  selectorMismatch,
+  NAMESPACE_NAME_LABEL,
+} from '../webhook/engine/webhook-match';
+export type {
+  AdmissionAttributes,
+  MatchCheck,
+  MutatingWebhook,
+  MutatingWebhookConfiguration,
+  WebhookLabelSelector,
+  WebhookMatch,
+  WebhookRule,
+} from '../webhook/engine/webhook-match';

@@ -1,0 +1,40 @@
+// `inject`: the manifests as the apiserver would store them, every object patched by the webhook's
+// answer, in the input's order. Objects nothing changes are written back as the user wrote them.
+
+import { Document } from 'yaml';
+import { describeLocation } from './manifest-input';
+import { describeObject } from './outcome';
+import type { ObjectPreview } from './preview';
+
+/**
+ * The mutated manifests as multi-document YAML. Strings that YAML 1.1 would read as something else
+ * (`"yes"`, `"on"`, `"0123"`) stay quoted, because kubectl reads YAML 1.1.
+ */
+export function formatInjected(previews: readonly ObjectPreview[]): string {
+  return previews
+    .map((preview) => {
+      let text: string;
+      if (preview.patch.length === 0) {
+        const original = preview.input.document;
+        if (original.directives) original.directives.docStart = null;
+        text = original.toString();
+      } else {
+        text = new Document(preview.output, { compat: 'yaml-1.1' }).toString({ lineWidth: 0 });
+      }
+      return text.endsWith('\n') ? text : text + '\n';
+    })
+    .join('---\n');
+}
+
+/** What `inject` reports on stderr: engine warnings, and objects the webhook would not be called for. */
+export function injectNotes(previews: readonly ObjectPreview[]): string[] {
+  const notes: string[] = [];
+  for (const preview of previews) {
+    const where = `${describeLocation(preview.input)}: ${describeObject(preview)}`;
+    if (preview.targetKind && !preview.sentToWebhook) {
+      notes.push(`note: ${where}: not injected: ${preview.webhooks?.[0]?.reason ?? 'no webhook is called'}`);
+    }
+    for (const warning of preview.result?.response.warnings ?? []) notes.push(`warning: ${where}: ${warning}`);
+  }
+  return notes;
+}

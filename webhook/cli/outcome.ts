@@ -1,0 +1,28 @@
+// One sentence per object saying what happens to it, shared by every command's output.
+
+import { TARGET_KIND_LIST, type ObjectPreview } from './preview';
+
+/** `Pod shop/sleep`, `ConfigMap app-config`: how output names an object. */
+export function describeObject(preview: ObjectPreview): string {
+  const metadata = (preview.input.object.metadata ?? {}) as Record<string, unknown>;
+  // Only the injector's kinds are known to be namespaced; others show the namespace they declare.
+  const namespace = preview.targetKind ? preview.namespace : typeof metadata.namespace === 'string' ? metadata.namespace : undefined;
+  return `${preview.gvk.kind} ${namespace ? `${namespace}/` : ''}${preview.name ?? '(no name)'}`;
+}
+
+/** The names of the injections the engine applied to the object. */
+export function injectedNames(preview: ObjectPreview): string[] {
+  return (preview.result?.decisions ?? []).filter((decision) => decision.reason === 'injected').map((decision) => decision.injection);
+}
+
+/** What happens to the object, in one sentence. */
+export function outcomeOf(preview: ObjectPreview): string {
+  if (!preview.targetKind) return `passed through: not a kind the injector changes (${TARGET_KIND_LIST})`;
+  if (!preview.sentToWebhook) {
+    const first = preview.webhooks?.[0];
+    return `not sent to the webhook${first ? `: ${first.reason}` : ''}`;
+  }
+  const injected = injectedNames(preview);
+  if (preview.patch.length === 0) return 'sent to the webhook; nothing to change';
+  return `${injected.length > 0 ? `injects ${injected.join(', ')}` : 'changed'} (${preview.patch.length} patch operation${preview.patch.length === 1 ? '' : 's'})`;
+}

@@ -1,0 +1,182 @@
+// One pass over the input, shared by inject, explain and diff: for each object, what the apiserver
+// would do (call the webhook or not), then what the webhook would answer, from the very engine the
+// webhook runs, and the object with that answer's patch applied.
+
+import { applyPatch, type Operation } from 'fast-json-patch';
+import type { ResolvedInjectorConfig, TargetKind } from '../config';
+import { TARGET_KINDS } from '../config';
+import type { AdmissionRequest, GroupVersionKind, KubernetesObject } from '../engine/admission-review';
+import { evaluate, type MutationResult } from '../engine/mutate';
+import { targetKindOf } from '../engine/pod-template';
+import { matchWebhookConfiguration, type WebhookMatch } from '../engine/webhook-match';
+import type { InjectorSource } from './injector-source';
+import type { InputDocument } from './manifest-input';
+
+/** The namespace an object without `metadata.namespace` lands in when nothing else is said (as kubectl). */
+export const DEFAULT_OBJECT_NAMESPACE = 'default';
+
+/** The REST resource of each kind the injector changes (all namespaced). */
+const RESOURCE_OF_KIND: Record<TargetKind, string> = {
+  Pod: 'pods',
+  Deployment: 'deployments',
+  StatefulSet: 'statefulsets',
+  DaemonSet: 'daemonsets',
+  ReplicaSet: 'replicasets',
+  Job: 'jobs',
+  CronJob: 'cronjobs',
+};
+
+export interface PreviewOptions {
+  /** Namespace of objects without `metadata.namespace`. @default 'default' */
+  readonly namespace?: string;
+  /** Labels of every object's namespace (besides `kubernetes.io/metadata.name`). @default {} */
+  readonly namespaceLabels?: Readonly<Record<string, string>>;
+}
+
+/** What happens to one input object. */
+export interface ObjectPreview {
+  readonly input: InputDocument & { readonly object: KubernetesObject };
+  readonly gvk: GroupVersionKind;
+  readonly name: string | undefined;
+  readonly namespace: string;
+  /** The kind the injector treats it as; undefined for every other kind, which passes through. */
+  readonly targetKind: TargetKind | undefined;
+  /** The labels its namespace is taken to have, as the apiserver matches them. */
+  readonly namespaceLabels: Readonly<Record<string, string>>;
+  /** Each webhook's verdict; undefined when no webhook configuration was given (`--config`). */
+  readonly webhooks: readonly WebhookMatch[] | undefined;
+  /** Whether the apiserver sends the object to the webhook (assumed when the configuration is unknown). */
+  readonly sentToWebhook: boolean;
+  /** The AdmissionRequest the engine was given, when it was. */
+  readonly request: AdmissionRequest | undefined;
+  /** The engine's answer, decisions and patch, when it was asked. */
+  readonly result: MutationResult | undefined;
+  /** The JSONPatch the apiserver would apply ([] when nothing changes). */
+  readonly patch: readonly Operation[];
+  /** The object after the patch (the input object itself when the patch is empty). */
+  readonly output: KubernetesObject;
+}
+
+export function groupVersionKindOf(object: KubernetesObject): GroupVersionKind {
+  const apiVersion = String(object.apiVersion);
+  const slash = apiVersion.indexOf('/');
+  return {
+    group: slash < 0 ? '' : apiVersion.slice(0, slash),
+    version: slash < 0 ? apiVersion : apiVersion.slice(slash + 1),
+    kind: String(object.kind),
+  };
+}
+
+function stringMap(value: unknown): Record<string, string> {
+  const map: Record<string, string> = {};
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    for (const [key, item] of Object.entries(value)) if (typeof item === 'string') map[key] = item;
+  }
+  return map;
+}
+
+function metadataOf(object: KubernetesObject): Record<string, unknown> {
+  const metadata = object.metadata;
+  return metadata && typeof metadata === 'object' && !Array.isArray(metadata) ? (metadata as Record<string, unknown>) : {};
+}
+
+/** Labels that `Namespace` objects among the input give their namespaces. */
+function namespaceLabelsInInput(documents: readonly InputDocument[]): Map<string, Record<string, string>> {
+  const labels = new Map<string, Record<string, string>>();
+  for (const { object } of documents) {
+    if (object?.apiVersion !== 'v1' || object.kind !== 'Namespace') continue;
+    const metadata = metadataOf(object);
+    if (typeof metadata.name === 'string') labels.set(metadata.name, stringMap(metadata.labels));
+  }
+  return labels;
+}
+
+/** The AdmissionRequest the apiserver would send when `object` is created in `namespace`. */
+export function createRequestFor(object: KubernetesObject, namespace: string, uid: string): AdmissionRequest {
+  const gvk = groupVersionKindOf(object);
+  const targetKind = targetKindOf(gvk);
+  const resource = { group: gvk.group, version: gvk.version, resource: targetKind ? RESOURCE_OF_KIND[targetKind] : gvk.kind.toLowerCase() + 's' };
+  const name = metadataOf(object).name;
+  return {
+    uid,
+    kind: gvk,
+    resource,
+    requestKind: gvk,
+    requestResource: resource,
+    ...(typeof name === 'string' ? { name } : {}),
+    namespace,
+    operation: 'CREATE',
+    userInfo: { username: 'cdk8s-sidecar-injector-preview' },
+    object: structuredClone(object),
+    oldObject: null,
+    dryRun: true,
+    options: { apiVersion: 'meta.k8s.io/v1', kind: 'CreateOptions' },
+  };
+}
+
+/** The JSONPatch of an AdmissionResponse, decoded as the apiserver decodes it. */
+export function decodeResponsePatch(result: MutationResult): Operation[] {
+  const { response } = result;
+  if (!response.patch) return [];
+  return JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) as Operation[];
+}
+
+/** Previews every non-empty document of the input, in order. */
+export function previewAll(documents: readonly InputDocument[], source: InjectorSource, options: PreviewOptions = {}): ObjectPreview[] {
+  const inputNamespaceLabels = namespaceLabelsInInput(documents);
+  const previews: ObjectPreview[] = [];
+  for (const document of documents) {
+    if (!document.object) continue;
+    previews.push(previewObject(document as ObjectPreview['input'], source.config, source.webhookConfiguration, options, inputNamespaceLabels, previews.length + 1));
+  }
+  return previews;
+}
+
+function previewObject(
+  input: ObjectPreview['input'],
+  config: ResolvedInjectorConfig,
+  webhookConfiguration: InjectorSource['webhookConfiguration'],
+  options: PreviewOptions,
+  inputNamespaceLabels: Map<string, Record<string, string>>,
+  sequence: number,
+): ObjectPreview {
+  const object = input.object;
+  const gvk = groupVersionKindOf(object);
+  const targetKind = targetKindOf(gvk);
+  const metadata = metadataOf(object);
+  const name = typeof metadata.name === 'string' ? metadata.name : typeof metadata.generateName === 'string' ? metadata.generateName : undefined;
+  const namespace = typeof metadata.namespace === 'string' && metadata.namespace !== '' ? metadata.namespace : (options.namespace ?? DEFAULT_OBJECT_NAMESPACE);
+  const namespaceLabels = { ...inputNamespaceLabels.get(namespace), ...options.namespaceLabels, 'kubernetes.io/metadata.name': namespace };
+  const unchanged = { input, gvk, name, namespace, targetKind, namespaceLabels, patch: [], output: object };
+  // Every other kind passes through: the engine changes nothing but pods and pod templates.
+  if (!targetKind) return { ...unchanged, webhooks: undefined, sentToWebhook: false, request: undefined, result: undefined };
+
+  const webhooks = webhookConfiguration
+    ? matchWebhookConfiguration(webhookConfiguration, {
+        group: gvk.group,
+        version: gvk.version,
+        resource: RESOURCE_OF_KIND[targetKind],
+        operation: 'CREATE',
+        namespace,
+        namespaceLabels,
+        objectLabels: stringMap(metadata.labels),
+      })
+    : undefined;
+  const sentToWebhook = webhooks ? webhooks.some((webhook) => webhook.called) : true;
+  if (!sentToWebhook) return { ...unchanged, webhooks, sentToWebhook, request: undefined, result: undefined };
+
+  const request = createRequestFor(object, namespace, `preview-${sequence}`);
+  const result = evaluate(request, config);
+  const patch = decodeResponsePatch(result);
+  // Validated like the apiserver applies it: an operation that does not fit the object is an error.
+  const output = patch.length > 0 ? (applyPatch(structuredClone(object), patch, true, true).newDocument as KubernetesObject) : object;
+  return { ...unchanged, webhooks, sentToWebhook, request, result, patch, output };
+}
+
+/** `Pod shop/sleep`: how messages name an object. */
+export function describePreview(preview: Pick<ObjectPreview, 'gvk' | 'namespace' | 'name' | 'targetKind'>): string {
+  return `${preview.gvk.kind} ${preview.namespace}/${preview.name ?? '(no name)'}`;
+}
+
+/** The kinds the injector changes, for messages. */
+export const TARGET_KIND_LIST = TARGET_KINDS.join(', ');

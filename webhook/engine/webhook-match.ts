@@ -1,0 +1,183 @@
+// Whether the kube-apiserver would call a mutating webhook for a request at all: the webhook
+// configuration's rules, namespaceSelector and objectSelector, evaluated the way the apiserver does.
+// Pure: no HTTP, files or clock, so the CLI and programmatic users get the same answer.
+
+import type { LabelSelectorRequirement } from '../config';
+import { LabelSelector, matchesLabelSelector } from './label-selector';
+
+/** One rule of a webhook (admissionregistration.k8s.io/v1 RuleWithOperations). */
+export interface WebhookRule {
+  readonly apiGroups?: readonly string[] | null;
+  readonly apiVersions?: readonly string[] | null;
+  readonly resources?: readonly string[] | null;
+  readonly operations?: readonly string[] | null;
+  /** `Cluster`, `Namespaced` or `*`. @default '*' */
+  readonly scope?: string | null;
+}
+
+/** A label selector as it appears in a webhook configuration: either part may be null or missing. */
+export interface WebhookLabelSelector {
+  readonly matchLabels?: Readonly<Record<string, string>> | null;
+  readonly matchExpressions?: readonly LabelSelectorRequirement[] | null;
+}
+
+/** The fields of one webhook in a MutatingWebhookConfiguration that decide whether it is called. */
+export interface MutatingWebhook {
+  readonly name: string;
+  readonly rules?: readonly WebhookRule[] | null;
+  readonly namespaceSelector?: WebhookLabelSelector | null;
+  readonly objectSelector?: WebhookLabelSelector | null;
+  /** @default 'Equivalent' (admissionregistration.k8s.io/v1) */
+  readonly matchPolicy?: 'Exact' | 'Equivalent' | string | null;
+  /** CEL conditions: not evaluated here; reported so nobody mistakes "called" for certain. */
+  readonly matchConditions?: readonly unknown[] | null;
+  readonly [field: string]: unknown;
+}
+
+export interface MutatingWebhookConfiguration {
+  readonly metadata?: { readonly name?: string } | null;
+  readonly webhooks?: readonly MutatingWebhook[] | null;
+  readonly [field: string]: unknown;
+}
+
+/** What the apiserver knows about a request when it picks the webhooks to call. */
+export interface AdmissionAttributes {
+  readonly group: string;
+  readonly version: string;
+  /** Lower-case plural resource, e.g. `pods`, `deployments`. */
+  readonly resource: string;
+  /** e.g. `status`; empty for the object itself. @default '' */
+  readonly subresource?: string;
+  readonly operation: string;
+  /** The object's namespace; undefined for a cluster-scoped object. */
+  readonly namespace?: string;
+  /**
+   * The namespace's labels. The apiserver sets `kubernetes.io/metadata.name` on every namespace, so it
+   * is added here when missing.
+   * @default {}
+   */
+  readonly namespaceLabels?: Readonly<Record<string, string>>;
+  /** The object's own labels (`metadata.labels`, not a pod template's). @default {} */
+  readonly objectLabels?: Readonly<Record<string, string>>;
+}
+
+/** One check: whether it passed and, in words, why. */
+export interface MatchCheck {
+  readonly matches: boolean;
+  readonly reason: string;
+}
+
+export interface WebhookMatch {
+  readonly webhook: string;
+  /** Whether the apiserver sends this request to the webhook. */
+  readonly called: boolean;
+  readonly rules: MatchCheck;
+  readonly namespaceSelector: MatchCheck;
+  readonly objectSelector: MatchCheck;
+  /** Why the webhook is (or is not) called, in one sentence: the first check that failed, if any. */
+  readonly reason: string;
+}
+
+/** The label every namespace carries, set by the apiserver to the namespace's name. */
+export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
+
+/** The labels the apiserver matches a namespaceSelector against: `labels` plus the name label. */
+export function namespaceLabelsFor(namespace: string, labels: Readonly<Record<string, string>> = {}): Record<string, string> {
+  return { ...labels, [NAMESPACE_NAME_LABEL]: namespace };
+}
+
+/** Evaluates every webhook of `configuration` for the request; the request is sent if any is called. */
+export function matchWebhookConfiguration(configuration: MutatingWebhookConfiguration, attributes: AdmissionAttributes): WebhookMatch[] {
+  return (configuration.webhooks ?? []).map((webhook) => matchWebhook(webhook, attributes));
+}
+
+/** Evaluates one webhook for the request as the apiserver does: rules, then namespace, then object. */
+export function matchWebhook(webhook: MutatingWebhook, attributes: AdmissionAttributes): WebhookMatch {
+  const rules = matchRules(webhook, attributes);
+  const namespaceSelector = matchNamespaceSelector(webhook.namespaceSelector, attributes);
+  const objectSelector = checkSelector(webhook.objectSelector, attributes.objectLabels ?? {}, 'the object');
+  const called = rules.matches && namespaceSelector.matches && objectSelector.matches;
+  const failed = [rules, namespaceSelector, objectSelector].find((check) => !check.matches);
+  let reason = failed ? failed.reason : 'rules, namespaceSelector and objectSelector all match';
+  if (called && (webhook.matchConditions ?? []).length > 0) reason += ' (its matchConditions are CEL and were not evaluated)';
+  return { webhook: webhook.name, called, rules, namespaceSelector, objectSelector, reason };
+}
+
+function listMatches(list: readonly string[] | null | undefined, value: string): boolean {
+  return (list ?? []).some((item) => item === '*' || item === value);
+}
+
+/** As the apiserver's rule matcher: `*` is every resource but no subresource, `x/*` is x and its subresources. */
+function resourceMatches(resources: readonly string[] | null | undefined, resource: string, subresource: string): boolean {
+  return (resources ?? []).some((entry) => {
+    const slash = entry.indexOf('/');
+    const entryResource = slash < 0 ? entry : entry.slice(0, slash);
+    const entrySubresource = slash < 0 ? '' : entry.slice(slash + 1);
+    return (entryResource === '*' || entryResource === resource) && (entrySubresource === '*' || entrySubresource === subresource);
+  });
+}
+
+function matchRules(webhook: MutatingWebhook, attributes: AdmissionAttributes): MatchCheck {
+  const subresource = attributes.subresource ?? '';
+  const what = `${attributes.operation} ${attributes.resource}${subresource ? '/' + subresource : ''} (${attributes.group ? attributes.group + '/' : ''}${attributes.version})`;
+  const scope = attributes.namespace === undefined ? 'Cluster' : 'Namespaced';
+  const equivalent = (webhook.matchPolicy ?? 'Equivalent') === 'Equivalent';
+  const rules = webhook.rules ?? [];
+  for (const [index, rule] of rules.entries()) {
+    if (!listMatches(rule.operations, attributes.operation)) continue;
+    if (!listMatches(rule.apiGroups, attributes.group)) continue;
+    if (!resourceMatches(rule.resources, attributes.resource, subresource)) continue;
+    if (rule.scope && rule.scope !== '*' && rule.scope !== scope) continue;
+    if (listMatches(rule.apiVersions, attributes.version)) return { matches: true, reason: `rule ${index + 1} covers ${what}` };
+    // matchPolicy Equivalent: the apiserver converts the object to a version the rule lists.
+    if (equivalent) return { matches: true, reason: `rule ${index + 1} covers ${what}, converted to ${(rule.apiVersions ?? []).join(', ')} (matchPolicy: Equivalent)` };
+  }
+  return { matches: false, reason: `no rule covers ${what}` };
+}
+
+function matchNamespaceSelector(selector: WebhookLabelSelector | null | undefined, attributes: AdmissionAttributes): MatchCheck {
+  // Cluster-scoped objects other than namespaces are never filtered by namespaceSelector.
+  if (attributes.namespace === undefined) return { matches: true, reason: 'cluster-scoped: namespaceSelector does not apply' };
+  const labels = namespaceLabelsFor(attributes.namespace, attributes.namespaceLabels);
+  return checkSelector(selector, labels, `namespace "${attributes.namespace}"`);
+}
+
+/** The first requirement of `selector` that `labels` fail, in words; undefined when all hold. */
+export function selectorMismatch(selector: WebhookLabelSelector | null | undefined, labels: Readonly<Record<string, string>>, subject = 'the object'): string | undefined {
+  if (!selector) return undefined;
+  // Each requirement on its own, through the one label selector implementation the engine uses.
+  for (const [key, value] of Object.entries(selector.matchLabels ?? {})) {
+    if (matchesLabelSelector({ matchLabels: { [key]: value } }, labels)) continue;
+    return `needs label ${key}=${value}; ${subject} ${describeLabel(labels, key)}`;
+  }
+  for (const expression of selector.matchExpressions ?? []) {
+    if (matchesLabelSelector({ matchExpressions: [expression] }, labels)) continue;
+    const values = (expression.values ?? []).join(', ');
+    switch (expression.operator) {
+      case 'In':
+        return `needs label ${expression.key} in (${values}); ${subject} ${describeLabel(labels, expression.key)}`;
+      case 'NotIn':
+        return `excludes ${expression.key} in (${values}); ${subject} ${describeLabel(labels, expression.key)}`;
+      case 'Exists':
+        return `needs label ${expression.key}; ${subject} has none`;
+      case 'DoesNotExist':
+        return `excludes objects labelled ${expression.key}; ${subject} ${describeLabel(labels, expression.key)}`;
+      default:
+        return `requirement ${expression.key} ${String(expression.operator)} is not satisfied`;
+    }
+  }
+  return undefined;
+}
+
+function describeLabel(labels: Readonly<Record<string, string>>, key: string): string {
+  return Object.prototype.hasOwnProperty.call(labels, key) ? `has ${key}=${labels[key]}` : `has no label ${key}`;
+}
+
+function checkSelector(selector: WebhookLabelSelector | null | undefined, labels: Readonly<Record<string, string>>, subject: string): MatchCheck {
+  const normalized: LabelSelector = {
+    matchLabels: selector?.matchLabels ?? undefined,
+    matchExpressions: selector?.matchExpressions ?? undefined,
+  };
+  if (matchesLabelSelector(normalized, labels)) return { matches: true, reason: `${subject} matches` };
+  return { matches: false, reason: `${subject} is not selected: ${selectorMismatch(selector, labels, subject)}` };
+}
