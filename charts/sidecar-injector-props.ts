@@ -1,6 +1,7 @@
+import type { k8s } from 'cdk8s-plus-27';
 import {
   ConfigIssue,
-  Injection,
+  PodSecurityLevel,
   LOG_LEVELS,
   LogLevel,
   dns1123LabelError,
@@ -10,6 +11,7 @@ import {
   qualifiedNameError,
 } from '../webhook/config';
 import { WebhookCertificate } from './certificates/webhook-certificate';
+import type { InjectionProps } from './injection-props';
 import type { WebhookCertificates } from './certificates/webhook-certificates';
 import type { WebhookServer } from './webhook-server';
 import { PACKAGE_VERSION } from './version';
@@ -58,6 +60,18 @@ export interface SidecarInjectorProps {
   readonly logLevel?: LogLevel;
   /** Optional priority class for the webhook pods. @default none */
   readonly priorityClassName?: string;
+  /** Tolerations of the webhook pods, e.g. to run them on tainted infrastructure nodes. @default none */
+  readonly tolerations?: k8s.Toleration[];
+  /** Node labels the webhook pods must be scheduled on. @default none */
+  readonly nodeSelector?: Record<string, string>;
+  /** Affinity of the webhook pods. The pods are spread across nodes by a topology spread constraint
+   * either way. @default none */
+  readonly affinity?: k8s.Affinity;
+  /** Names of Secrets (in the webhook's namespace) to pull the webhook image with, e.g. when it is
+   * mirrored into a private registry. @default none */
+  readonly imagePullSecrets?: string[];
+  /** Extra annotations on the webhook pods. The `checksum/...` keys are the construct's own. @default none */
+  readonly podAnnotations?: Record<string, string>;
   /** Also make the Namespace, labelled to enforce the Pod Security "restricted" profile. Turn off when
    * the namespace is managed elsewhere (or by Argo CD's CreateNamespace). @default true */
   readonly createNamespace?: boolean;
@@ -68,8 +82,20 @@ export interface SidecarInjectorProps {
   readonly annotationPrefix?: string;
   /** `false` makes the webhook admit everything unchanged: a kill switch kept in the ConfigMap. @default true */
   readonly enabled?: boolean;
-  /** What to inject, and when. More can be added with `addInjection()`. @default none */
-  readonly injections?: Injection[];
+  /** What to inject, and when: plain Kubernetes JSON or cdk8s's `k8s.*` types, checked against the
+   * Kubernetes OpenAPI schema at synth. More can be added with `addInjection()`. @default none */
+  readonly injections?: InjectionProps[];
+  /** Check every injected container, volume, mount, env var and merge against the Kubernetes 1.32
+   * OpenAPI schema at synth (unknown fields and wrong types fail synth). Turn off only to inject
+   * fields of a Kubernetes release newer than the schema shipped with this package. @default true */
+  readonly checkKubernetesSchema?: boolean;
+  /**
+   * The Pod Security level every injection must meet unless it sets its own `podSecurity`: what an
+   * injection adds that fails it fails synth, naming the prop path. Left out, synth only warns (on
+   * stderr, as a Node.js process warning) about what would fail "restricted".
+   * @default none: warn about "restricted"
+   */
+  readonly podSecurity?: PodSecurityLevel;
 
   /** What the apiserver does when the webhook cannot answer. @default 'Ignore' */
   readonly failurePolicy?: 'Ignore' | 'Fail';
@@ -98,10 +124,19 @@ export interface SidecarInjectorProps {
   readonly clusterDomain?: string;
 }
 
-/** An error in the props, naming the prop path and the reason. */
+/** An error in the props: every problem found, each naming the prop path and the reason, and the
+ * path of the construct in the app. */
 export class SidecarInjectorPropsError extends Error {
-  constructor(readonly issues: readonly ConfigIssue[]) {
-    super(`invalid SidecarInjector props:\n${issues.map((issue) => `  ${issue.path}: ${issue.message}`).join('\n')}`);
+  /**
+   * @param issues every problem found, each with its prop path (`injections[1].containers[0].image`)
+   * @param constructPath the construct's path in the app (`platform/SidecarInjector`), when known
+   */
+  constructor(
+    readonly issues: readonly ConfigIssue[],
+    readonly constructPath?: string,
+  ) {
+    const subject = constructPath === undefined ? 'SidecarInjector props' : `props of SidecarInjector "${constructPath}"`;
+    super(`invalid ${subject}:\n${issues.map((issue) => `  ${issue.path}: ${issue.message}`).join('\n')}`);
     this.name = 'SidecarInjectorPropsError';
   }
 }
@@ -163,6 +198,16 @@ export function settingsIssues(props: SidecarInjectorProps, resolved: ResolvedSe
       check(`${prop}["${key}"]`, labelValueError(value), value);
     }
   }
+  for (const [prop, map] of [['nodeSelector', props.nodeSelector], ['podAnnotations', props.podAnnotations]] as const) {
+    for (const key of Object.keys(map ?? {})) {
+      check(`${prop}["${key}"]`, qualifiedNameError(key), key);
+      if (prop === 'nodeSelector') check(`${prop}["${key}"]`, labelValueError(map![key]), map![key]);
+      if (prop === 'podAnnotations' && key.startsWith('checksum/')) {
+        issues.push({ path: `${prop}["${key}"]`, message: 'checksum/ annotations are set by the construct, so a new config or certificate rolls the pods' });
+      }
+    }
+  }
+  (props.imagePullSecrets ?? []).forEach((name, index) => check(`imagePullSecrets[${index}]`, dns1123SubdomainError(name), name));
   for (const prop of ['namespaceSelector', 'objectSelector'] as const) {
     (props[prop]?.matchExpressions ?? []).forEach((expression, index) => {
       issues.push(...labelSelectorRequirementIssues(expression, `${prop}.matchExpressions[${index}]`));

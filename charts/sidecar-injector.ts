@@ -3,11 +3,14 @@ import { Construct } from 'constructs';
 import {
   DEFAULT_ANNOTATION_PREFIX,
   Injection,
+  ConfigIssue,
   InjectorConfigError,
   LogLevel,
+  PodSecurityLevel,
   RUNTIME_DEFAULTS,
   ResolvedInjectorConfig,
   injectorConfigIssues,
+  injectorConfigWarnings,
   resolveInjectorConfig,
 } from '../webhook/config';
 import { WebhookCertificate } from './certificates/webhook-certificate';
@@ -31,6 +34,9 @@ export {
 } from './sidecar-injector-props';
 export { ALWAYS_EXCLUDED_NAMESPACES } from './webhook-configuration';
 
+/** The type of the synth warnings about Pod Security: the metadata entry and the process warning. */
+export const POD_SECURITY_WARNING = 'SidecarInjectorPodSecurity';
+
 /**
  * A mutating admission webhook that injects sidecars, init containers, volumes and settings into the
  * pods of a cluster: its Deployment, Service, TLS Secret, ConfigMap, MutatingWebhookConfiguration,
@@ -52,6 +58,8 @@ export class SidecarInjector extends Construct {
   readonly failurePolicy: 'Ignore' | 'Fail';
   readonly timeoutSeconds: number;
   readonly logLevel: LogLevel;
+  /** The Pod Security level injections must meet unless they set their own; undefined: only warn. */
+  readonly podSecurity?: PodSecurityLevel;
   /** The TLS material, when the output holds it (generated or PEM certificates); otherwise undefined. */
   readonly certificate?: WebhookCertificate;
   /** Labels on the webhook's pods, also its Deployment, PDB and NetworkPolicy selector. */
@@ -95,6 +103,7 @@ export class SidecarInjector extends Construct {
     this.failurePolicy = props.failurePolicy ?? 'Ignore';
     this.timeoutSeconds = props.timeoutSeconds ?? 5;
     this.logLevel = props.logLevel ?? RUNTIME_DEFAULTS.logLevel;
+    this.podSecurity = props.podSecurity;
     const clusterDomain = props.clusterDomain ?? 'cluster.local';
     // Not app.kubernetes.io/instance: Argo CD before 3.0 rewrites that label for its own tracking.
     this.selectorLabels = { 'app.kubernetes.io/name': 'sidecar-injector', 'sidecar-injector.io/deployment': this.name };
@@ -103,6 +112,7 @@ export class SidecarInjector extends Construct {
     const issues = settingsIssues(props, this);
     if (issues.length > 0) throw new SidecarInjectorPropsError(issues);
     for (const injection of props.injections ?? []) this.addInjection(injection);
+    this.node.addValidation({ validate: () => this.reportPodSecurityWarnings() });
 
     const labels = { ...props.labels, ...this.selectorLabels, 'app.kubernetes.io/version': PACKAGE_VERSION };
     const metadata = (name: string) => ({ name, namespace: this.namespaceName, labels });
@@ -165,7 +175,7 @@ export class SidecarInjector extends Construct {
    */
   addInjection(injection: Injection): void {
     const candidate = [...this.injections, injection];
-    const issues = injectorConfigIssues({ annotationPrefix: this.annotationPrefix, enabled: this.enabled, injections: candidate });
+    const issues = injectorConfigIssues(this.configInput(candidate));
     if (issues.length > 0) throw new SidecarInjectorPropsError(issues);
     this.injections.push(injection);
   }
@@ -173,11 +183,42 @@ export class SidecarInjector extends Construct {
   /** The config as the webhook loads it: validated, defaults filled in. */
   get config(): ResolvedInjectorConfig {
     try {
-      return resolveInjectorConfig({ annotationPrefix: this.annotationPrefix, enabled: this.enabled, injections: this.injections });
+      return resolveInjectorConfig(this.configInput(this.injections));
     } catch (error) {
       if (error instanceof InjectorConfigError) throw new SidecarInjectorPropsError(error.issues);
       throw error;
     }
+  }
+
+  /**
+   * What synth warns about: each check of Pod Security "restricted" that what an injection adds would
+   * fail, for the injections with no required level (`podSecurity`, theirs or this injector's).
+   */
+  podSecurityWarnings(): ConfigIssue[] {
+    return injectorConfigWarnings(this.configInput(this.injections));
+  }
+
+  private configInput(injections: readonly Injection[]) {
+    const input = { annotationPrefix: this.annotationPrefix, enabled: this.enabled, injections };
+    return this.podSecurity === undefined ? input : { ...input, podSecurity: this.podSecurity };
+  }
+
+  private readonly reportedWarnings = new Set<string>();
+
+  /**
+   * Runs at synth (a construct validation). cdk8s has no warning channel of its own, so each warning is
+   * recorded as construct metadata and emitted once as a Node.js process warning (stderr; silenced by
+   * `--disable-warning=SidecarInjectorPodSecurity`). Never fails synth: required levels fail earlier.
+   */
+  private reportPodSecurityWarnings(): string[] {
+    for (const warning of this.podSecurityWarnings()) {
+      const text = `${warning.path}: ${warning.message}`;
+      if (this.reportedWarnings.has(text)) continue;
+      this.reportedWarnings.add(text);
+      this.node.addMetadata(POD_SECURITY_WARNING, text);
+      process.emitWarning(`[${this.node.path}] ${text}`, { type: POD_SECURITY_WARNING });
+    }
+    return [];
   }
 
   /** The exact text of the ConfigMap's `config.json`. */
