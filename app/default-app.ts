@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { App } from 'cdk8s';
-import { SidecarInjectorChart, WebhookCertificate } from '../charts';
+import { SidecarInjectorChart, WebhookCertificate, WebhookCertificates, WebhookServer } from '../charts';
 import { DEFAULT_INJECTIONS } from './default-injections';
 
 export const DEFAULT_NAMESPACE = 'sidecar-injector';
@@ -9,17 +9,31 @@ export const DEFAULT_NAMESPACE = 'sidecar-injector';
 export interface DefaultAppOptions {
   /** Where the YAML goes. */
   readonly outdir: string;
-  /** Certificate material to serve with; generated when left out. */
+  /** The certificate store: material kept between synths, renewed from the same CA when due.
+   * @default '.certs' */
+  readonly certificateStore?: string;
+  /** Certificate material to serve with instead of the store's (tests pass fixed material). @default the store's */
   readonly certificate?: WebhookCertificate;
+  /** The time the store decides renewals by. @default now */
+  readonly now?: Date;
 }
 
-/** The built-in app: one injector in namespace `sidecar-injector` carrying the seed examples. */
+/**
+ * The built-in app: one injector in namespace `sidecar-injector` carrying the seed examples. It is
+ * made for `kubectl apply -f dist/` on a stock cluster and for GitOps: the webhook runs on the official
+ * Node image with its code in the output (no image to build), and the Secret is in a file of its own
+ * (`0001-sidecar-injector-secret.k8s.yaml`), so the rest holds no private key and can be committed.
+ */
 export function buildDefaultApp(options: DefaultAppOptions): App {
   const app = new App({ outdir: options.outdir });
+  const certificates = options.certificate
+    ? WebhookCertificates.fromPem(options.certificate, { separateSecretFile: true })
+    : WebhookCertificates.generated({ storeDirectory: options.certificateStore ?? '.certs', now: options.now, separateSecretFile: true });
   new SidecarInjectorChart(app, 'sidecar-injector', {
     namespace: DEFAULT_NAMESPACE,
     injections: DEFAULT_INJECTIONS,
-    certificate: options.certificate,
+    certificates,
+    server: WebhookServer.fromBundle(),
   });
   return app;
 }

@@ -18,17 +18,22 @@ export const SERVER_BUNDLE_FILES = { bundle: 'server.js.br', notices: 'THIRD-PAR
 /** Where the bundle's ConfigMap is mounted in the image-free mode. */
 export const SERVER_BUNDLE_MOUNT = '/opt/sidecar-injector';
 
+/** The variable naming the directory the loader reads the bundle from (the mount path above). */
+export const SERVER_BUNDLE_DIR_ENV = 'INJECTOR_BUNDLE_DIR';
+
 /**
  * The container's `node -e` program in the image-free mode: decompress the mounted bundle in memory
- * and run it as the main module. Nothing is written, so the root filesystem stays read-only.
+ * and run it as a module. Nothing is written, so the root filesystem stays read-only.
  */
 export const SERVER_BUNDLE_LOADER = [
-  "const fs = require('fs'), zlib = require('zlib'), Module = require('module');",
-  `const file = '${SERVER_BUNDLE_MOUNT}/server.js';`,
+  "const fs = require('fs'), path = require('path'), zlib = require('zlib'), Module = require('module');",
+  `const dir = process.env.${SERVER_BUNDLE_DIR_ENV};`,
+  "const file = path.join(dir, 'server.js');",
+  `const source = zlib.brotliDecompressSync(fs.readFileSync(path.join(dir, '${SERVER_BUNDLE_FILES.bundle}'))).toString('utf8');`,
   'const server = new Module(file);',
   'server.filename = file;',
-  `server.paths = Module._nodeModulePaths('${SERVER_BUNDLE_MOUNT}');`,
-  `server._compile(zlib.brotliDecompressSync(fs.readFileSync('${SERVER_BUNDLE_MOUNT}/${SERVER_BUNDLE_FILES.bundle}')).toString('utf8'), file);`,
+  'server.paths = Module._nodeModulePaths(dir);',
+  'server._compile(source, file);',
 ].join('\n');
 
 /** The most a ConfigMap may hold (data and binaryData together), as the apiserver enforces it. */
@@ -109,7 +114,10 @@ class BundleServer extends WebhookServer {
       image: this.options.nodeImage ?? DEFAULT_NODE_IMAGE,
       command: ['node', '-e', SERVER_BUNDLE_LOADER],
       // What webhook/Dockerfile sets for the image.
-      env: [{ name: 'NODE_ENV', value: 'production' }],
+      env: [
+        { name: 'NODE_ENV', value: 'production' },
+        { name: SERVER_BUNDLE_DIR_ENV, value: SERVER_BUNDLE_MOUNT },
+      ],
       volumes: [{ name: 'server', configMap: { name: configMapName, defaultMode: 0o440 } }],
       volumeMounts: [{ name: 'server', mountPath: SERVER_BUNDLE_MOUNT, readOnly: true }],
       podAnnotations: { 'checksum/server': bundle.sha256 },

@@ -7,14 +7,15 @@ import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { App, Yaml } from 'cdk8s';
 import { DEFAULT_INJECTIONS } from '../app/default-injections';
-import { SidecarInjectorChart, generateWebhookCertificate } from '../charts';
+import { DEFAULT_NODE_IMAGE, SERVER_BUNDLE_DIR_ENV, SERVER_BUNDLE_FILES, SERVER_BUNDLE_LOADER, SidecarInjectorChart, generateWebhookCertificate } from '../charts';
 import { materializeDeployment, type DeployedWebhook } from '../webhook/dev/deployed-mounts';
 import { assertValidManifest } from './support/openapi-validator';
 import { applyResponse, decodePatch, loadReview, names, podOf } from './support/recorded-reviews';
-import { BundledWebhook, REPO_ROOT, freePort, keepAliveAgent, postAdmission, startBundled } from './support/webhook-harness';
+import { BUNDLE, BundledWebhook, REPO_ROOT, freePort, keepAliveAgent, postAdmission, startBundled } from './support/webhook-harness';
 
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
@@ -101,6 +102,17 @@ describe('the default app, deployed as synthesized (npm run synth, npm run webho
       }
     }
     fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  test('runs on the pinned official Node image, from the bundle as the output\'s ConfigMap holds it', () => {
+    assert.equal(deployed.image, DEFAULT_NODE_IMAGE, 'the container image');
+    assert.deepEqual(deployed.command, ['node', '-e', SERVER_BUNDLE_LOADER], 'the container command');
+    const bundleDir = deployed.env[SERVER_BUNDLE_DIR_ENV];
+    const shipped = zlib.brotliDecompressSync(fs.readFileSync(path.join(bundleDir, SERVER_BUNDLE_FILES.bundle)));
+    assert.ok(shipped.equals(fs.readFileSync(BUNDLE)), `the ConfigMap's ${SERVER_BUNDLE_FILES.bundle} decompresses to build/webhook/server.js`);
+    const notices = zlib.brotliDecompressSync(fs.readFileSync(path.join(bundleDir, SERVER_BUNDLE_FILES.notices))).toString('utf8');
+    assert.match(notices, /^express@5\.[\s\S]*MIT/m, 'the third-party notices name express and its license');
+    assert.match(logs.join(''), /running node:22\.\d+\.\d+-alpine[\d.]+'s command/, 'npm run webhook ran the container command');
   });
 
   test('the server runs with the Deployment environment and mount paths', () => {

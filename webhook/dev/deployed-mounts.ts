@@ -20,6 +20,11 @@ export interface DeployedWebhook {
   /** `<service>.<namespace>.svc`: the name the apiserver connects to. */
   readonly serverName: string;
   readonly containerPort: number;
+  /** The container's image. */
+  readonly image: string;
+  /** The container's command (the image-free mode's `node -e <loader>`); undefined runs the image's
+   * entrypoint, which for the webhook image is `node server.js` with the bundle. */
+  readonly command?: string[];
 }
 
 function only(manifests: Manifest[], kind: string, name?: string): Manifest {
@@ -68,7 +73,8 @@ export function materializeDeployment(manifests: Manifest[], root: string): Depl
       files = Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(String(v), 'base64')]));
     } else if (volume?.configMap) {
       const configMap = only(manifests, 'ConfigMap', volume.configMap.name);
-      files = { ...configMap.data };
+      const binary = Object.entries(configMap.binaryData ?? {}).map(([k, v]) => [k, Buffer.from(String(v), 'base64')]);
+      files = { ...configMap.data, ...Object.fromEntries(binary) };
     } else {
       throw new Error(`volume ${mount.name} is neither a Secret nor a ConfigMap`);
     }
@@ -88,8 +94,10 @@ export function materializeDeployment(manifests: Manifest[], root: string): Depl
     mounts,
     serviceName: service.metadata.name,
     namespace: service.metadata.namespace,
-    caBundle: Buffer.from(clientConfig.caBundle, 'base64').toString('utf8'),
+    caBundle: Buffer.from(clientConfig.caBundle ?? '', 'base64').toString('utf8'),
     serverName: `${service.metadata.name}.${service.metadata.namespace}.svc`,
     containerPort: container.ports[0].containerPort,
+    image: container.image,
+    command: container.command,
   };
 }

@@ -1,5 +1,7 @@
-// `npm run webhook`: runs the bundled server (the file the image runs) with the synthesized
-// Deployment's environment, its Secret and ConfigMap written where that environment points.
+// `npm run webhook`: runs the webhook as the synthesized Deployment's container would: with its
+// environment, its Secret and ConfigMaps written where that environment points, and its command.
+// In the image-free mode that command is `node -e <loader>`, which runs the bundle exactly as it sits in
+// the output's ConfigMap; with an image, it is the bundle the image is built from (build/webhook/server.js).
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -25,6 +27,13 @@ console.error(
   `serving ${deployed.serverName} on https://localhost:${port} (mounts under ${path.relative('.', runRoot)}/)\n` +
     `try: curl --cacert ${path.relative('.', runRoot)}/ca.crt --resolve ${deployed.serverName}:${port}:127.0.0.1 https://${deployed.serverName}:${port}/readyz`,
 );
-const child = spawn(process.execPath, ['build/webhook/server.js'], { env, stdio: 'inherit' });
+// The container's command, with this machine's node standing in for the image's (`node` comes first).
+const args = deployed.command ? deployed.command.slice(1) : ['build/webhook/server.js'];
+if (deployed.command && deployed.command[0] !== 'node') {
+  console.error(`the Deployment's command starts with ${deployed.command[0]}, not node: only node can run here`);
+  process.exit(2);
+}
+console.error(deployed.command ? `running ${deployed.image}'s command: node ${args[0]} <loader> (bundle from the output's ConfigMap)` : 'running build/webhook/server.js');
+const child = spawn(process.execPath, args, { env, stdio: 'inherit' });
 for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 : 1)));
