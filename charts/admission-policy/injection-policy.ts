@@ -1,0 +1,503 @@
+// Renders one injection of the shared InjectorConfig as MutatingAdmissionPolicy specs that do, inside
+// the kube-apiserver, what the webhook's engine (webhook/engine/mutate.ts) does for that injection:
+// the same trigger, opt-out, status annotation, name clashes (the user's container wins), placeholders
+// and merges. Every mutation is one CEL JSONPatch built from the admitted object, so nothing is
+// replaced that the webhook would keep: ApplyConfiguration cannot be used, because the apiserver rejects
+// any apply configuration that touches an atomic list or struct (a container's `args`, an env var's
+// `secretKeyRef`), and injected containers have those.
+//
+// The policies are split by where the pod template sits (Pod, `spec.template`, CronJob's
+// `spec.jobTemplate.spec.template`), so each CEL expression reads one fixed path.
+
+import { RE2JS } from 're2js';
+import {
+  ContainerMerge,
+  JsonObject,
+  JsonValue,
+  ResolvedInjection,
+  ResolvedInjectorConfig,
+  TargetKind,
+  annotationKeys,
+  placeholdersIn,
+} from '../../webhook/config';
+import type { MatchCondition, MutatingAdmissionPolicySpec, NamedRuleWithOperations, Variable } from './admission-policy-types';
+import { PlaceholderExpressions, celString, celStringList, celTemplateString, celValue, isCelFieldName, jsonPointerToken } from './cel-text';
+
+/** Where the pod template sits in the admitted object. */
+export type TemplateShape = 'pods' | 'workloads' | 'cronjobs';
+
+interface ShapeDefinition {
+  readonly kinds: readonly TargetKind[];
+  /** CEL expression of the pod (template). */
+  readonly template: string;
+  /** JSON pointer of the pod (template). */
+  readonly pointer: string;
+  /** CEL condition: the object has a pod (template) spec with containers. */
+  readonly present: string;
+}
+
+export const TEMPLATE_SHAPES: Readonly<Record<TemplateShape, ShapeDefinition>> = {
+  pods: {
+    kinds: ['Pod'],
+    template: 'object',
+    pointer: '',
+    present: 'has(object.spec) && has(object.spec.containers)',
+  },
+  workloads: {
+    kinds: ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job'],
+    template: 'object.spec.template',
+    pointer: '/spec/template',
+    present: 'has(object.spec) && has(object.spec.template) && has(object.spec.template.spec) && has(object.spec.template.spec.containers)',
+  },
+  cronjobs: {
+    kinds: ['CronJob'],
+    template: 'object.spec.jobTemplate.spec.template',
+    pointer: '/spec/jobTemplate/spec/template',
+    present:
+      'has(object.spec) && has(object.spec.jobTemplate) && has(object.spec.jobTemplate.spec) && has(object.spec.jobTemplate.spec.template) && ' +
+      'has(object.spec.jobTemplate.spec.template.spec) && has(object.spec.jobTemplate.spec.template.spec.containers)',
+  },
+};
+
+const RESOURCE_OF_KIND: Record<TargetKind, { group: string; resource: string }> = {
+  Pod: { group: '', resource: 'pods' },
+  Deployment: { group: 'apps', resource: 'deployments' },
+  StatefulSet: { group: 'apps', resource: 'statefulsets' },
+  DaemonSet: { group: 'apps', resource: 'daemonsets' },
+  ReplicaSet: { group: 'apps', resource: 'replicasets' },
+  Job: { group: 'batch', resource: 'jobs' },
+  CronJob: { group: 'batch', resource: 'cronjobs' },
+};
+
+/** One policy for one injection and one template shape. */
+export interface InjectionPolicy {
+  readonly injection: string;
+  readonly shape: TemplateShape;
+  readonly spec: MutatingAdmissionPolicySpec;
+}
+
+/** Why an injection cannot be rendered as a policy; it then stays on the webhook. */
+export interface PolicyLimitation {
+  readonly injection: string;
+  readonly reason: string;
+}
+
+export interface InjectionPolicySettings {
+  /** What the apiserver does when a CEL expression fails. */
+  readonly failurePolicy: 'Ignore' | 'Fail';
+}
+
+/**
+ * The reasons an injection cannot be expressed faithfully in CEL, empty when it can. Checked: the
+ * annotation trigger's valuePattern must be RE2 (CEL's `matches`), and merge field names must be CEL
+ * identifiers (a merge reads them with `has(c.field)`).
+ */
+export function policyLimitations(injection: ResolvedInjection): string[] {
+  const reasons: string[] = [];
+  const trigger = injection.trigger;
+  if (trigger.type === 'annotation' && trigger.valuePattern !== undefined) {
+    try {
+      RE2JS.compile(anchored(trigger.valuePattern));
+    } catch (error) {
+      reasons.push(`trigger.valuePattern ${JSON.stringify(trigger.valuePattern)} is not RE2 syntax, which CEL's matches() needs (${(error as Error).message})`);
+    }
+  }
+  if (injection.qos === 'preserve-guaranteed') {
+    reasons.push('qos "preserve-guaranteed" needs the pod\'s QoS class, summed over every container\'s cpu and memory quantities; the policy does not compute it yet');
+  }
+  if ((injection.nativeSidecars ?? 'never') !== 'never' && injection.nativeSidecarPosition === 'first') {
+    reasons.push('nativeSidecarPosition "first" inserts before the pod\'s own init containers; only "last" is rendered as a policy');
+  }
+  (injection.merges ?? []).forEach((merge, index) => {
+    for (const path of fieldPaths(merge.fields)) {
+      const bad = path.find((key) => !isCelFieldName(key));
+      if (bad !== undefined) {
+        reasons.push(`merges[${index}].fields has the key ${JSON.stringify(bad)}, which CEL cannot test with has() (not an identifier, or a reserved word)`);
+        break;
+      }
+    }
+  });
+  return reasons;
+}
+
+/** The injections of `config` that cannot be policies, each with its reasons. */
+export function configPolicyLimitations(config: ResolvedInjectorConfig): PolicyLimitation[] {
+  return config.injections.flatMap((injection) => policyLimitations(injection).map((reason) => ({ injection: injection.name, reason })));
+}
+
+/** The policies of one injection: one per template shape its target kinds use. */
+export function injectionPolicies(injection: ResolvedInjection, config: ResolvedInjectorConfig, settings: InjectionPolicySettings): InjectionPolicy[] {
+  const limitations = policyLimitations(injection);
+  if (limitations.length > 0) throw new Error(`injection "${injection.name}" cannot be an admission policy: ${limitations.join('; ')}`);
+  const policies: InjectionPolicy[] = [];
+  for (const shape of Object.keys(TEMPLATE_SHAPES) as TemplateShape[]) {
+    const kinds = TEMPLATE_SHAPES[shape].kinds.filter((kind) => injection.targetKinds.includes(kind));
+    if (kinds.length === 0) continue;
+    policies.push({ injection: injection.name, shape, spec: new PolicyWriter(injection, config, shape, kinds, settings).spec() });
+  }
+  return policies;
+}
+
+function anchored(pattern: string): string {
+  return `^(?:${pattern})$`;
+}
+
+/** Every path from the root of `fields` to a value (objects are walked, everything else is a leaf). */
+function fieldPaths(fields: JsonObject, prefix: string[] = []): string[][] {
+  const paths: string[][] = [];
+  for (const [key, value] of Object.entries(fields)) {
+    const path = [...prefix, key];
+    paths.push(path);
+    if (isObject(value)) paths.push(...fieldPaths(value, path));
+  }
+  return paths;
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `{"path": ..., "value": ...}`: one JSONPatch add, as plain data until the mutation turns it into JSONPatch. */
+function op(path: string, value: string): string {
+  return `{"path": dyn(${path}), "value": dyn(${value})}`;
+}
+
+/** `cond ? [item] : []` */
+function when(condition: string, item: string): string {
+  return `(${condition} ? [${item}] : [])`;
+}
+
+function concat(lists: string[]): string {
+  return lists.length === 0 ? '[]' : lists.join(' + ');
+}
+
+class PolicyWriter {
+  private readonly shapeDefinition: ShapeDefinition;
+  private readonly template: string;
+  private readonly pointer: string;
+  private readonly keys: { inject: string; status: string };
+
+  constructor(
+    private readonly injection: ResolvedInjection,
+    private readonly config: ResolvedInjectorConfig,
+    private readonly shape: TemplateShape,
+    private readonly kinds: readonly TargetKind[],
+    private readonly settings: InjectionPolicySettings,
+  ) {
+    this.shapeDefinition = TEMPLATE_SHAPES[shape];
+    this.template = this.shapeDefinition.template;
+    this.pointer = this.shapeDefinition.pointer;
+    this.keys = annotationKeys(config.annotationPrefix);
+  }
+
+  spec(): MutatingAdmissionPolicySpec {
+    return {
+      matchConstraints: { resourceRules: this.resourceRules(), matchPolicy: 'Equivalent' },
+      matchConditions: this.matchConditions(),
+      variables: this.variables(),
+      mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression: 'variables.patch.map(p, JSONPatch{op: "add", path: string(p.path), value: p.value})' } }],
+      failurePolicy: this.settings.failurePolicy,
+      // An injection may add the label or annotation another one triggers on.
+      reinvocationPolicy: 'IfNeeded',
+    };
+  }
+
+  private resourceRules(): NamedRuleWithOperations[] {
+    const rules: NamedRuleWithOperations[] = [];
+    if (this.kinds.includes('Pod')) {
+      // Pods cannot change their containers after creation: CREATE only, as the webhook.
+      rules.push({ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'], scope: 'Namespaced' });
+    }
+    for (const group of ['apps', 'batch']) {
+      const resources = this.kinds.filter((kind) => kind !== 'Pod' && RESOURCE_OF_KIND[kind].group === group).map((kind) => RESOURCE_OF_KIND[kind].resource);
+      if (resources.length > 0) rules.push({ apiGroups: [group], apiVersions: ['v1'], resources, operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' });
+    }
+    return rules;
+  }
+
+  // --- metadata reads ----------------------------------------------------------------------------
+
+  /** CEL: the pod template's own map (`labels` or `annotations`) has `key`. */
+  private templateHas(map: 'labels' | 'annotations', key: string): string {
+    return `(has(${this.template}.metadata) && has(${this.template}.metadata.${map}) && ${celString(key)} in ${this.template}.metadata.${map})`;
+  }
+
+  private templateValue(map: 'labels' | 'annotations', key: string): string {
+    return `${this.template}.metadata.${map}[${celString(key)}]`;
+  }
+
+  /** A workload's own metadata and its pod template's both count; the template's wins on a clash. */
+  private mergedHas(map: 'labels' | 'annotations', key: string): string {
+    if (this.shape === 'pods') return this.templateHas(map, key);
+    return `(${this.templateHas(map, key)} || (has(object.metadata.${map}) && ${celString(key)} in object.metadata.${map}))`;
+  }
+
+  private mergedValue(map: 'labels' | 'annotations', key: string): string {
+    if (this.shape === 'pods') return this.templateValue(map, key);
+    return `(${this.templateHas(map, key)} ? ${this.templateValue(map, key)} : object.metadata.${map}[${celString(key)}])`;
+  }
+
+  // --- conditions --------------------------------------------------------------------------------
+
+  /** Placeholder values as expressions that need no variables (matchConditions cannot read them). */
+  private inlinePlaceholders(): PlaceholderExpressions {
+    return {
+      name: 'string(has(object.metadata.name) && object.metadata.name != "" ? object.metadata.name : (has(object.metadata.generateName) ? object.metadata.generateName : ""))',
+      namespace: 'string(request.namespace != "" ? request.namespace : (has(object.metadata.namespace) ? object.metadata.namespace : ""))',
+      annotation: this.injection.trigger.type === 'annotation' ? `string(${this.mergedValue('annotations', this.injection.trigger.key)})` : '""',
+    };
+  }
+
+  private matchConditions(): MatchCondition[] {
+    const conditions: MatchCondition[] = [{ name: 'pod-spec-present', expression: this.shapeDefinition.present }];
+    const inject = this.keys.inject;
+    conditions.push({
+      name: 'not-opted-out',
+      expression: `!(${this.mergedHas('annotations', inject)} && ${this.mergedValue('annotations', inject)}.trim().lowerAscii() == "false")`,
+    });
+    conditions.push({
+      name: 'not-already-injected',
+      expression: `!(${this.templateHas('annotations', this.keys.status)} && ${this.templateValue('annotations', this.keys.status)}.split(",").exists(s, s.trim() == ${celString(this.injection.name)}))`,
+    });
+    const trigger = this.triggerCondition();
+    if (trigger !== undefined) conditions.push({ name: 'trigger', expression: trigger });
+    const placeholders = this.placeholderCondition();
+    if (placeholders !== undefined) conditions.push({ name: 'placeholders-have-values', expression: placeholders });
+    return conditions;
+  }
+
+  /** The trigger as a CEL condition; undefined for `always`. */
+  triggerCondition(): string | undefined {
+    const trigger = this.injection.trigger;
+    switch (trigger.type) {
+      case 'always':
+        return undefined;
+      case 'requested': {
+        // "true" asks for nothing in particular and "false" is the opt-out, so neither names an injection.
+        if (this.injection.name === 'true' || this.injection.name === 'false') return 'false';
+        const inject = this.keys.inject;
+        return `${this.mergedHas('annotations', inject)} && ${this.mergedValue('annotations', inject)}.split(",").exists(s, s.trim() == ${celString(this.injection.name)})`;
+      }
+      case 'annotation': {
+        const present = this.mergedHas('annotations', trigger.key);
+        if (trigger.valuePattern === undefined) return present;
+        return `${present} && ${this.mergedValue('annotations', trigger.key)}.matches(${celString(anchored(trigger.valuePattern))})`;
+      }
+      case 'labelSelector': {
+        const terms: string[] = [];
+        for (const [key, value] of Object.entries(trigger.matchLabels ?? {})) {
+          terms.push(`(${this.mergedHas('labels', key)} && ${this.mergedValue('labels', key)} == ${celString(value)})`);
+        }
+        for (const requirement of trigger.matchExpressions ?? []) {
+          const has = this.mergedHas('labels', requirement.key);
+          const valueIn = `${this.mergedValue('labels', requirement.key)} in ${celStringList(requirement.values ?? [])}`;
+          switch (requirement.operator) {
+            case 'In':
+              terms.push(`(${has} && ${valueIn})`);
+              break;
+            case 'NotIn':
+              terms.push(`!(${has} && ${valueIn})`);
+              break;
+            case 'Exists':
+              terms.push(has);
+              break;
+            case 'DoesNotExist':
+              terms.push(`!${has}`);
+              break;
+          }
+        }
+        return terms.length === 0 ? 'true' : terms.join(' && ');
+      }
+    }
+  }
+
+  /** A placeholder with an empty value skips the injection, as does a label it would make invalid. */
+  private placeholderCondition(): string | undefined {
+    const used = new Set<string>();
+    const visit = (value: unknown): void => {
+      if (typeof value === 'string') placeholdersIn(value).forEach((name) => used.add(name));
+      else if (Array.isArray(value)) value.forEach(visit);
+      else if (isObject(value)) Object.values(value).forEach(visit);
+    };
+    const injection = this.injection;
+    for (const field of ['containers', 'initContainers', 'volumes', 'volumeMounts', 'env', 'imagePullSecrets', 'labels', 'annotations', 'merges'] as const) {
+      visit(injection[field]);
+    }
+    if (used.size === 0) return undefined;
+    const inline = this.inlinePlaceholders();
+    const terms = [...used].sort().map((name) => `${inline[name as keyof PlaceholderExpressions]} != ""`);
+    for (const value of Object.values(injection.labels ?? {})) {
+      if (!value.includes('{{')) continue;
+      const rendered = celTemplateString(value, inline);
+      terms.push(`size(${rendered}) <= 63 && (${rendered}).matches("^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")`);
+    }
+    return terms.join(' && ');
+  }
+
+  // --- variables: what to add, as plain data --------------------------------------------------------
+
+  private variables(): Variable[] {
+    const t = this.template;
+    const injection = this.injection;
+    const vars: Variable[] = [];
+    const add = (name: string, expression: string) => vars.push({ name, expression });
+    const inline = this.inlinePlaceholders();
+    add('name', inline.name);
+    add('namespace', inline.namespace);
+    if (injection.trigger.type === 'annotation') add('annotation', inline.annotation);
+    const placeholders: PlaceholderExpressions = { name: 'string(variables.name)', namespace: 'string(variables.namespace)', annotation: 'string(variables.annotation)' };
+    const value = (json: unknown) => celValue(json as JsonValue, placeholders);
+
+    add(
+      'statusNames',
+      `${this.templateHas('annotations', this.keys.status)} ? ${this.templateValue('annotations', this.keys.status)}.split(",").map(s, s.trim()).filter(s, s != "" && s != "true" && s != "false") : []`,
+    );
+    // Containers that injections listed in the status annotation added: the injector's, not the user's.
+    const injectedBy = this.config.injections
+      .map((other) => ({ name: other.name, containers: [...(other.containers ?? []), ...(other.initContainers ?? [])].map((c) => c.name) }))
+      .filter((other) => other.containers.length > 0)
+      .map((other) => `(${celString(other.name)} in variables.statusNames ? ${celStringList(other.containers)} : [])`);
+    add('injectedContainers', injectedBy.length === 0 ? '[]' : injectedBy.join(' + '));
+    add('takenContainerNames', `${t}.spec.containers.map(c, c.name) + (has(${t}.spec.initContainers) ? ${t}.spec.initContainers.map(c, c.name) : [])`);
+    add('userContainers', `${t}.spec.containers.filter(c, !(c.name in variables.injectedContainers))`);
+
+    const contentOps: string[] = [];
+    // Containers, init containers, volumes and pull secrets: appended, never replacing the user's own.
+    const listAdditions: { field: 'containers' | 'initContainers' | 'volumes' | 'imagePullSecrets'; variable: string; taken: (name: string) => string }[] = [
+      { field: 'containers', variable: 'addContainers', taken: (name) => `${celString(name)} in variables.takenContainerNames` },
+      { field: 'initContainers', variable: 'addInitContainers', taken: (name) => `${celString(name)} in variables.takenContainerNames` },
+      { field: 'volumes', variable: 'addVolumes', taken: (name) => `(has(${t}.spec.volumes) && ${t}.spec.volumes.exists(v, v.name == ${celString(name)}))` },
+      { field: 'imagePullSecrets', variable: 'addImagePullSecrets', taken: (name) => `(has(${t}.spec.imagePullSecrets) && ${t}.spec.imagePullSecrets.exists(s, s.name == ${celString(name)}))` },
+    ];
+    // Native sidecars: the injection's containers, as init containers with restartPolicy Always,
+    // in the pods that `nativeSidecars` names; appended before the injection's own init containers.
+    const native = this.nativeSidecarCondition();
+    if (native !== 'false') add('nativeSidecars', native);
+    for (const { field, variable, taken } of listAdditions) {
+      const items = (injection[field] ?? []) as readonly { name: string }[];
+      const itemList = (list: readonly { name: string }[], condition: string, transform: (item: object) => object = (item) => item) =>
+        list.map((item) => when(`${condition}!(${taken(item.name)})`, `dyn(${value(transform(item))})`));
+      const terms: string[] = [];
+      if (field === 'containers') terms.push(...itemList(items, native === 'false' ? '' : '!variables.nativeSidecars && '));
+      else if (field === 'initContainers') {
+        if (native !== 'false') terms.push(...itemList(injection.containers ?? [], 'variables.nativeSidecars && ', (item) => ({ ...item, restartPolicy: 'Always' })));
+        terms.push(...itemList(items, ''));
+      } else terms.push(...itemList(items, ''));
+      if (terms.length === 0) continue;
+      add(variable, concat(terms));
+      const listPointer = celString(`${this.pointer}/spec/${field}`);
+      const appendPointer = celString(`${this.pointer}/spec/${field}/-`);
+      contentOps.push(
+        `(size(variables.${variable}) == 0 ? [] : (has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}]))`,
+      );
+    }
+
+    // Env vars and mounts: into each of the user's containers, skipping names (mount paths) it has.
+    const containerPointer = (list: 'containers' | 'initContainers', c: string) =>
+      `${celString(`${this.pointer}/spec/${list}/`)} + string(${t}.spec.${list}.map(x, x.name).indexOf(${c}.name))`;
+    for (const [field, key] of [['env', 'name'], ['volumeMounts', 'mountPath']] as const) {
+      const items = (injection[field] ?? []) as readonly Record<string, unknown>[];
+      if (items.length === 0) continue;
+      contentOps.push(`variables.userContainers.filter(c, !has(c.${field})).map(c, ${op(`${containerPointer('containers', 'c')} + "/${field}"`, value(items))})`);
+      for (const item of items) {
+        const id = celString(item[key] as string);
+        contentOps.push(
+          `variables.userContainers.filter(c, has(c.${field}) && !c.${field}.exists(x, x.${key} == ${id})).map(c, ${op(`${containerPointer('containers', 'c')} + "/${field}/-"`, value(item))})`,
+        );
+      }
+    }
+
+    // Merges: fields set inside the user's containers (and init containers) of the given names.
+    (injection.merges ?? []).forEach((merge) => {
+      for (const list of ['containers', 'initContainers'] as const) {
+        contentOps.push(...this.mergeOps(merge, list, containerPointer, value));
+      }
+    });
+    add('contentPatch', concat(contentOps));
+
+    // Labels and annotations on the pod (template); a key already there keeps its value.
+    for (const [map, variable] of [['labels', 'labelPatch'], ['annotations', 'annotationPatch']] as const) {
+      const entries = Object.entries(injection[map] ?? {});
+      add(
+        variable,
+        concat(entries.map(([key, text]) => when(`!${this.templateHas(map, key)}`, op(celString(`${this.pointer}/metadata/${map}/${jsonPointerToken(key)}`), value(text))))),
+      );
+    }
+    add('changed', 'size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) > 0');
+    const metadata = `${this.pointer}/metadata`;
+    const ensureMetadata = [
+      when(`!has(${t}.metadata)`, op(celString(metadata), '{}')),
+      when(`size(variables.labelPatch) > 0 && !(has(${t}.metadata) && has(${t}.metadata.labels))`, op(celString(`${metadata}/labels`), '{}')),
+      when(`!(has(${t}.metadata) && has(${t}.metadata.annotations))`, op(celString(`${metadata}/annotations`), '{}')),
+    ];
+    const status = op(celString(`${metadata}/annotations/${jsonPointerToken(this.keys.status)}`), `(variables.statusNames + [${celString(injection.name)}]).join(",")`);
+    add(
+      'patch',
+      `!variables.changed ? [] : variables.contentPatch + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}]`,
+    );
+    return vars;
+  }
+
+  /** CEL: this object's pod gets the injection's containers as native sidecars ('false' when never). */
+  private nativeSidecarCondition(): string {
+    const mode = this.injection.nativeSidecars ?? 'never';
+    if (mode === 'never' || (this.injection.containers ?? []).length === 0) return 'false';
+    if (mode === 'always') return 'true';
+    // 'jobs': the pod template of a Job or CronJob, or a Pod a batch Job owns.
+    switch (this.shape) {
+      case 'cronjobs':
+        return 'true';
+      case 'workloads':
+        return 'request.kind.kind == "Job"';
+      case 'pods':
+        return 'has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, o.kind == "Job" && o.apiVersion.startsWith("batch/"))';
+    }
+  }
+
+  /**
+   * One merge into one container list. `skip`: every nested object of `fields` must exist in the
+   * container, or the merge leaves that container alone. `create`: a missing nested object is added
+   * whole. A leaf that already has the value is not patched (so reinvocation finds nothing to do).
+   */
+  private mergeOps(
+    merge: ContainerMerge,
+    list: 'containers' | 'initContainers',
+    containerPointer: (list: 'containers' | 'initContainers', c: string) => string,
+    value: (json: unknown) => string,
+  ): string[] {
+    const t = this.template;
+    const selected = `(has(${t}.spec.${list}) ? ${t}.spec.${list} : []).filter(c, !(c.name in variables.injectedContainers) && c.name in ${celStringList(merge.containerNames)})`;
+    const ops: string[] = [];
+    const access = (path: string[]) => ['c', ...path].join('.');
+    const pointerOf = (path: string[]) => `${containerPointer(list, 'c')} + ${celString('/' + path.map(jsonPointerToken).join('/'))}`;
+    const hasAll = (paths: string[][]) => paths.map((path) => `has(${access(path)})`);
+    const leafUnchanged = (path: string[], leaf: JsonValue) => `(has(${access(path)}) && ${access(path)} == ${value(leaf)})`;
+    const emit = (conditions: string[], path: string[], patchValue: JsonValue) => {
+      ops.push(`${selected}.filter(c, ${conditions.join(' && ')}).map(c, ${op(pointerOf(path), value(patchValue))})`);
+    };
+
+    const objectPaths = fieldPaths(merge.fields).filter((path) => isObject(valueAt(merge.fields, path)));
+    if ((merge.whenMissing ?? 'skip') === 'skip') {
+      const guard = hasAll(objectPaths);
+      for (const path of fieldPaths(merge.fields)) {
+        const leaf = valueAt(merge.fields, path);
+        if (isObject(leaf)) continue;
+        emit([...guard, `!${leafUnchanged(path, leaf)}`], path, leaf);
+      }
+    } else {
+      for (const path of fieldPaths(merge.fields)) {
+        const node = valueAt(merge.fields, path);
+        const parents = hasAll(objectPaths.filter((candidate) => candidate.length < path.length && candidate.every((key, index) => path[index] === key)));
+        if (isObject(node)) emit([...parents, `!has(${access(path)})`], path, node);
+        else emit([...parents, `!${leafUnchanged(path, node)}`], path, node);
+      }
+    }
+    return ops;
+  }
+}
+
+function valueAt(fields: JsonObject, path: string[]): JsonValue {
+  let current: JsonValue = fields;
+  for (const key of path) current = (current as JsonObject)[key];
+  return current;
+}

@@ -1,0 +1,124 @@
+// The policy backend computes what the webhook computes: every recorded AdmissionReview's object, and
+// variants of it for each trigger, admitted once through the webhook's engine and once through the
+// synthesized MutatingAdmissionPolicies (evaluated with a JavaScript CEL implementation), give the same
+// object. The e2e suite (npm run e2e) checks the same against a real kube-apiserver.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Injection, resolveInjectorConfig } from '../webhook/config';
+import { mutate } from '../webhook/engine';
+import { DEFAULT_INJECTIONS } from '../app/default-injections';
+import { configPolicyLimitations, injectionPoliciesOf } from './support/admission-policy-config';
+import { admitWithPolicies, evaluatePolicy } from './support/admission-policy-simulator';
+import { applyResponse, loadReview, podOf, reviewNames } from './support/recorded-reviews';
+
+const PREFIX = 'sidecar-injector.io';
+
+/** The seed injections without qos "preserve-guaranteed" (which stays on the webhook), and one of each other feature. */
+export const POLICY_TEST_INJECTIONS: Injection[] = [
+  ...DEFAULT_INJECTIONS.map(({ qos: _qos, ...injection }) => injection as Injection),
+  {
+    name: 'debug',
+    trigger: { type: 'requested' },
+    targetKinds: ['Pod', 'Deployment', 'CronJob'],
+    env: [{ name: 'DEBUG_TARGET', value: '{{name}}.{{namespace}}' }, { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+    volumeMounts: [{ name: 'debug-scratch', mountPath: '/debug' }],
+    volumes: [{ name: 'debug-scratch', emptyDir: { sizeLimit: '64Mi' } }],
+    labels: { 'debug.example.com/enabled': 'true' },
+    annotations: { 'debug.example.com/for': '{{name}}' },
+  },
+  {
+    name: 'tier-limits',
+    trigger: { type: 'labelSelector', matchExpressions: [{ key: 'tier', operator: 'In', values: ['web', 'api'] }, { key: 'legacy', operator: 'DoesNotExist' }] },
+    targetKinds: ['Pod', 'Deployment', 'StatefulSet', 'DaemonSet', 'Job'],
+    merges: [{ containerNames: ['nginx', 'app', 'sleep'], fields: { securityContext: { readOnlyRootFilesystem: true } }, whenMissing: 'create' }],
+    imagePullSecrets: [{ name: 'registry-credentials' }],
+  },
+  {
+    name: 'log-shipper',
+    trigger: { type: 'annotation', key: 'logs.example.com/ship', valuePattern: '[a-z]+:[0-9]+' },
+    targetKinds: ['Pod', 'Job', 'CronJob'],
+    nativeSidecars: 'jobs',
+    containers: [{ name: 'log-shipper', image: 'fluent/fluent-bit:3.1', args: ['--target', '{{annotation}}'], resources: { requests: { cpu: '10m', memory: '32Mi' } } }],
+  },
+];
+
+const config = resolveInjectorConfig({ annotationPrefix: PREFIX, injections: POLICY_TEST_INJECTIONS });
+const policies = injectionPoliciesOf(config);
+
+/** Variants of a recorded object that exercise each trigger, the opt-out and the status annotation. */
+function variants(object: any): [string, any][] {
+  const out: [string, any][] = [['as recorded', object]];
+  const withTemplate = (label: string, change: (pod: any, object: any) => void) => {
+    const copy = structuredClone(object);
+    const pod = podOf(copy);
+    pod.metadata ??= {};
+    change(pod, copy);
+    out.push([label, copy]);
+  };
+  withTemplate('debug requested', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, [`${PREFIX}/inject`]: 'other, debug' }));
+  withTemplate('opted out', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, [`${PREFIX}/inject`]: ' False ' }));
+  withTemplate('envoy already injected', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, [`${PREFIX}/status`]: 'envoy' }));
+  withTemplate('tier web', (pod) => (pod.metadata.labels = { ...pod.metadata.labels, tier: 'web' }));
+  withTemplate('tier web but legacy', (pod) => (pod.metadata.labels = { ...pod.metadata.labels, tier: 'web', legacy: 'yes' }));
+  withTemplate('probe-defaults app label', (pod) => {
+    pod.metadata.labels = { ...pod.metadata.labels, app: 'myApp' };
+    pod.spec.containers[0] = { ...pod.spec.containers[0], name: 'my-container', readinessProbe: { httpGet: { path: '/', port: 80 } } };
+  });
+  withTemplate('logs to ship', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, 'logs.example.com/ship': 'collector:24224' }));
+  withTemplate('logs pattern not met', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, 'logs.example.com/ship': 'collector' }));
+  withTemplate('wait-for-it on the object only', (_pod, whole) => {
+    whole.metadata.annotations = { ...whole.metadata.annotations, 'com.foreach/wait-for-it': 'db:5432' };
+  });
+  withTemplate('nginx sidecar requested, a user volume of the same name', (pod) => {
+    pod.metadata.annotations = { ...pod.metadata.annotations, 'sidecar-injector-webhook.morven.me/inject': 'true' };
+    pod.spec.volumes = [...(pod.spec.volumes ?? []), { name: 'nginx-conf', emptyDir: {} }];
+  });
+  return out;
+}
+
+test('the policy backend renders every test injection (none needs the webhook)', () => {
+  assert.deepEqual(configPolicyLimitations(config), []);
+});
+
+/** Every injection name the status annotation of an admitted object lists. */
+const injectedSeen = new Set<string>();
+
+for (const name of reviewNames()) {
+  test(`${name}: the policies store the object the webhook's patch gives, for every trigger variant`, () => {
+    const review = loadReview(name);
+    const request = review.request;
+    if (!request.object) return;
+    for (const [label, object] of variants(request.object)) {
+      const webhookObject = applyResponse(object, mutate({ ...request, object }, config));
+      const policyObject = admitWithPolicies(policies, { ...request, object });
+      assert.deepEqual(policyObject, webhookObject, `${name} (${label}): the policies' object (actual) differs from the webhook's (expected)`);
+      const status = podOf(policyObject).metadata?.annotations?.[`${PREFIX}/status`];
+      for (const injected of status?.split(',') ?? []) injectedSeen.add(injected);
+    }
+  });
+}
+
+test('the comparisons above injected every test injection somewhere (none of them passed vacuously)', () => {
+  assert.deepEqual([...injectedSeen].sort(), config.injections.map((injection) => injection.name).sort());
+});
+
+test('a second admission through the policies changes nothing (status annotation and reinvocation)', () => {
+  for (const name of reviewNames()) {
+    const request = loadReview(name).request;
+    if (!request.object) continue;
+    for (const [label, object] of variants(request.object)) {
+      const once = admitWithPolicies(policies, { ...request, object });
+      const twice = admitWithPolicies(policies, { ...request, object: once });
+      assert.deepEqual(twice, once, `${name} (${label}): admitting the injected object again changed it`);
+    }
+  }
+});
+
+test('a policy is skipped by its named match condition, so "why was this not injected?" has an answer', () => {
+  const request = loadReview('pod-create-sleep').request;
+  const debug = policies.find((policy) => policy.metadata.name.endsWith('.debug.pods'))!;
+  assert.equal(evaluatePolicy(debug, request, request.object).skippedBy, 'trigger');
+  const optedOut = structuredClone(request.object);
+  optedOut.metadata.annotations = { [`${PREFIX}/inject`]: 'false' };
+  assert.equal(evaluatePolicy(debug, request, optedOut).skippedBy, 'not-opted-out');
+});
