@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { DEFAULT_WEBHOOK_IMAGE, Injection, PACKAGE_VERSION, RUNTIME_ENV, TargetKind } from '../charts';
+import { DEFAULT_WEBHOOK_IMAGE, Injection, PACKAGE_VERSION, RUNTIME_ENV, TargetKind, WebhookServer } from '../charts';
 import { assertValidManifest } from './support/openapi-validator';
 import {
   Manifest,
@@ -47,16 +47,17 @@ function envValue(container: Manifest, name: string): string | undefined {
 
 describe('the default app', () => {
   test('synthesizes its Namespace first and the MutatingWebhookConfiguration last, so kubectl apply registers the webhook once it can answer', () => {
-    assert.equal(defaultApp.files.length, 1, `one YAML file, got ${defaultApp.files.join(', ')}`);
+    assert.deepEqual(defaultApp.files.map((file) => path.basename(file)), ['0000-sidecar-injector.k8s.yaml', '0001-sidecar-injector-secret.k8s.yaml'], 'the Secret in a file of its own, applied after the rest');
     assert.deepEqual(manifests.map((manifest) => manifest.kind), [
       'Namespace',
       'ConfigMap',
-      'Secret',
+      'ConfigMap',
       'Deployment',
       'Service',
       'PodDisruptionBudget',
       'NetworkPolicy',
       'MutatingWebhookConfiguration',
+      'Secret',
     ]);
   });
 
@@ -135,7 +136,7 @@ describe('the default app', () => {
     fs.writeFileSync(path.join(outdir, 'renamed-chart.k8s.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stale\n');
     fs.writeFileSync(path.join(outdir, 'README.md'), 'not YAML of a synth\n');
     const result = synthDefaultAppToTemp(testCertificate(), outdir);
-    assert.deepEqual(fs.readdirSync(outdir).sort(), ['README.md', 'sidecar-injector.k8s.yaml']);
+    assert.deepEqual(fs.readdirSync(outdir).sort(), ['0000-sidecar-injector.k8s.yaml', '0001-sidecar-injector-secret.k8s.yaml', 'README.md']);
     assert.equal(fs.readFileSync(path.join(outdir, 'README.md'), 'utf8'), 'not YAML of a synth\n');
     assert.ok(!result.manifests.some((manifest) => manifest.metadata?.name === 'stale'), 'the stale ConfigMap is gone');
   });
@@ -175,9 +176,10 @@ describe('the Deployment', () => {
     for (const mount of mounts) assert.equal(mount.subPath, undefined, `volumeMount ${mount.name} at ${mount.mountPath} has no subPath`);
     const mountOf = (volumeName: string | undefined) => mounts.find((mount) => mount.name === volumeName)?.mountPath;
     const secretVolume = volumes.find((volume) => volume.secret);
-    const configVolume = volumes.find((volume) => volume.configMap);
+    const configVolume = volumes.find((volume) => volume.name === 'config');
     assert.equal(secretVolume?.secret.secretName, findManifest(manifests, 'Secret').metadata.name);
-    assert.equal(configVolume?.configMap.name, findManifest(manifests, 'ConfigMap').metadata.name);
+    assert.equal(configVolume?.configMap.name, 'sidecar-injector-config');
+    assert.ok(manifests.some((manifest) => manifest.kind === 'ConfigMap' && manifest.metadata.name === configVolume?.configMap.name), 'the config volume names a synthesized ConfigMap');
     assert.equal(mountOf(secretVolume?.name), envValue(webhookContainer, RUNTIME_ENV.tlsDir));
     assert.equal(mountOf(configVolume?.name), envValue(webhookContainer, RUNTIME_ENV.configDir));
   });
@@ -324,8 +326,9 @@ describe('the MutatingWebhookConfiguration', () => {
 test('renaming the chart or the construct does not rename any object', () => {
   const names = (synthesized: { manifests: Manifest[] }) => synthesized.manifests.map(describeManifest).sort();
   const expected = names(defaultApp);
-  assert.deepEqual(names(synthChart({ injections: [envoy] }, { chartId: 'renamed-chart' })), expected);
-  assert.deepEqual(names(synthChart({ injections: [envoy] }, { chartId: 'other', constructId: 'SomethingElse' })), expected);
+  const server = WebhookServer.fromBundle();
+  assert.deepEqual(names(synthChart({ injections: [envoy], server }, { chartId: 'renamed-chart' })), expected);
+  assert.deepEqual(names(synthChart({ injections: [envoy], server }, { chartId: 'other', constructId: 'SomethingElse' })), expected);
 });
 
 test('the PodDisruptionBudget is policy/v1 and lets at most one webhook pod go at a time', () => {
@@ -346,7 +349,8 @@ test('the default image is tagged with the package version from package.json', (
   const packageJson = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
   assert.equal(PACKAGE_VERSION, packageJson.version, 'charts/version.ts PACKAGE_VERSION equals package.json version');
   assert.ok(DEFAULT_WEBHOOK_IMAGE.endsWith(`:${packageJson.version}`), `${DEFAULT_WEBHOOK_IMAGE} is tagged ${packageJson.version}`);
-  assert.equal(webhookContainer.image, DEFAULT_WEBHOOK_IMAGE);
+  // The default app runs image-free; the construct's own default is the image.
+  assert.equal(findManifest(synthChart().manifests, 'Deployment').spec.template.spec.containers[0].image, DEFAULT_WEBHOOK_IMAGE);
 });
 
 test('importing the construct library does not load express', () => {
