@@ -73,6 +73,7 @@ export const DEFAULT_INJECTIONS: Injection[] = [
     ],
     volumes: [{ name: 'nginx-conf', configMap: { name: 'nginx-configmap' } }],
     qos: 'preserve-guaranteed',
+    nativeSidecars: 'jobs',
     podSecurity: 'restricted',
   },
   {

@@ -120,7 +120,7 @@ describe('qos: "preserve-guaranteed"', () => {
     const request = guaranteedPod();
     request.object.metadata.ownerReferences = [{ apiVersion: 'batch/v1', kind: 'Job', name: 'nightly', uid: '6f1d7f7e-8d25-4c8e-9d1a-0c7d0c1e2a11', controller: true, blockOwnerDeletion: true }];
     const result = run(request, resolveInjectorConfig({ injections: DEFAULT_INJECTIONS }));
-    assert.deepEqual(names(result.pod.spec.initContainers), ['setup', 'envoy']);
+    assert.deepEqual(names(result.pod.spec.initContainers), ['setup', 'envoy', 'sidecar-nginx']);
     assert.deepEqual(result.pod.spec.initContainers[1].resources, { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '100m', memory: '128Mi' } });
     assert.equal(qosClassOf([...result.pod.spec.containers, ...result.pod.spec.initContainers]), 'Guaranteed');
   });
