@@ -1,7 +1,7 @@
 import { Lazy } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { LogLevel, RUNTIME_DEFAULTS, RUNTIME_ENV } from '../webhook/config';
+import { LogLevel, RUNTIME_DEFAULTS, RUNTIME_ENV, memoryQuantityBytes, memorySizing } from '../webhook/config';
 import { ResourceRequirementsProps } from './sidecar-injector-props';
 import type { WebhookServerBinding } from './webhook-server';
 
@@ -20,6 +20,10 @@ export interface WebhookDeploymentSettings {
   /** Called at synth: checksums of the config and TLS material, so a change rolls the pods. */
   readonly podAnnotations: () => Record<string, string>;
   readonly priorityClassName: string | undefined;
+  /** Where the pods may run, as given in the props. */
+  readonly scheduling: Pick<k8s.PodSpec, 'tolerations' | 'nodeSelector' | 'affinity'>;
+  /** Names of the Secrets to pull the image with. */
+  readonly imagePullSecrets: readonly string[] | undefined;
   readonly image: string;
   readonly imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
   readonly port: number;
@@ -60,6 +64,8 @@ export function webhookDeployment(scope: Construct, settings: WebhookDeploymentS
           terminationGracePeriodSeconds: SHUTDOWN_DELAY_SECONDS + RUNTIME_DEFAULTS.shutdownTimeoutSeconds + 5,
           enableServiceLinks: false,
           priorityClassName: settings.priorityClassName,
+          ...settings.scheduling,
+          imagePullSecrets: settings.imagePullSecrets?.map((name) => ({ name })),
           securityContext: {
             runAsNonRoot: true,
             runAsUser: UID,
@@ -89,6 +95,7 @@ export function webhookDeployment(scope: Construct, settings: WebhookDeploymentS
                 { name: RUNTIME_ENV.logLevel, value: settings.logLevel },
                 { name: RUNTIME_ENV.shutdownTimeoutSeconds, value: String(RUNTIME_DEFAULTS.shutdownTimeoutSeconds) },
                 { name: RUNTIME_ENV.shutdownDelaySeconds, value: String(SHUTDOWN_DELAY_SECONDS) },
+                ...memoryEnv(resources.limits?.memory),
                 ...(settings.server?.env ?? []),
               ],
               resources: { requests: quantities(resources.requests), limits: quantities(resources.limits) },
@@ -118,6 +125,22 @@ export function webhookDeployment(scope: Construct, settings: WebhookDeploymentS
       },
     },
   });
+}
+
+/**
+ * The memory limit as the server sizes itself from it (webhook/config/runtime-settings.ts
+ * `memorySizing`): the limit itself through the downward API, so the request-body budget follows the
+ * limit the pod really has, and V8's heap limit in NODE_OPTIONS, computed here from the same limit
+ * because node reads it before any code runs. Without a memory limit the downward API gives the node's
+ * allocatable memory, and V8 keeps its own default heap limit.
+ */
+function memoryEnv(limit: string | undefined): k8s.EnvVar[] {
+  const env: k8s.EnvVar[] = [
+    { name: RUNTIME_ENV.memoryLimitBytes, valueFrom: { resourceFieldRef: { containerName: 'webhook', resource: 'limits.memory' } } },
+  ];
+  const bytes = limit === undefined ? undefined : memoryQuantityBytes(limit);
+  if (bytes !== undefined) env.push({ name: 'NODE_OPTIONS', value: `--max-old-space-size=${memorySizing(bytes).heapLimitMiB}` });
+  return env;
 }
 
 /** The Service the apiserver calls: port 443 to the pods' `https` port. */

@@ -178,9 +178,16 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
         `${what} would take the request bodies held by this replica over its memory budget of ${budget.sizing.budgetBytes} bytes ` +
           `(${budget.held} held now); retry later or on another replica`,
       );
-    // Decided from the declared length, before a byte of the body is read.
+    // Decided from the declared length, before a byte of the body is read. The connection stays open:
+    // Node reads the rest of the body (at most MAX_BODY_BYTES) and drops it chunk by chunk, which holds
+    // no memory, and the client reliably sees the 429 (closing now would reset the connection under a
+    // client still sending, and lose the answer).
     if (known && !budget.take(0, declared)) {
-      reject(res, started, 0, shed(`a body of ${declared} bytes`), undefined, true, { 'Retry-After': SHED_RETRY_AFTER_SECONDS });
+      // Even for a client that asked to close after this request: the server closing first, while the
+      // client still sends, would reset the connection and lose the 429. The client closes once it
+      // has the answer.
+      res.shouldKeepAlive = true;
+      reject(res, started, 0, shed(`a body of ${declared} bytes`), undefined, false, { 'Retry-After': SHED_RETRY_AFTER_SECONDS });
       return;
     }
     let held = known ? declared : 0;
