@@ -12,18 +12,18 @@ import type { ObjectPreview } from './preview';
  */
 export function formatInjected(previews: readonly ObjectPreview[]): string {
   return previews
-    .map((preview) => {
-      let text: string;
-      if (preview.patch.length === 0) {
-        const original = preview.input.document;
-        if (original.directives) original.directives.docStart = null;
-        text = original.toString();
-      } else {
-        text = new Document(preview.output, { compat: 'yaml-1.1' }).toString({ lineWidth: 0 });
-      }
-      return text.endsWith('\n') ? text : text + '\n';
+    .map((preview, position) => {
+      // Unchanged objects are written back as the user wrote them, comments and all.
+      let text = preview.patch.length === 0 ? preview.input.text.replace(/^(?:[ \t]*\r?\n)+/, '') : new Document(preview.output, { compat: 'yaml-1.1' }).toString({ lineWidth: 0 });
+      if (!text.endsWith('\n')) text += '\n';
+      return position === 0 || startsWithDocumentMarker(text) ? text : '---\n' + text;
     })
-    .join('---\n');
+    .join('');
+}
+
+/** Whether `text` opens with its own `---` line (after comments or directives). */
+function startsWithDocumentMarker(text: string): boolean {
+  return /^(?:[ \t]*(?:#.*)?\r?\n|%.*\r?\n)*---(?:[ \t]|\r?\n|$)/.test(text);
 }
 
 /** What `inject` reports on stderr: engine warnings, and objects the webhook would not be called for. */

@@ -3,7 +3,7 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Document, LineCounter, parseAllDocuments } from 'yaml';
+import { LineCounter, parseAllDocuments } from 'yaml';
 import type { KubernetesObject } from '../engine/admission-review';
 
 /** The input cannot be used (unreadable, not YAML, not Kubernetes objects): exit code 1. */
@@ -35,8 +35,8 @@ export interface InputDocument {
   readonly line: number;
   /** The object; null for an empty document, which is dropped from the output as kubectl drops it. */
   readonly object: KubernetesObject | null;
-  /** The parsed document, so an unchanged object is written back as the user wrote it. */
-  readonly document: Document;
+  /** The document's own text, from the end of the previous document (its `---` line and comments included). */
+  readonly text: string;
 }
 
 /** `pods.yaml, document 2, line 14`: how messages name a document. */
@@ -100,18 +100,22 @@ export function readManifests(filenames: readonly string[], readStdin: () => str
 /** Parses one file's text into documents; problems are returned, not thrown. */
 export function parseManifestText(text: string, source: string): { documents: InputDocument[]; problems: string[] } {
   const lineCounter = new LineCounter();
-  const parsed = parseAllDocuments(text, { lineCounter, prettyErrors: false });
+  const parsed = parseAllDocuments(text, { lineCounter });
   const documents: InputDocument[] = [];
   const problems: string[] = [];
   if (!Array.isArray(parsed)) return { documents, problems }; // an empty stream: nothing to read
+  let previousEnd = 0;
   parsed.forEach((document, position) => {
     const index = position + 1;
+    const documentText = text.slice(previousEnd, document.range[2]);
+    previousEnd = document.range[2];
     const line = lineCounter.linePos(document.range[0]).line;
     const where = (atLine = line) => describeLocation({ source, index, line: atLine });
     if (document.errors.length > 0) {
       for (const error of document.errors) {
         const atLine = error.linePos?.[0].line ?? line;
-        problems.push(`${where(atLine)}: not valid YAML: ${error.message.split('\n')[0]}`);
+        const message = error.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
+        problems.push(`${where(atLine)}: not valid YAML: ${message}`);
       }
       return;
     }
@@ -127,7 +131,7 @@ export function parseManifestText(text: string, source: string): { documents: In
       problems.push(`${where()}: ${problem}`);
       return;
     }
-    documents.push({ source, index, line, object: (object as KubernetesObject | null) ?? null, document });
+    documents.push({ source, index, line, object: (object as KubernetesObject | null) ?? null, text: documentText });
   });
   return { documents, problems };
 }

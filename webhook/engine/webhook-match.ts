@@ -142,31 +142,36 @@ function matchNamespaceSelector(selector: WebhookLabelSelector | null | undefine
   return checkSelector(selector, labels, `namespace "${attributes.namespace}"`);
 }
 
-/** The first requirement of `selector` that `labels` fail, in words; undefined when all hold. */
+/** Every requirement of `selector` that `labels` fail, in words; undefined when all hold. */
 export function selectorMismatch(selector: WebhookLabelSelector | null | undefined, labels: Readonly<Record<string, string>>, subject = 'the object'): string | undefined {
   if (!selector) return undefined;
+  const failures: string[] = [];
   // Each requirement on its own, through the one label selector implementation the engine uses.
   for (const [key, value] of Object.entries(selector.matchLabels ?? {})) {
-    if (matchesLabelSelector({ matchLabels: { [key]: value } }, labels)) continue;
-    return `needs label ${key}=${value}; ${subject} ${describeLabel(labels, key)}`;
+    if (!matchesLabelSelector({ matchLabels: { [key]: value } }, labels)) failures.push(`needs label ${key}=${value} (${subject} ${describeLabel(labels, key)})`);
   }
   for (const expression of selector.matchExpressions ?? []) {
     if (matchesLabelSelector({ matchExpressions: [expression] }, labels)) continue;
     const values = (expression.values ?? []).join(', ');
+    const has = `(${subject} ${describeLabel(labels, expression.key)})`;
     switch (expression.operator) {
       case 'In':
-        return `needs label ${expression.key} in (${values}); ${subject} ${describeLabel(labels, expression.key)}`;
+        failures.push(`needs label ${expression.key} in (${values}) ${has}`);
+        break;
       case 'NotIn':
-        return `excludes ${expression.key} in (${values}); ${subject} ${describeLabel(labels, expression.key)}`;
+        failures.push(`excludes ${expression.key} in (${values}) ${has}`);
+        break;
       case 'Exists':
-        return `needs label ${expression.key}; ${subject} has none`;
+        failures.push(`needs label ${expression.key} ${has}`);
+        break;
       case 'DoesNotExist':
-        return `excludes objects labelled ${expression.key}; ${subject} ${describeLabel(labels, expression.key)}`;
+        failures.push(`excludes objects labelled ${expression.key} ${has}`);
+        break;
       default:
-        return `requirement ${expression.key} ${String(expression.operator)} is not satisfied`;
+        failures.push(`requirement ${expression.key} ${String(expression.operator)} does not hold ${has}`);
     }
   }
-  return undefined;
+  return failures.length > 0 ? failures.join('; ') : undefined;
 }
 
 function describeLabel(labels: Readonly<Record<string, string>>, key: string): string {
