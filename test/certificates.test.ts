@@ -1,13 +1,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import * as fs from 'node:fs';
 import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import * as path from 'node:path';
 import { SidecarInjectorPropsError, WebhookCertificate, webhookCertificateProblems } from '../charts';
-import { loadOrCreateCertificate } from '../app/certificate-store';
-import { buildChart, makeTempDir } from './support/synth-helpers';
+import { buildChart } from './support/synth-helpers';
 import { testCertificate, testCertificateFor } from './support/test-certificate';
 
 const SERVICE_HOST = 'sidecar-injector.sidecar-injector.svc';
@@ -192,50 +189,5 @@ describe('a SidecarInjector given certificate material', () => {
 
   test('serves it unchanged when it is good', () => {
     assert.equal(buildChart({ certificate: material }).injector.certificate, material);
-  });
-});
-
-describe('loadOrCreateCertificate', () => {
-  const readDir = (dir: string) => ({
-    caCertificate: fs.readFileSync(path.join(dir, 'ca.crt'), 'utf8'),
-    certificate: fs.readFileSync(path.join(dir, 'tls.crt'), 'utf8'),
-    privateKey: fs.readFileSync(path.join(dir, 'tls.key'), 'utf8'),
-  });
-
-  const seed = (dir: string, stored: WebhookCertificate) => {
-    fs.writeFileSync(path.join(dir, 'ca.crt'), stored.caCertificate);
-    fs.writeFileSync(path.join(dir, 'tls.crt'), stored.certificate);
-    fs.writeFileSync(path.join(dir, 'tls.key'), stored.privateKey);
-  };
-
-  test('returns the stored material unchanged, call after call, while it is valid for more than 30 days', () => {
-    const dir = makeTempDir('certs-kept');
-    seed(dir, material);
-    assert.deepEqual(loadOrCreateCertificate(dir, 'sidecar-injector', 'sidecar-injector'), material);
-    assert.deepEqual(loadOrCreateCertificate(dir, 'sidecar-injector', 'sidecar-injector'), material);
-    const in300Days = new Date(Date.now() + 300 * DAY_MS);
-    assert.deepEqual(loadOrCreateCertificate(dir, 'sidecar-injector', 'sidecar-injector', in300Days), material, 'still kept 65 days before expiry');
-  });
-
-  test('generates material into a new directory, keeps the key readable by its owner only, and returns it on the next call', () => {
-    const dir = path.join(makeTempDir('certs-new'), 'certs');
-    const first = loadOrCreateCertificate(dir, 'sidecar-injector', 'sidecar-injector');
-    assert.deepEqual(webhookCertificateProblems(first, SERVICE_HOST), []);
-    assert.deepEqual(readDir(dir), first);
-    assert.equal(fs.statSync(path.join(dir, 'tls.key')).mode & 0o777, 0o600, 'tls.key is readable by its owner only');
-    assert.deepEqual(loadOrCreateCertificate(dir, 'sidecar-injector', 'sidecar-injector'), first);
-  });
-
-  test('regenerates material whose certificate expires within 30 days', () => {
-    const dir = makeTempDir('certs-renew');
-    seed(dir, material);
-    const in360Days = new Date(Date.now() + 360 * DAY_MS);
-    const renewed = loadOrCreateCertificate(dir, 'sidecar-injector', 'sidecar-injector', in360Days);
-    assert.notEqual(renewed.certificate, material.certificate, 'a certificate 5 days from expiry is replaced');
-    const validTo = Date.parse(new X509Certificate(renewed.certificate).validTo);
-    assert.ok(validTo > in360Days.getTime() + 300 * DAY_MS, `the new certificate is valid until ${new Date(validTo).toISOString()}`);
-    assert.deepEqual(webhookCertificateProblems(renewed, SERVICE_HOST, in360Days), []);
-    assert.deepEqual(readDir(dir), renewed, 'the new material is stored');
-    assert.deepEqual(loadOrCreateCertificate(dir, 'sidecar-injector', 'sidecar-injector', in360Days), renewed, 'and kept from then on');
   });
 });
