@@ -4,43 +4,13 @@
 // object. The e2e suite (npm run e2e) checks the same against a real kube-apiserver.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Injection, resolveInjectorConfig } from '../webhook/config';
+import { resolveInjectorConfig } from '../webhook/config';
 import { mutate } from '../webhook/engine';
-import { DEFAULT_INJECTIONS } from '../app/default-injections';
-import { configPolicyLimitations, injectionPoliciesOf } from './support/admission-policy-config';
+import { POLICY_TEST_INJECTIONS, configPolicyLimitations, injectionPoliciesOf } from './support/admission-policy-config';
 import { admitWithPolicies, evaluatePolicy } from './support/admission-policy-simulator';
 import { applyResponse, loadReview, podOf, reviewNames } from './support/recorded-reviews';
 
 const PREFIX = 'sidecar-injector.io';
-
-/** The seed injections without qos "preserve-guaranteed" (which stays on the webhook), and one of each other feature. */
-export const POLICY_TEST_INJECTIONS: Injection[] = [
-  ...DEFAULT_INJECTIONS.map(({ qos: _qos, ...injection }) => injection as Injection),
-  {
-    name: 'debug',
-    trigger: { type: 'requested' },
-    targetKinds: ['Pod', 'Deployment', 'CronJob'],
-    env: [{ name: 'DEBUG_TARGET', value: '{{name}}.{{namespace}}' }, { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
-    volumeMounts: [{ name: 'debug-scratch', mountPath: '/debug' }],
-    volumes: [{ name: 'debug-scratch', emptyDir: { sizeLimit: '64Mi' } }],
-    labels: { 'debug.example.com/enabled': 'true' },
-    annotations: { 'debug.example.com/for': '{{name}}' },
-  },
-  {
-    name: 'tier-limits',
-    trigger: { type: 'labelSelector', matchExpressions: [{ key: 'tier', operator: 'In', values: ['web', 'api'] }, { key: 'legacy', operator: 'DoesNotExist' }] },
-    targetKinds: ['Pod', 'Deployment', 'StatefulSet', 'DaemonSet', 'Job'],
-    merges: [{ containerNames: ['nginx', 'app', 'sleep'], fields: { securityContext: { readOnlyRootFilesystem: true } }, whenMissing: 'create' }],
-    imagePullSecrets: [{ name: 'registry-credentials' }],
-  },
-  {
-    name: 'log-shipper',
-    trigger: { type: 'annotation', key: 'logs.example.com/ship', valuePattern: '[a-z]+:[0-9]+' },
-    targetKinds: ['Pod', 'Job', 'CronJob'],
-    nativeSidecars: 'jobs',
-    containers: [{ name: 'log-shipper', image: 'fluent/fluent-bit:3.1', args: ['--target', '{{annotation}}'], resources: { requests: { cpu: '10m', memory: '32Mi' } } }],
-  },
-];
 
 const config = resolveInjectorConfig({ annotationPrefix: PREFIX, injections: POLICY_TEST_INJECTIONS });
 const policies = injectionPoliciesOf(config);
