@@ -15,6 +15,8 @@ import {
 } from '../webhook/config';
 import { WebhookCertificate } from './certificates/webhook-certificate';
 import { WebhookCertificates } from './certificates/webhook-certificates';
+import { findInjectorClashes, registerInjector } from './injector-clashes';
+import { InjectionProps, injectionSchemaIssues, resolveInjectionProps } from './injection-props';
 import { injectorConfigMap } from './injector-config-map';
 import { webhookNamespace } from './namespace';
 import { DEFAULT_WEBHOOK_IMAGE, SidecarInjectorProps, SidecarInjectorPropsError, settingsIssues } from './sidecar-injector-props';
@@ -85,6 +87,9 @@ export class SidecarInjector extends Construct {
   /** The cluster-scoped MutatingWebhookConfiguration. */
   readonly webhookConfiguration: k8s.KubeMutatingWebhookConfiguration;
 
+  /** Whether injected objects are checked against the Kubernetes OpenAPI schema (`checkKubernetesSchema`). */
+  readonly checkKubernetesSchema: boolean;
+
   private readonly injections: Injection[] = [];
 
   constructor(scope: Construct, id: string, props: SidecarInjectorProps = {}) {
@@ -109,9 +114,15 @@ export class SidecarInjector extends Construct {
     this.selectorLabels = { 'app.kubernetes.io/name': 'sidecar-injector', 'sidecar-injector.io/deployment': this.name };
     this.exclusionLabel = `${this.annotationPrefix}/webhook`;
 
-    const issues = settingsIssues(props, this);
-    if (issues.length > 0) throw new SidecarInjectorPropsError(issues);
-    for (const injection of props.injections ?? []) this.addInjection(injection);
+    this.checkKubernetesSchema = props.checkKubernetesSchema ?? true;
+
+    // Every problem at once: the settings, every injection and clashes with other injectors in the app.
+    const issues: ConfigIssue[] = [...settingsIssues(props, this)];
+    const injections = (props.injections ?? []).map(resolveInjectionProps);
+    issues.push(...this.injectionIssues(injections, 0));
+    issues.push(...findInjectorClashes(this, props.createNamespace ?? true));
+    if (issues.length > 0) throw new SidecarInjectorPropsError(issues, this.node.path);
+    this.injections.push(...injections);
     this.node.addValidation({ validate: () => this.reportPodSecurityWarnings() });
 
     const labels = { ...props.labels, ...this.selectorLabels, 'app.kubernetes.io/version': PACKAGE_VERSION };
@@ -139,8 +150,10 @@ export class SidecarInjector extends Construct {
       replicas: this.replicas,
       selectorLabels: this.selectorLabels,
       podLabels: { ...props.labels, ...this.selectorLabels, [this.exclusionLabel]: this.name },
-      podAnnotations: () => ({ ...this.synthesizePodAnnotations(), ...server.podAnnotations, ...(tls.checksum ? { 'checksum/tls': tls.checksum } : {}) }),
+      podAnnotations: () => ({ ...props.podAnnotations, ...this.synthesizePodAnnotations(), ...server.podAnnotations, ...(tls.checksum ? { 'checksum/tls': tls.checksum } : {}) }),
       priorityClassName: props.priorityClassName,
+      scheduling: { tolerations: props.tolerations, nodeSelector: props.nodeSelector, affinity: props.affinity },
+      imagePullSecrets: props.imagePullSecrets,
       image: this.image,
       imagePullPolicy: props.imagePullPolicy ?? 'IfNotPresent',
       port: this.port,
@@ -167,17 +180,33 @@ export class SidecarInjector extends Construct {
       timeoutSeconds: this.timeoutSeconds,
       failurePolicy: this.failurePolicy,
     });
+    registerInjector(this, props.createNamespace ?? true);
   }
 
   /**
-   * Adds an injection. Throws, naming `injections[N]...` and the reason, when it is invalid or clashes
-   * with one added before (a duplicate name, or a container or volume another injection adds).
+   * Adds an injection, written as plain Kubernetes JSON or with cdk8s's `k8s.*` types (resolved to
+   * Kubernetes JSON now). Throws, naming `injections[N]...` and the reason, when it is invalid, does
+   * not match the Kubernetes schema, or clashes with one added before (a duplicate name, or a
+   * container or volume another injection adds).
    */
-  addInjection(injection: Injection): void {
-    const candidate = [...this.injections, injection];
-    const issues = injectorConfigIssues(this.configInput(candidate));
-    if (issues.length > 0) throw new SidecarInjectorPropsError(issues);
-    this.injections.push(injection);
+  addInjection(injection: InjectionProps): void {
+    const resolved = resolveInjectionProps(injection);
+    const issues = this.injectionIssues([resolved], this.injections.length);
+    if (issues.length > 0) throw new SidecarInjectorPropsError(issues, this.node.path);
+    this.injections.push(resolved);
+  }
+
+  /** The problems of `added` (at index `firstIndex` onwards), checked together with the injections held. */
+  private injectionIssues(added: readonly Injection[], firstIndex: number): ConfigIssue[] {
+    const issues = injectorConfigIssues(this.configInput([...this.injections, ...added]));
+    if (!this.checkKubernetesSchema) return issues;
+    const reported = new Set(issues.map((issue) => issue.path));
+    added.forEach((injection, offset) => {
+      for (const issue of injectionSchemaIssues(injection, firstIndex + offset)) {
+        if (!reported.has(issue.path)) issues.push(issue);
+      }
+    });
+    return issues;
   }
 
   /** The config as the webhook loads it: validated, defaults filled in. */
