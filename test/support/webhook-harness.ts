@@ -8,7 +8,8 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { CONFIG_FILE_NAME, InjectorConfig, RUNTIME_ENV, TLS_FILES, WebhookCertificate } from '../../charts';
-import { writeAtomicDirectory } from '../../webhook/dev/deployed-mounts';
+import { memoryQuantityBytes } from '../../webhook/config';
+import { DeployedWebhook, materializeDeployment, writeAtomicDirectory } from '../../webhook/dev/deployed-mounts';
 import { RunningWebhookServer, startWebhookServer } from '../../webhook/server/webhook-server';
 
 export const REPO_ROOT = path.resolve(__dirname, '../..');
@@ -214,4 +215,42 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(address.port));
     });
   });
+}
+
+/**
+ * The value the kubelet gives an env var of `container` that comes from the downward API's
+ * `resourceFieldRef` (limits.memory, requests.memory, limits.cpu, requests.cpu), or undefined for
+ * any other env var. A memory limit comes as whole bytes divided by the divisor, rounded up.
+ */
+export function downwardResourceValue(container: Record<string, any>, variable: Record<string, any>): string | undefined {
+  const ref = variable.valueFrom?.resourceFieldRef;
+  if (!ref) return undefined;
+  if (ref.containerName !== undefined && ref.containerName !== container.name) {
+    throw new Error(`env ${variable.name}: resourceFieldRef names container "${ref.containerName}", not "${container.name}"`);
+  }
+  const [section, resource] = String(ref.resource).split('.') as ['limits' | 'requests', string];
+  const quantity = container.resources?.[section]?.[resource];
+  if (quantity === undefined) throw new Error(`env ${variable.name}: the container sets no ${ref.resource} (the kubelet would give the node's allocatable)`);
+  if (resource !== 'memory') throw new Error(`env ${variable.name}: only memory is resolved here, got ${ref.resource}`);
+  const bytes = memoryQuantityBytes(String(quantity));
+  const divisor = memoryQuantityBytes(String(ref.divisor ?? '1'));
+  if (bytes === undefined || !divisor) throw new Error(`env ${variable.name}: cannot read ${ref.resource} "${quantity}"`);
+  return String(Math.ceil(bytes / divisor));
+}
+
+/**
+ * The synthesized Deployment materialized as `npm run webhook` does (mounts under `root`), with the
+ * downward-API env vars resolved as the kubelet resolves them: the environment the container gets.
+ */
+export function deployedEnvironment(manifests: Record<string, any>[], root: string): DeployedWebhook & { container: Record<string, any> } {
+  const deployed = materializeDeployment(manifests, root);
+  const deployment = manifests.find((manifest) => manifest.kind === 'Deployment');
+  if (!deployment) throw new Error('no Deployment in the manifests');
+  const container = deployment.spec.template.spec.containers[0];
+  const env = { ...deployed.env };
+  for (const variable of container.env ?? []) {
+    const value = downwardResourceValue(container, variable);
+    if (value !== undefined) env[variable.name] = value;
+  }
+  return { ...deployed, env, container };
 }
