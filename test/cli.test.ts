@@ -38,6 +38,14 @@ function assertKeepsUserContent(input: unknown, output: unknown, at = ''): void 
   }
 }
 
+/** Runs the CLI in this process (for the many small cases; the main paths spawn the real command). */
+async function runInProcess(args: string[], stdin = ''): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, { stdout: (text) => void (stdout += text), stderr: (text) => void (stderr += text), readStdin: () => stdin });
+  return { code, stdout, stderr };
+}
+
 function reasonsOf(explanation: any): Record<string, string> {
   return Object.fromEntries(explanation.injections.map((decision: any) => [decision.injection, decision.reason]));
 }
@@ -216,12 +224,7 @@ describe('cdk8s-sidecar-injector, against the default app as synthesized', () =>
 
     const file = path.join(work, 'one.yaml');
     fs.writeFileSync(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: x }\n');
-    const inProcess = async (args: string[]) => {
-      let stdout = '';
-      let stderr = '';
-      const code = await runCli(args, { stdout: (text) => void (stdout += text), stderr: (text) => void (stderr += text), readStdin: () => '' });
-      return { code, stdout, stderr };
-    };
+    const inProcess = (args: string[]) => runInProcess(args);
     const usage: [string[], RegExp][] = [
       [['inject', '-f', file], /give --from <dist>/],
       [['inject', '-f', file, '--from', dist, '--config', 'c.json'], /either --from or --config/],
@@ -251,15 +254,35 @@ describe('cdk8s-sidecar-injector, against the default app as synthesized', () =>
     const review = loadReview('pod-create-sleep');
     const file = path.join(work, 'sleep.json');
     fs.writeFileSync(file, JSON.stringify(review.request.object));
-    let stdout = '';
-    const code = await runCli(['diff', '-o', 'json', '-f', file, '--from', dist, '--namespace-labels', 'injection=enabled'], {
-      stdout: (text) => void (stdout += text),
-      stderr: () => undefined,
-      readStdin: () => '',
-    });
-    assert.equal(code, 0);
-    const [object] = JSON.parse(stdout);
+    const run = await runInProcess(['diff', '-o', 'json', '-f', file, '--from', dist, '--namespace-labels', 'injection=enabled']);
+    assert.equal(run.code, 0, run.stderr);
+    const [object] = JSON.parse(run.stdout);
     assert.deepEqual(object.patch, decodePatch(mutate(review.request, config)), 'the JSONPatch of the webhook\'s response');
     assert.ok(object.patch.length > 0);
+    const text = await runInProcess(['diff', '-f', file, '--from', dist, '--namespace-labels', 'injection=enabled']);
+    assert.match(text.stdout, /^# Pod shop\/sleep \(.*sleep\.json, document 1, line 1\): injects envoy, nginx-sidecar \(\d+ patch operations\)$/m);
+    assert.match(text.stdout, /^add \/spec\/containers\/- \{"name":"envoy","image":"envoyproxy\/envoy:v1\.20\.3".*\}$/m);
+  });
+
+  test('inject leaves objects the apiserver would not send as they are, and says why on stderr', async () => {
+    const object = loadReview('pod-create-sleep').request.object;
+    const run = await runInProcess(['inject', '-f', '-', '--from', dist], JSON.stringify(object));
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(parseStream(run.stdout), [object], 'unchanged: namespace shop has no injection label');
+    assert.match(run.stderr, /^note: <stdin>, document 1, line 1: Pod shop\/sleep: not injected: namespace "shop" is not selected: needs label injection=enabled/m);
+  });
+
+  test('with --config only, explain decides the injections and says the webhook configuration was not checked', async () => {
+    const configFile = path.join(work, 'config.json');
+    fs.writeFileSync(configFile, JSON.stringify(config));
+    const object = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'solo' }, spec: { containers: [{ name: 'app', image: 'busybox' }] } };
+    const run = await runInProcess(['explain', '-o', 'json', '-f', '-', '--config', configFile, '--namespace', 'kube-system'], JSON.stringify(object));
+    assert.equal(run.code, 0, run.stderr);
+    const [explanation] = JSON.parse(run.stdout);
+    assert.equal(explanation.namespace, 'kube-system', 'an object without metadata.namespace is in --namespace');
+    assert.equal(explanation.webhooks, null);
+    assert.equal(reasonsOf(explanation).envoy, 'injected');
+    const text = await runInProcess(['explain', '-f', '-', '--config', configFile], JSON.stringify(object));
+    assert.match(text.stdout, /Pod default\/solo .*\n {2}webhook: not evaluated \(no webhook configuration/);
   });
 });
