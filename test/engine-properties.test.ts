@@ -14,6 +14,7 @@ import {
   describeScenario,
 } from './support/arbitraries';
 import { validateManifest } from './support/openapi-validator';
+import { qosClassOf } from '../webhook/engine/qos';
 import { applyResponse, decodePatch, loadReview, podOf } from './support/recorded-reviews';
 
 /** Runs per property; PROPERTY_RUNS=2000 for a deeper search. */
@@ -115,8 +116,12 @@ describe('the engine, on randomized recorded requests and random valid configs',
 
         for (const list of ['containers', 'initContainers'] as const) {
           const original: Json[] = before.spec[list] ?? [];
-          const now: Json[] = after.spec[list] ?? [];
-          const context = `${list}: before [${namesOf(original).join(', ')}], after [${namesOf(now).join(', ')}]`;
+          const all: Json[] = after.spec[list] ?? [];
+          const originalNames = new Set(namesOf(original));
+          // Native sidecars placed "first" go before the pod's own init containers: those keep their order.
+          const now = list === 'initContainers' ? all.filter((container) => originalNames.has(container.name)) : all;
+          const added = list === 'initContainers' ? all.filter((container) => !originalNames.has(container.name)) : all.slice(original.length);
+          const context = `${list}: before [${namesOf(original).join(', ')}], after [${namesOf(all).join(', ')}]`;
           assert.ok(now.length >= original.length, `a ${list} entry was removed; ${context}`);
           original.forEach((container, index) => {
             const result = now[index];
@@ -138,8 +143,8 @@ describe('the engine, on randomized recorded requests and random valid configs',
               assert.deepEqual(result[field], container[field], `field "${field}" of ${list.slice(0, -1)} "${container.name}" changed`);
             }
           });
-          for (const added of now.slice(original.length)) {
-            assert.ok(configured.has(added.name), `${list} got "${added.name}", which no injected injection adds; ${context}`);
+          for (const item of added) {
+            assert.ok(configured.has(item.name), `${list} got "${item.name}", which no injected injection adds; ${context}`);
           }
         }
         const volumesBefore: Json[] = before.spec.volumes ?? [];
@@ -281,6 +286,52 @@ describe('the engine, on randomized recorded requests and random valid configs',
         const before = parseStatus(podOf(scenario.request.object).metadata?.annotations?.[keys.status]);
         const status = parseStatus(metadata.annotations?.[keys.status]);
         assert.deepEqual([...status].sort(), [...new Set([...before, ...injected.map((injection) => injection.name)])].sort(), 'status annotation');
+      }),
+    );
+  });
+
+  test('(i) a QoS warning names each class change, and the first and last of them are the pod\'s class before and after', () => {
+    check(
+      fc.property(arbitraryScenario(), (scenario) => {
+        const { result, patched } = run(scenario.request, scenario.resolved);
+        const classOf = (pod: Json) => qosClassOf([...(pod.spec.containers ?? []), ...(pod.spec.initContainers ?? [])], pod.spec.resources);
+        const before = classOf(podOf(scenario.request.object));
+        const after = classOf(podOf(patched));
+        const changes = result.podWarnings.filter((warning) => warning.reason === 'qos-class-changed').map((warning) => warning.qosClass!);
+        const context = `QoS ${before} -> ${after}; warnings ${JSON.stringify(result.response.warnings)}`;
+        if (changes.length === 0) {
+          assert.equal(after, before, `the class changed without a warning; ${context}`);
+          return;
+        }
+        assert.equal(changes[0].before, before, context);
+        assert.equal(changes[changes.length - 1].after, after, context);
+        changes.forEach((change, index) => assert.notEqual(change.after, change.before, `change ${index} is no change; ${context}`));
+      }),
+    );
+  });
+
+  test('(j) in a Job\'s pod, containers go in as native sidecars when asked to, and a Job warning comes exactly for those that did not', () => {
+    check(
+      fc.property(arbitraryScenario(), (scenario) => {
+        const { result, patched } = run(scenario.request, scenario.resolved);
+        const kind = scenario.request.kind.kind;
+        const jobPod = kind === 'Job' || kind === 'CronJob';
+        const after = podOf(patched);
+        const before = podOf(scenario.request.object);
+        const own = new Set([...namesOf(before.spec.containers), ...namesOf(before.spec.initContainers)]);
+        const sidecars = new Set(namesOf(after.spec.initContainers).filter((name, index) => !own.has(name) && after.spec.initContainers[index].restartPolicy === 'Always'));
+        const regular = new Set(namesOf(after.spec.containers).filter((name) => !own.has(name)));
+        const warned = new Set(result.podWarnings.filter((warning) => warning.reason === 'job-never-completes').map((warning) => warning.injection));
+        for (const injection of injectedInjections(scenario, result)) {
+          const mode = injection.nativeSidecars ?? 'never';
+          const native = mode === 'always' || (mode === 'jobs' && jobPod);
+          for (const container of injection.containers ?? []) {
+            if (own.has(container.name)) continue;
+            assert.ok((native ? sidecars : regular).has(container.name), `container "${container.name}" of injection "${injection.name}" (nativeSidecars ${mode}) in a ${kind}: ${containersSummary(after)}`);
+          }
+          const addedRegular = !native && (injection.containers ?? []).some((container) => regular.has(container.name));
+          assert.equal(warned.has(injection.name), jobPod && addedRegular, `Job warning for injection "${injection.name}" in a ${kind}: ${JSON.stringify(result.response.warnings)}`);
+        }
       }),
     );
   });

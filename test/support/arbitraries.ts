@@ -8,6 +8,8 @@ import {
   DEFAULT_ANNOTATION_PREFIX,
   InjectorConfig,
   JsonObject,
+  NATIVE_SIDECAR_MODES,
+  NATIVE_SIDECAR_POSITIONS,
   ResolvedInjectorConfig,
   TARGET_KINDS,
   TargetKind,
@@ -99,7 +101,8 @@ export const userContainer = fc
       volumeMounts: volumeMountList(),
       ports: fc.uniqueArray(fc.integer({ min: 1, max: 65535 }), { maxLength: 2 }).map((ports) => ports.map((containerPort) => ({ containerPort }))),
       readinessProbe: fc.record({ httpGet: fc.record({ path: fc.constant('/ready'), port: fc.integer({ min: 1, max: 65535 }) }) }),
-      resources: fc.constantFrom({}, { limits: { cpu: '500m' } }),
+      // The last makes the container Guaranteed-shaped (requests default to limits), so some pods are Guaranteed.
+      resources: fc.constantFrom({}, { limits: { cpu: '500m' } }, { limits: { cpu: '500m', memory: '128Mi' } }),
     },
     { requiredKeys: ['name', 'image'] },
   )
@@ -336,6 +339,12 @@ function injectedContainer(annotationTrigger: boolean, restricted: boolean, init
         ),
         volumeMounts: volumeMountList(1),
         ports: fc.constant([{ containerPort: 15001, name: 'proxy' }]),
+        resources: fc.constantFrom(
+          { requests: { cpu: '100m', memory: '64Mi' } },
+          { requests: { cpu: '100m', memory: '64Mi' }, limits: { memory: '128Mi' } },
+          { limits: { cpu: '200m', memory: '128Mi' } },
+          { requests: { cpu: '50m' } },
+        ),
         securityContext: restricted ? restrictedSecurityContext : anySecurityContext,
         sidecar: fc.boolean(),
       },
@@ -444,10 +453,24 @@ function injection(options: ConfigOptions) {
         labels: metadata,
         annotations: options.containersOnly ? fc.constant(undefined) : sometimes(stringDict(annotationKey, templatedString(annotationTrigger), 2), 1),
         merges: options.containersOnly ? fc.constant(undefined) : fc.array(merge, { maxLength: 2 }),
+        qos: sometimes(fc.constantFrom('warn' as const, 'preserve-guaranteed' as const), 1),
+        nativeSidecars: sometimes(pick(NATIVE_SIDECAR_MODES), 1),
+        nativeSidecarPosition: sometimes(pick(NATIVE_SIDECAR_POSITIONS), 1),
       },
       { requiredKeys: ['name', 'trigger'] },
     );
   });
+}
+
+/** Drops the pod-shape options a valid config cannot have for what this injection ended up adding. */
+function withConsistentPodOptions(injection: Json): Json {
+  const out = { ...injection };
+  const containers: Json[] = [...(out.containers ?? []), ...(out.initContainers ?? [])];
+  const requestsBoth = (container: Json) => ['cpu', 'memory'].every((name) => container.resources?.requests?.[name] ?? container.resources?.limits?.[name]);
+  if (out.qos === 'preserve-guaranteed' && !containers.every(requestsBoth)) delete out.qos;
+  if (!out.containers?.length) delete out.nativeSidecars;
+  if (out.nativeSidecars === undefined || out.nativeSidecars === 'never') delete out.nativeSidecarPosition;
+  return out;
 }
 
 function withoutEmpty(injection: Json): Json {
@@ -491,8 +514,9 @@ export function arbitraryInjectorConfig(options: ConfigOptions = {}): fc.Arbitra
           item[field] = (item[field] ?? []).filter((c: Json) => !containers.has(c.name) && containers.add(c.name));
         }
         item.volumes = (item.volumes ?? []).filter((v: Json) => !volumes.has(v.name) && volumes.add(v.name));
-        const cleaned = withoutEmpty(item);
-        const adds = Object.keys(cleaned).some((key) => key !== 'name' && key !== 'trigger' && key !== 'targetKinds');
+        const cleaned = withConsistentPodOptions(withoutEmpty(item));
+        const options = new Set(['name', 'trigger', 'targetKinds', 'qos', 'nativeSidecars', 'nativeSidecarPosition']);
+        const adds = Object.keys(cleaned).some((key) => !options.has(key));
         if (adds) return cleaned;
         const fallback = options.containersOnly ? { volumes: [{ name: `${cleaned.name}-data`.slice(-63).replace(/^-+/, ''), emptyDir: {} }] } : { env: [{ name: 'INJECTED_BY', value: String(cleaned.name) }] };
         return { ...cleaned, ...fallback };
