@@ -11,10 +11,11 @@ export { PACKAGE_VERSION } from './version';
 export * from '../webhook/config';
 // The webhook's own engine and the apiserver's choice of webhooks, for previews (the CLI) and tests.
 export { evaluate, mutate } from '../webhook/engine/mutate';
-export type { DecisionReason, InjectionDecision, MutationResult } from '../webhook/engine/mutate';
+export type { DecisionReason, InjectionDecision, MutationResult, PodWarning, PodWarningReason } from '../webhook/engine/mutate';
 export type { PatchOperation } from '../webhook/engine/pod-patch-builder';
 export type { AdmissionRequest, AdmissionResponse, GroupVersionKind, KubernetesObject } from '../webhook/engine/admission-review';
 export { matchesLabelSelector } from '../webhook/engine/label-selector';
+export type { LabelSelector } from '../webhook/engine/label-selector';
 export {
   matchWebhook,
   matchWebhookConfiguration,

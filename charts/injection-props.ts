@@ -48,7 +48,7 @@ export interface InjectionProps
   /** Environment variables added to each of the object's own containers. @default none */
   readonly env?: readonly InjectedEnvVar[];
   /** Image pull secrets added to the pod. @default none */
-  readonly imagePullSecrets?: readonly (k8s.LocalObjectReference | { readonly name: string })[];
+  readonly imagePullSecrets?: readonly k8s.LocalObjectReference[];
   /** Fields merged into the object's own containers, selected by name. @default none */
   readonly merges?: readonly (ContainerMerge | ContainerMergeProps)[];
 }

@@ -19,22 +19,33 @@ import { PACKAGE_VERSION } from './version';
 /** The image the construct runs unless told otherwise; its tag follows this package's version. */
 export const DEFAULT_WEBHOOK_IMAGE = `ghcr.io/cdk8s-sidecar-injector/webhook:${PACKAGE_VERSION}`;
 
+/** One requirement of a label selector, with Kubernetes semantics. */
 export interface LabelSelectorRequirementProps {
+  /** The label key the requirement is about. */
   readonly key: string;
+  /** How the label's value relates to `values`. */
   readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  /** The values for `In` and `NotIn` (non-empty); none for `Exists` and `DoesNotExist`. @default none */
   readonly values?: string[];
 }
 
+/** A Kubernetes label selector: `matchLabels` and `matchExpressions` are ANDed. */
 export interface LabelSelectorProps {
+  /** Labels that must all be present with these values. @default none */
   readonly matchLabels?: Record<string, string>;
+  /** Requirements that must all hold. @default none */
   readonly matchExpressions?: LabelSelectorRequirementProps[];
 }
 
+/** Resource requests and limits of the webhook container, as Kubernetes quantities (`50m`, `64Mi`). */
 export interface ResourceRequirementsProps {
+  /** What the scheduler reserves, by resource name. @default none */
   readonly requests?: Record<string, string>;
+  /** The most the container may use, by resource name. @default none */
   readonly limits?: Record<string, string>;
 }
 
+/** Props of a SidecarInjector. Every Kubernetes name comes from these, never from construct ids. */
 export interface SidecarInjectorProps {
   /** Namespace the webhook runs in. @default 'sidecar-injector' */
   readonly namespace?: string;
@@ -47,7 +58,7 @@ export interface SidecarInjectorProps {
   readonly webhookConfigurationName?: string;
   /** The webhook server image. @default `ghcr.io/cdk8s-sidecar-injector/webhook:<package version>` */
   readonly image?: string;
-  /** @default 'IfNotPresent' */
+  /** When the kubelet pulls the webhook image. @default 'IfNotPresent' */
   readonly imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
   /** Webhook pods; two survive a node drain without failing admissions. @default 2 */
   readonly replicas?: number;

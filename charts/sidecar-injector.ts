@@ -47,18 +47,31 @@ export const POD_SECURITY_WARNING = 'SidecarInjectorPodSecurity';
 export class SidecarInjector extends Construct {
   /** Name of the namespace the webhook runs in. */
   readonly namespaceName: string;
+  /** Name of the Deployment, PodDisruptionBudget and NetworkPolicy (the `name` prop). */
   readonly name: string;
+  /** Name of the Service the apiserver calls, which the serving certificate names. */
   readonly serviceName: string;
+  /** Name of the `kubernetes.io/tls` Secret the webhook serves with. */
   readonly secretName: string;
+  /** Name of the ConfigMap holding `config.json`. */
   readonly configMapName: string;
+  /** Name of the cluster-scoped MutatingWebhookConfiguration. */
   readonly webhookConfigurationName: string;
+  /** The image the webhook container runs. */
   readonly image: string;
+  /** Number of webhook pods. */
   readonly replicas: number;
+  /** Container port the webhook server listens on. */
   readonly port: number;
+  /** Prefix of the `inject` and `status` annotations and of the exclusion label. */
   readonly annotationPrefix: string;
+  /** `false` when the webhook admits everything unchanged (the kill switch). */
   readonly enabled: boolean;
+  /** What the apiserver does when the webhook cannot answer. */
   readonly failurePolicy: 'Ignore' | 'Fail';
+  /** Seconds the apiserver waits for the webhook. */
   readonly timeoutSeconds: number;
+  /** The webhook server's log level. */
   readonly logLevel: LogLevel;
   /** The Pod Security level injections must meet unless they set their own; undefined: only warn. */
   readonly podSecurity?: PodSecurityLevel;
