@@ -1,0 +1,199 @@
+// npm run e2e: the MutatingAdmissionPolicy backend against a real kube-apiserver (envtest style).
+//
+// etcd and kube-apiserver run on 127.0.0.1 from KUBEBUILDER_ASSETS (or ETCD / KUBE_APISERVER), with
+// the MutatingAdmissionPolicy feature gate and the runtime config of the API version the apiserver's
+// release serves. The synthesized policies and bindings are applied to namespace e2e-policy; the webhook
+// (this repository's server, on 127.0.0.1 with a URL clientConfig) to namespace e2e-webhook. Every
+// recorded AdmissionReview's object, and each trigger scenario of it, is created with dryRun=All in both
+// namespaces: the objects the apiserver would store must be the same. Then the admission latency of
+// each backend is measured through the apiserver, against a namespace neither touches.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Chart, Testing } from 'cdk8s';
+import { resolveInjectorConfig } from '../../webhook/config';
+import { AdmissionPolicyApiVersion, InjectionAdmissionPolicies } from '../../charts/admission-policy';
+import { POLICY_TEST_INJECTIONS, TEST_ANNOTATION_PREFIX, triggerVariants } from '../support/admission-policy-config';
+import { loadReview, podOf, reviewNames } from '../support/recorded-reviews';
+import { InProcessWebhook, startInProcess } from '../support/webhook-harness';
+import { ControlPlane, binaryVersion, findBinaries } from './support/control-plane';
+
+const binaries = findBinaries();
+const skip = typeof binaries === 'string' ? binaries : false;
+if (skip) console.log(`npm run e2e ${skip}`);
+
+const NAMESPACES = { policy: 'e2e-policy', webhook: 'e2e-webhook', baseline: 'e2e-baseline' } as const;
+const BACKEND_LABEL = 'e2e.sidecar-injector.io/backend';
+const config = resolveInjectorConfig({ annotationPrefix: TEST_ANNOTATION_PREFIX, injections: POLICY_TEST_INJECTIONS });
+
+let plane: ControlPlane | undefined;
+let webhook: InProcessWebhook | undefined;
+let apiVersion: AdmissionPolicyApiVersion = 'v1alpha1';
+let versionLine = '';
+
+/** The admissionregistration version a release serves MutatingAdmissionPolicy in. */
+function policyVersionFor(version: string): AdmissionPolicyApiVersion {
+  const match = /v1\.(\d+)/.exec(version);
+  const minor = match ? Number(match[1]) : 0;
+  if (minor < 32) throw new Error(`${version} has no MutatingAdmissionPolicy (alpha since 1.32)`);
+  return minor >= 36 ? 'v1' : minor >= 34 ? 'v1beta1' : 'v1alpha1';
+}
+
+const RESOURCE_PATH: Record<string, string> = {
+  Pod: '/api/v1/namespaces/NS/pods',
+  Deployment: '/apis/apps/v1/namespaces/NS/deployments',
+  StatefulSet: '/apis/apps/v1/namespaces/NS/statefulsets',
+  DaemonSet: '/apis/apps/v1/namespaces/NS/daemonsets',
+  ReplicaSet: '/apis/apps/v1/namespaces/NS/replicasets',
+  Job: '/apis/batch/v1/namespaces/NS/jobs',
+  CronJob: '/apis/batch/v1/namespaces/NS/cronjobs',
+};
+
+/** A recorded object made fit to create again: no server-set metadata, no status. */
+function creatable(object: any): any {
+  const copy = structuredClone(object);
+  for (const field of ['uid', 'resourceVersion', 'creationTimestamp', 'managedFields', 'generation', 'namespace', 'selfLink']) delete copy.metadata[field];
+  delete copy.status;
+  return copy;
+}
+
+/** What must match between the two backends: everything but the fields the server sets per object. */
+function comparable(stored: any): any {
+  const copy = structuredClone(stored);
+  for (const field of ['uid', 'resourceVersion', 'creationTimestamp', 'managedFields', 'generation', 'namespace']) delete copy.metadata[field];
+  if (copy.metadata.generateName) delete copy.metadata.name;
+  return copy;
+}
+
+async function dryRunCreate(namespace: string, object: any) {
+  const resourcePath = RESOURCE_PATH[object.kind].replace('NS', namespace);
+  return plane!.request('POST', `${resourcePath}?dryRun=All&fieldValidation=Strict`, { ...object, metadata: { ...object.metadata, namespace } });
+}
+
+function policyObjects(): any[] {
+  const chart = new Chart(Testing.app(), 'e2e');
+  const policies = new InjectionAdmissionPolicies(chart, 'policies', {
+    apiVersion,
+    namePrefix: 'e2e',
+    config: () => config,
+    // Fail, not the default Ignore: a CEL error must fail the test, not skip an injection quietly.
+    failurePolicy: 'Fail',
+    namespaceSelector: { matchLabels: { [BACKEND_LABEL]: 'policy' } },
+    objectSelector: { matchExpressions: [{ key: `${TEST_ANNOTATION_PREFIX}/webhook`, operator: 'DoesNotExist' }] },
+  });
+  for (const injection of config.injections) policies.addInjection(injection);
+  return Testing.synth(chart);
+}
+
+function webhookConfiguration(port: number): any {
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingWebhookConfiguration',
+    metadata: { name: 'e2e-sidecar-injector' },
+    webhooks: [
+      {
+        name: 'inject.e2e.sidecar-injector.io',
+        clientConfig: { url: `https://127.0.0.1:${port}/mutate`, caBundle: Buffer.from(plane!.pki.caCertificate).toString('base64') },
+        rules: [
+          { apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'], scope: 'Namespaced' },
+          { apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments', 'statefulsets', 'daemonsets', 'replicasets'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' },
+          { apiGroups: ['batch'], apiVersions: ['v1'], resources: ['jobs', 'cronjobs'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' },
+        ],
+        namespaceSelector: { matchLabels: { [BACKEND_LABEL]: 'webhook' } },
+        objectSelector: { matchExpressions: [{ key: `${TEST_ANNOTATION_PREFIX}/webhook`, operator: 'DoesNotExist' }] },
+        sideEffects: 'None',
+        admissionReviewVersions: ['v1', 'v1beta1'],
+        timeoutSeconds: 10,
+        failurePolicy: 'Fail',
+        reinvocationPolicy: 'IfNeeded',
+        matchPolicy: 'Equivalent',
+      },
+    ],
+  };
+}
+
+/** Waits until a created object shows that `namespace`'s backend is active (informers are asynchronous). */
+async function waitUntilInjecting(namespace: string): Promise<void> {
+  const probe = creatable(loadReview('pod-create-sleep').request.object);
+  const deadline = Date.now() + 60_000;
+  let last = '';
+  while (Date.now() < deadline) {
+    const response = await dryRunCreate(namespace, probe);
+    const status = response.body?.metadata?.annotations?.[`${TEST_ANNOTATION_PREFIX}/status`];
+    if (response.status === 201 && typeof status === 'string' && status.includes('envoy')) return;
+    last = `${response.status} ${JSON.stringify(response.body?.metadata?.annotations ?? response.body?.message)}`;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  throw new Error(`namespace ${namespace}: no injection within 60 s (last: ${last})`);
+}
+
+before(async () => {
+  if (skip) return;
+  const bins = binaries as Exclude<typeof binaries, string>;
+  versionLine = binaryVersion(bins.kubeApiserver);
+  apiVersion = (process.env.E2E_POLICY_API_VERSION as AdmissionPolicyApiVersion | undefined) ?? policyVersionFor(versionLine);
+  plane = await ControlPlane.start(bins, {
+    apiserverFlags: ['--feature-gates=MutatingAdmissionPolicy=true', `--runtime-config=admissionregistration.k8s.io/${apiVersion}=true`],
+  });
+  const server = await plane.ok('GET', '/version');
+  versionLine = `${versionLine} (/version: ${server.gitVersion}, ${server.platform})`;
+  console.log(`kube-apiserver ${versionLine}; policies emitted as admissionregistration.k8s.io/${apiVersion}`);
+  webhook = await startInProcess(config, { caCertificate: plane.pki.caCertificate, certificate: plane.pki.serving.certificate, privateKey: plane.pki.serving.privateKey });
+  for (const [backend, name] of Object.entries(NAMESPACES)) {
+    await plane.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { [BACKEND_LABEL]: backend } } });
+  }
+  for (const object of policyObjects()) {
+    const plural = object.kind === 'MutatingAdmissionPolicy' ? 'mutatingadmissionpolicies' : 'mutatingadmissionpolicybindings';
+    await plane.ok('POST', `/apis/admissionregistration.k8s.io/${apiVersion}/${plural}?fieldValidation=Strict`, object);
+  }
+  await plane.ok('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?fieldValidation=Strict', webhookConfiguration(webhook.port));
+  await waitUntilInjecting(NAMESPACES.policy);
+  await waitUntilInjecting(NAMESPACES.webhook);
+});
+
+after(async () => {
+  await webhook?.stop();
+  await plane?.stop();
+});
+
+const injectedSeen = new Set<string>();
+
+for (const name of reviewNames()) {
+  test(`${name}: the apiserver stores the same object under the policies as under the webhook, in every trigger scenario`, { skip }, async () => {
+    const request = loadReview(name).request;
+    if (!request.object) return;
+    for (const [label, variant] of triggerVariants(request.object)) {
+      const object = creatable(variant);
+      const [policy, hook] = await Promise.all([dryRunCreate(NAMESPACES.policy, object), dryRunCreate(NAMESPACES.webhook, object)]);
+      assert.equal(hook.status, 201, `${name} (${label}) through the webhook: ${JSON.stringify(hook.body?.message ?? hook.body)}`);
+      assert.equal(policy.status, 201, `${name} (${label}) through the policies: ${JSON.stringify(policy.body?.message ?? policy.body)}`);
+      assert.deepEqual(comparable(policy.body), comparable(hook.body), `${name} (${label}): stored under the policies (actual) vs under the webhook (expected)`);
+      const status = podOf(policy.body).metadata?.annotations?.[`${TEST_ANNOTATION_PREFIX}/status`];
+      for (const injected of status?.split(',') ?? []) injectedSeen.add(injected);
+    }
+  });
+}
+
+test('every test injection was injected by the apiserver somewhere above', { skip }, () => {
+  assert.deepEqual([...injectedSeen].sort(), config.injections.map((injection) => injection.name).sort());
+});
+
+test('admission latency through the apiserver: policies vs webhook vs neither', { skip }, async () => {
+  const object = creatable(loadReview('pod-create-sleep').request.object);
+  object.metadata.annotations = { ...object.metadata.annotations, [`${TEST_ANNOTATION_PREFIX}/inject`]: 'debug', 'sidecar-injector-webhook.morven.me/inject': 'true' };
+  const rounds = Number(process.env.E2E_LATENCY_ROUNDS ?? 60);
+  const samples: Record<string, number[]> = { policy: [], webhook: [], baseline: [] };
+  for (let round = 0; round < rounds + 10; round++) {
+    for (const backend of ['policy', 'webhook', 'baseline'] as const) {
+      const response = await dryRunCreate(NAMESPACES[backend], object);
+      assert.equal(response.status, 201);
+      if (round >= 10) samples[backend].push(response.milliseconds); // the first 10 warm connections and caches
+    }
+  }
+  const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))];
+  const rows = Object.entries(samples).map(([backend, values]) => ({ backend, p50: quantile(values, 0.5), p90: quantile(values, 0.9) }));
+  const base = rows.find((row) => row.backend === 'baseline')!;
+  console.log(`admission latency, ${rounds} sequential dryRun pod creates each (kube-apiserver ${versionLine}):`);
+  console.log('| backend | p50 ms | p90 ms | p50 over baseline ms |');
+  console.log('| --- | --- | --- | --- |');
+  for (const row of rows) console.log(`| ${row.backend} | ${row.p50.toFixed(2)} | ${row.p90.toFixed(2)} | ${(row.p50 - base.p50).toFixed(2)} |`);
+});

@@ -1,0 +1,225 @@
+// An envtest-style control plane: etcd and kube-apiserver started from local binaries, listening on
+// 127.0.0.1 only, with a throwaway PKI and data directory, and a small REST client (client
+// certificate, no kubectl). Binaries come from KUBEBUILDER_ASSETS (etcd, kube-apiserver), or from the
+// ETCD and KUBE_APISERVER paths, which win.
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createTestPki, TestPki } from './pki';
+
+export interface ControlPlaneBinaries {
+  readonly etcd: string;
+  readonly kubeApiserver: string;
+}
+
+/** The binaries, or a one-line reason naming the variables when they are missing. */
+export function findBinaries(env: NodeJS.ProcessEnv = process.env): ControlPlaneBinaries | string {
+  const assets = env.KUBEBUILDER_ASSETS;
+  const etcd = env.ETCD ?? (assets ? path.join(assets, 'etcd') : undefined);
+  const kubeApiserver = env.KUBE_APISERVER ?? (assets ? path.join(assets, 'kube-apiserver') : undefined);
+  const missing: string[] = [];
+  if (!etcd || !isExecutable(etcd)) missing.push(`etcd (${etcd ?? 'unset'})`);
+  if (!kubeApiserver || !isExecutable(kubeApiserver)) missing.push(`kube-apiserver (${kubeApiserver ?? 'unset'})`);
+  if (missing.length === 0) return { etcd: etcd!, kubeApiserver: kubeApiserver! };
+  return `skipped: no ${missing.join(' or ')}; set KUBEBUILDER_ASSETS to a directory holding etcd and kube-apiserver, or ETCD and KUBE_APISERVER to their paths`;
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+export function binaryVersion(file: string): string {
+  const result = spawnSync(file, ['--version'], { encoding: 'utf8', timeout: 10_000 });
+  return (result.stdout || result.stderr).trim().split('\n')[0];
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface KubeResponse {
+  readonly status: number;
+  readonly body: any;
+  readonly milliseconds: number;
+}
+
+export interface ControlPlaneOptions {
+  /** Extra kube-apiserver flags, e.g. --feature-gates and --runtime-config. */
+  readonly apiserverFlags: readonly string[];
+  readonly startTimeoutMs?: number;
+}
+
+export class ControlPlane {
+  private constructor(
+    readonly pki: TestPki,
+    readonly apiserverPort: number,
+    private readonly dir: string,
+    private readonly processes: { name: string; child: ChildProcess; logs: string[] }[],
+    private readonly agent: https.Agent,
+  ) {}
+
+  static async start(binaries: ControlPlaneBinaries, options: ControlPlaneOptions): Promise<ControlPlane> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-control-plane-'));
+    const pki = createTestPki();
+    const write = (name: string, text: string) => {
+      const file = path.join(dir, name);
+      fs.writeFileSync(file, text, { mode: 0o600 });
+      return file;
+    };
+    const files = {
+      ca: write('ca.crt', pki.caCertificate),
+      servingCert: write('serving.crt', pki.serving.certificate),
+      servingKey: write('serving.key', pki.serving.privateKey),
+      serviceAccountKey: write('sa.key', pki.serviceAccountKey),
+    };
+    const [etcdClient, etcdPeer, apiserverPort] = [await freePort(), await freePort(), await freePort()];
+    const processes: { name: string; child: ChildProcess; logs: string[] }[] = [];
+    const run = (name: string, file: string, args: string[]) => {
+      const logs: string[] = [];
+      const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '' } });
+      const keep = (chunk: Buffer) => {
+        logs.push(chunk.toString('utf8'));
+        if (logs.length > 400) logs.splice(0, logs.length - 400);
+      };
+      child.stdout!.on('data', keep);
+      child.stderr!.on('data', keep);
+      processes.push({ name, child, logs });
+    };
+    run('etcd', binaries.etcd, [
+      `--data-dir=${path.join(dir, 'etcd')}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-cluster=default=http://127.0.0.1:${etcdPeer}`,
+      '--name=default',
+      '--log-level=warn',
+    ]);
+    run('kube-apiserver', binaries.kubeApiserver, [
+      `--etcd-servers=http://127.0.0.1:${etcdClient}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiserverPort}`,
+      `--cert-dir=${path.join(dir, 'apiserver-certs')}`,
+      `--tls-cert-file=${files.servingCert}`,
+      `--tls-private-key-file=${files.servingKey}`,
+      `--client-ca-file=${files.ca}`,
+      `--service-account-issuer=https://127.0.0.1:${apiserverPort}`,
+      `--service-account-key-file=${files.serviceAccountKey}`,
+      `--service-account-signing-key-file=${files.serviceAccountKey}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--authorization-mode=RBAC',
+      // No controller-manager makes the default ServiceAccount: admit pods without it, as envtest does.
+      '--disable-admission-plugins=ServiceAccount',
+      '--allow-privileged=true',
+      '--v=1',
+      ...options.apiserverFlags,
+    ]);
+    const agent = new https.Agent({ ca: pki.caCertificate, cert: pki.admin.certificate, key: pki.admin.privateKey, keepAlive: true, maxSockets: 4 });
+    const plane = new ControlPlane(pki, apiserverPort, dir, processes, agent);
+    try {
+      await plane.waitReady(options.startTimeoutMs ?? 90_000);
+    } catch (error) {
+      await plane.stop();
+      throw error;
+    }
+    return plane;
+  }
+
+  /** The last lines each process wrote, for a failure message. */
+  logs(): string {
+    return this.processes.map(({ name, logs }) => `--- ${name}\n${logs.join('').split('\n').slice(-40).join('\n')}`).join('\n');
+  }
+
+  private async waitReady(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = '';
+    while (Date.now() < deadline) {
+      for (const { name, child } of this.processes) {
+        if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${this.logs()}`);
+      }
+      try {
+        const response = await this.request('GET', '/readyz');
+        if (response.status === 200) return;
+        last = `readyz ${response.status}: ${typeof response.body === 'string' ? response.body : JSON.stringify(response.body)}`;
+      } catch (error) {
+        last = (error as Error).message;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    throw new Error(`kube-apiserver not ready within ${timeoutMs} ms (${last}):\n${this.logs()}`);
+  }
+
+  /** One REST call as the admin client; JSON in and out. */
+  request(method: string, requestPath: string, body?: unknown): Promise<KubeResponse> {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const started = process.hrtime.bigint();
+    return new Promise((resolve, reject) => {
+      const req = https.request(
+        {
+          host: '127.0.0.1',
+          port: this.apiserverPort,
+          path: requestPath,
+          method,
+          agent: this.agent,
+          headers: { accept: 'application/json', ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+          timeout: 30_000,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let parsed: unknown = text;
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              // plain text (readyz)
+            }
+            resolve({ status: res.statusCode ?? 0, body: parsed, milliseconds: Number(process.hrtime.bigint() - started) / 1e6 });
+          });
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`${method} ${requestPath} timed out`)));
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+
+  /** Like request, but throws with the apiserver's message unless the status is 2xx. */
+  async ok(method: string, requestPath: string, body?: unknown): Promise<any> {
+    const response = await this.request(method, requestPath, body);
+    if (response.status < 200 || response.status > 299) {
+      throw new Error(`${method} ${requestPath}: ${response.status} ${typeof response.body === 'string' ? response.body : response.body?.message ?? JSON.stringify(response.body)}`);
+    }
+    return response.body;
+  }
+
+  async stop(): Promise<void> {
+    this.agent.destroy();
+    for (const { child } of [...this.processes].reverse()) {
+      if (child.exitCode !== null) continue;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
