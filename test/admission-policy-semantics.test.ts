@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { resolveInjectorConfig } from '../webhook/config';
 import { mutate } from '../webhook/engine';
-import { POLICY_TEST_INJECTIONS, configPolicyLimitations, injectionPoliciesOf } from './support/admission-policy-config';
+import { POLICY_TEST_INJECTIONS, configPolicyLimitations, injectionPoliciesOf, triggerVariants } from './support/admission-policy-config';
 import { admitWithPolicies, evaluatePolicy } from './support/admission-policy-simulator';
 import { applyResponse, loadReview, podOf, reviewNames } from './support/recorded-reviews';
 
@@ -14,37 +14,6 @@ const PREFIX = 'sidecar-injector.io';
 
 const config = resolveInjectorConfig({ annotationPrefix: PREFIX, injections: POLICY_TEST_INJECTIONS });
 const policies = injectionPoliciesOf(config);
-
-/** Variants of a recorded object that exercise each trigger, the opt-out and the status annotation. */
-function variants(object: any): [string, any][] {
-  const out: [string, any][] = [['as recorded', object]];
-  const withTemplate = (label: string, change: (pod: any, object: any) => void) => {
-    const copy = structuredClone(object);
-    const pod = podOf(copy);
-    pod.metadata ??= {};
-    change(pod, copy);
-    out.push([label, copy]);
-  };
-  withTemplate('debug requested', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, [`${PREFIX}/inject`]: 'other, debug' }));
-  withTemplate('opted out', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, [`${PREFIX}/inject`]: ' False ' }));
-  withTemplate('envoy already injected', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, [`${PREFIX}/status`]: 'envoy' }));
-  withTemplate('tier web', (pod) => (pod.metadata.labels = { ...pod.metadata.labels, tier: 'web' }));
-  withTemplate('tier web but legacy', (pod) => (pod.metadata.labels = { ...pod.metadata.labels, tier: 'web', legacy: 'yes' }));
-  withTemplate('probe-defaults app label', (pod) => {
-    pod.metadata.labels = { ...pod.metadata.labels, app: 'myApp' };
-    pod.spec.containers[0] = { ...pod.spec.containers[0], name: 'my-container', readinessProbe: { httpGet: { path: '/', port: 80 } } };
-  });
-  withTemplate('logs to ship', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, 'logs.example.com/ship': 'collector:24224' }));
-  withTemplate('logs pattern not met', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, 'logs.example.com/ship': 'collector' }));
-  withTemplate('wait-for-it on the object only', (_pod, whole) => {
-    whole.metadata.annotations = { ...whole.metadata.annotations, 'com.foreach/wait-for-it': 'db:5432' };
-  });
-  withTemplate('nginx sidecar requested, a user volume of the same name', (pod) => {
-    pod.metadata.annotations = { ...pod.metadata.annotations, 'sidecar-injector-webhook.morven.me/inject': 'true' };
-    pod.spec.volumes = [...(pod.spec.volumes ?? []), { name: 'nginx-conf', emptyDir: {} }];
-  });
-  return out;
-}
 
 test('the policy backend renders every test injection (none needs the webhook)', () => {
   assert.deepEqual(configPolicyLimitations(config), []);
@@ -58,7 +27,7 @@ for (const name of reviewNames()) {
     const review = loadReview(name);
     const request = review.request;
     if (!request.object) return;
-    for (const [label, object] of variants(request.object)) {
+    for (const [label, object] of triggerVariants(request.object)) {
       const webhookObject = applyResponse(object, mutate({ ...request, object }, config));
       const policyObject = admitWithPolicies(policies, { ...request, object });
       assert.deepEqual(policyObject, webhookObject, `${name} (${label}): the policies' object (actual) differs from the webhook's (expected)`);
@@ -76,7 +45,7 @@ test('a second admission through the policies changes nothing (status annotation
   for (const name of reviewNames()) {
     const request = loadReview(name).request;
     if (!request.object) continue;
-    for (const [label, object] of variants(request.object)) {
+    for (const [label, object] of triggerVariants(request.object)) {
       const once = admitWithPolicies(policies, { ...request, object });
       const twice = admitWithPolicies(policies, { ...request, object: once });
       assert.deepEqual(twice, once, `${name} (${label}): admitting the injected object again changed it`);

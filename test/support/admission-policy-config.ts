@@ -3,6 +3,10 @@ import type { Injection, ResolvedInjectorConfig } from '../../webhook/config';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { injectionPolicies } from '../../charts/admission-policy/injection-policy';
 import type { SimulatedPolicy } from './admission-policy-simulator';
+import { podOf } from './recorded-reviews';
+
+export const TEST_ANNOTATION_PREFIX = 'sidecar-injector.io';
+const PREFIX = TEST_ANNOTATION_PREFIX;
 
 export { configPolicyLimitations } from '../../charts/admission-policy/injection-policy';
 
@@ -40,3 +44,35 @@ export const POLICY_TEST_INJECTIONS: Injection[] = [
     containers: [{ name: 'log-shipper', image: 'fluent/fluent-bit:3.1', args: ['--target', '{{annotation}}'], resources: { requests: { cpu: '10m', memory: '32Mi' } } }],
   },
 ];
+
+/** Variants of a recorded object that exercise each trigger, the opt-out and the status annotation. */
+export function triggerVariants(object: any): [string, any][] {
+  const out: [string, any][] = [['as recorded', object]];
+  const withTemplate = (label: string, change: (pod: any, object: any) => void) => {
+    const copy = structuredClone(object);
+    const pod = podOf(copy);
+    pod.metadata ??= {};
+    change(pod, copy);
+    out.push([label, copy]);
+  };
+  withTemplate('debug requested', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, [`${PREFIX}/inject`]: 'other, debug' }));
+  withTemplate('opted out', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, [`${PREFIX}/inject`]: ' False ' }));
+  withTemplate('envoy already injected', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, [`${PREFIX}/status`]: 'envoy' }));
+  withTemplate('tier web', (pod) => (pod.metadata.labels = { ...pod.metadata.labels, tier: 'web' }));
+  withTemplate('tier web but legacy', (pod) => (pod.metadata.labels = { ...pod.metadata.labels, tier: 'web', legacy: 'yes' }));
+  withTemplate('probe-defaults app label', (pod) => {
+    pod.metadata.labels = { ...pod.metadata.labels, app: 'myApp' };
+    pod.spec.containers[0] = { ...pod.spec.containers[0], name: 'my-container', readinessProbe: { httpGet: { path: '/', port: 80 } } };
+  });
+  withTemplate('logs to ship', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, 'logs.example.com/ship': 'collector:24224' }));
+  withTemplate('logs pattern not met', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, 'logs.example.com/ship': 'collector' }));
+  withTemplate('wait-for-it on the object only', (_pod, whole) => {
+    whole.metadata.annotations = { ...whole.metadata.annotations, 'com.foreach/wait-for-it': 'db:5432' };
+  });
+  withTemplate('nginx sidecar requested, a user volume of the same name', (pod) => {
+    pod.metadata.annotations = { ...pod.metadata.annotations, 'sidecar-injector-webhook.morven.me/inject': 'true' };
+    pod.spec.volumes = [...(pod.spec.volumes ?? []), { name: 'nginx-conf', emptyDir: {} }];
+  });
+  return out;
+}
+
