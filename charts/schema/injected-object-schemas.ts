@@ -2,9 +2,9 @@
 // with Quantity and IntOrString, Lazy values) into Kubernetes JSON, and checks it against the Kubernetes
 // OpenAPI schemas shipped in kubernetes-schemas.json. Only the construct loads this; the webhook passes
 // the JSON through as it is.
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { Lazy } from 'cdk8s';
+// Imported rather than read, so tsc copies it into lib/ with the code that needs it.
+import generatedSchemas from './kubernetes-schemas.json';
 import { OpenApiSchemaValidator, SchemaViolation } from './openapi-schema-validator';
 
 /** The kinds of objects an injection carries, each checked against its Kubernetes schema. */
@@ -26,18 +26,17 @@ interface Schema {
   readonly items?: Schema;
 }
 
-const SCHEMA_FILE = path.join(__dirname, 'kubernetes-schemas.json');
 const REF_PREFIX = '#/components/schemas/';
 
 let loaded: { file: SchemaFile; validator: OpenApiSchemaValidator } | undefined;
 
 function schemaFile(): { file: SchemaFile; validator: OpenApiSchemaValidator } {
   if (!loaded) {
-    const text = fs.readFileSync(SCHEMA_FILE, 'utf8');
+    const file = generatedSchemas as unknown as SchemaFile;
     const validator = new OpenApiSchemaValidator();
     // The validator rewrites its copy for strict checking; the walk below reads the original.
-    validator.addComponents((JSON.parse(text) as SchemaFile).schemas);
-    loaded = { file: JSON.parse(text) as SchemaFile, validator };
+    validator.addComponents(structuredClone(file.schemas));
+    loaded = { file, validator };
   }
   return loaded;
 }
