@@ -112,7 +112,7 @@ describe('cdk8s-sidecar-injector, against the default app as synthesized', () =>
       'apiVersion: v1',
       'spec:',
       '  containers:',
-      '    - name: web',
+      '    - name: web   # the app itself',
       '      image: nginx:1.27',
       '      env: [{ name: MODE, value: "yes" }, { name: PORT, value: "8080" }]',
       '      ports: [{ containerPort: 8080 }]',
@@ -141,6 +141,7 @@ describe('cdk8s-sidecar-injector, against the default app as synthesized', () =>
     assertKeepsUserContent(inputPod, outputPod);
     assert.deepEqual(names(outputPod.spec.containers), ['web', 'envoy', 'sidecar-nginx']);
     assert.match(documents[1], /value: "yes"/, 'a string YAML 1.1 reads as a boolean stays quoted, so kubectl sends a string');
+    assert.match(documents[1], /- name: web # the app itself\n/, 'the patched object keeps the user comments');
   });
 
   test('explain names the reason for opted-out, unlabelled-namespace, kube-system, unannotated Deployment and already injected objects', () => {

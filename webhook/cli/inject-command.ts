@@ -1,10 +1,12 @@
 // `inject`: the manifests as the apiserver would store them, every object patched by the webhook's
-// answer, in the input's order. Objects nothing changes are written back as the user wrote them.
+// answer, in the input's order. Objects nothing changes are written back exactly as the user wrote
+// them; patched ones keep the user's comments.
 
 import { Document } from 'yaml';
 import { describeLocation } from './manifest-input';
 import { describeObject } from './outcome';
 import type { ObjectPreview } from './preview';
+import { patchYamlDocument } from './yaml-patch';
 
 /**
  * The mutated manifests as multi-document YAML. Strings that YAML 1.1 would read as something else
@@ -13,12 +15,23 @@ import type { ObjectPreview } from './preview';
 export function formatInjected(previews: readonly ObjectPreview[]): string {
   return previews
     .map((preview, position) => {
-      // Unchanged objects are written back as the user wrote them, comments and all.
-      let text = preview.patch.length === 0 ? preview.input.text.replace(/^(?:[ \t]*\r?\n)+/, '') : new Document(preview.output, { compat: 'yaml-1.1' }).toString({ lineWidth: 0 });
+      let text = preview.patch.length === 0 ? preview.input.text.replace(/^(?:[ \t]*\r?\n)+/, '') : patchedText(preview);
       if (!text.endsWith('\n')) text += '\n';
       return position === 0 || startsWithDocumentMarker(text) ? text : '---\n' + text;
     })
     .join('');
+}
+
+/**
+ * A patched object: the user's document with the patch applied (comments kept), provided that gives
+ * exactly the object the plain JSONPatch gives; otherwise the object printed afresh.
+ */
+function patchedText(preview: ObjectPreview): string {
+  const patched = patchYamlDocument(preview.input.document, preview.patch);
+  if (patched && patched.errors.length === 0 && JSON.stringify(patched.toJS()) === JSON.stringify(preview.output)) {
+    return patched.toString({ lineWidth: 0 });
+  }
+  return new Document(preview.output, { compat: 'yaml-1.1' }).toString({ lineWidth: 0 });
 }
 
 /** Whether `text` opens with its own `---` line (after comments or directives). */

@@ -3,7 +3,7 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { LineCounter, parseAllDocuments } from 'yaml';
+import { Document, LineCounter, parseAllDocuments } from 'yaml';
 import type { KubernetesObject } from '../engine/admission-review';
 
 /** The input cannot be used (unreadable, not YAML, not Kubernetes objects): exit code 1. */
@@ -37,6 +37,8 @@ export interface InputDocument {
   readonly object: KubernetesObject | null;
   /** The document's own text, from the end of the previous document (its `---` line and comments included). */
   readonly text: string;
+  /** The parsed document, so a patched object keeps the user's comments and layout. */
+  readonly document: Document;
 }
 
 /** `pods.yaml, document 2, line 14`: how messages name a document. */
@@ -131,7 +133,7 @@ export function parseManifestText(text: string, source: string): { documents: In
       problems.push(`${where()}: ${problem}`);
       return;
     }
-    documents.push({ source, index, line, object: (object as KubernetesObject | null) ?? null, text: documentText });
+    documents.push({ source, index, line, object: (object as KubernetesObject | null) ?? null, text: documentText, document });
   });
   return { documents, problems };
 }
