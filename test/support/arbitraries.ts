@@ -515,8 +515,8 @@ export function arbitraryInjectorConfig(options: ConfigOptions = {}): fc.Arbitra
         }
         item.volumes = (item.volumes ?? []).filter((v: Json) => !volumes.has(v.name) && volumes.add(v.name));
         const cleaned = withConsistentPodOptions(withoutEmpty(item));
-        const options = new Set(['name', 'trigger', 'targetKinds', 'qos', 'nativeSidecars', 'nativeSidecarPosition']);
-        const adds = Object.keys(cleaned).some((key) => !options.has(key));
+        const notAdding = new Set(['name', 'trigger', 'targetKinds', 'qos', 'nativeSidecars', 'nativeSidecarPosition']);
+        const adds = Object.keys(cleaned).some((key) => !notAdding.has(key));
         if (adds) return cleaned;
         const fallback = options.containersOnly ? { volumes: [{ name: `${cleaned.name}-data`.slice(-63).replace(/^-+/, ''), emptyDir: {} }] } : { env: [{ name: 'INJECTED_BY', value: String(cleaned.name) }] };
         return { ...cleaned, ...fallback };
