@@ -127,7 +127,7 @@ export function describeAdditions(injection: ResolvedInjection): string {
   add('image pull secret', injection.imagePullSecrets);
   if (injection.labels && Object.keys(injection.labels).length > 0) parts.push(`labels ${Object.keys(injection.labels).join(', ')}`);
   if (injection.annotations && Object.keys(injection.annotations).length > 0) parts.push(`annotations ${Object.keys(injection.annotations).join(', ')}`);
-  for (const merge of injection.merges ?? []) parts.push(`fields merged into ${merge.containerNames.join(', ')}`);
+  for (const merge of injection.merges ?? []) parts.push(`${Object.keys(merge.fields).join(', ')} merged into ${merge.containerNames.join(', ')}`);
   return parts.join('; ');
 }
 

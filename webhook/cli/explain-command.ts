@@ -89,7 +89,7 @@ export function formatExplanation(previews: readonly ObjectPreview[], config: Re
       lines.push('  warnings:');
       for (const warning of explanation.warnings) lines.push(`    - ${warning}`);
     }
-    lines.push(`  result: ${explanation.outcome}`);
+    lines.push(`  result: ${outcomeOf(preview, false)}`);
     return lines.join('\n');
   });
   return blocks.join('\n\n') + (blocks.length > 0 ? '\n' : '');

@@ -15,12 +15,12 @@ export function injectedNames(preview: ObjectPreview): string[] {
   return (preview.result?.decisions ?? []).filter((decision) => decision.reason === 'injected').map((decision) => decision.injection);
 }
 
-/** What happens to the object, in one sentence. */
-export function outcomeOf(preview: ObjectPreview): string {
+/** What happens to the object, in one sentence; `withReason: false` when the webhook checks are shown next to it. */
+export function outcomeOf(preview: ObjectPreview, withReason = true): string {
   if (!preview.targetKind) return `passed through: not a kind the injector changes (${TARGET_KIND_LIST})`;
   if (!preview.sentToWebhook) {
     const first = preview.webhooks?.[0];
-    return `not sent to the webhook${first ? `: ${first.reason}` : ''}`;
+    return `not sent to the webhook${first && withReason ? `: ${first.reason}` : '; passed through unchanged'}`;
   }
   const injected = injectedNames(preview);
   if (preview.patch.length === 0) return 'sent to the webhook; nothing to change';
