@@ -15,7 +15,34 @@ interface Compute {
   readonly limits: Partial<Record<'cpu' | 'memory', bigint>>;
 }
 
+/** Parsed quantities by their text: a cluster uses few distinct ones ("100m", "128Mi"), and every
+ * request parses each container's before and after each injection. Bounded; cleared when full. */
+const quantityCache = new Map<unknown, bigint | undefined>();
+const QUANTITY_CACHE_ENTRIES = 4096;
+
+function cachedQuantity(value: unknown): bigint | undefined {
+  if (typeof value !== 'string') return parseQuantity(value);
+  let parsed = quantityCache.get(value);
+  if (parsed === undefined && !quantityCache.has(value)) {
+    parsed = parseQuantity(value);
+    if (quantityCache.size >= QUANTITY_CACHE_ENTRIES) quantityCache.clear();
+    quantityCache.set(value, parsed);
+  }
+  return parsed;
+}
+
+/** Each `resources` object read once: the QoS class is computed before and after every injection
+ * over the same containers, and the injected ones are the config's own objects on every request. */
+const computeCache = new WeakMap<object, Compute | null>();
+
 function computeOf(resources: unknown): Compute | undefined {
+  if (!isJsonObject(resources)) return computeUncached(resources);
+  let compute = computeCache.get(resources);
+  if (compute === undefined) computeCache.set(resources, (compute = computeUncached(resources) ?? null));
+  return compute ?? undefined;
+}
+
+function computeUncached(resources: unknown): Compute | undefined {
   const out: { requests: Compute['requests']; limits: Compute['limits'] } = { requests: {}, limits: {} };
   if (!isJsonObject(resources)) return out;
   for (const kind of ['limits', 'requests'] as const) {
@@ -23,7 +50,7 @@ function computeOf(resources: unknown): Compute | undefined {
     if (!isJsonObject(map)) continue;
     for (const name of QOS_RESOURCES) {
       if (map[name] === undefined || map[name] === null) continue;
-      const value = parseQuantity(map[name]);
+      const value = cachedQuantity(map[name]);
       if (value === undefined) return undefined;
       if (value > 0n) out[kind][name] = value;
     }
