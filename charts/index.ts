@@ -7,6 +7,7 @@ export * from './certificates/webhook-certificates';
 export * from './certificates/certificate-store';
 export * from './certificates/cert-manager-objects';
 export * from './webhook-server';
+export * from './admission-policy';
 export { PACKAGE_VERSION } from './version';
 export * from '../webhook/config';
 // The webhook's own engine and the apiserver's choice of webhooks, for previews (the CLI) and tests.

@@ -14,6 +14,7 @@ import { WebhookCertificate } from './certificates/webhook-certificate';
 import type { InjectionProps } from './injection-props';
 import type { WebhookCertificates } from './certificates/webhook-certificates';
 import type { WebhookServer } from './webhook-server';
+import type { AdmissionPolicyApiVersion, InjectorBackend } from './admission-policy/admission-policy-types';
 import { PACKAGE_VERSION } from './version';
 
 /** The image the construct runs unless told otherwise; its tag follows this package's version. */
@@ -117,6 +118,23 @@ export interface SidecarInjectorProps {
   readonly namespaceSelector?: LabelSelectorProps;
   /** Objects sent to the webhook, ANDed with the exclusion of the webhook's own pods. @default all */
   readonly objectSelector?: LabelSelectorProps;
+  /**
+   * Which backend applies the injections: `webhook` (the webhook's Deployment, Service, Secret,
+   * ConfigMap and MutatingWebhookConfiguration), `admissionPolicy` (MutatingAdmissionPolicies and
+   * bindings in the kube-apiserver, and no webhook objects at all; an injection CEL cannot express
+   * fails synth), or `both-where-possible` (policies where CEL can express the injection, the webhook,
+   * carrying only the others, elsewhere). The policies use the same namespace and object selectors,
+   * failurePolicy, opt-out and status annotation, so switching never injects twice.
+   * @default 'webhook'
+   */
+  readonly backend?: InjectorBackend;
+  /**
+   * The `admissionregistration.k8s.io` version of the policies: `v1` (Kubernetes 1.36+), `v1beta1`
+   * (1.34, 1.35) or `v1alpha1` (1.32, 1.33); the last two need the MutatingAdmissionPolicy feature
+   * gate and that version in the apiserver's runtime config.
+   * @default 'v1'
+   */
+  readonly admissionPolicyApiVersion?: AdmissionPolicyApiVersion;
 
   /** Certificate material to serve with, instead of generating a new CA and certificate at every
    * synth. Checked at synth: signed by its CA, key matching, naming `<service>.<namespace>.svc`.

@@ -15,13 +15,16 @@ import {
 } from '../webhook/config';
 import { WebhookCertificate } from './certificates/webhook-certificate';
 import { WebhookCertificates } from './certificates/webhook-certificates';
+import { AdmissionPolicyApiVersion, InjectorBackend, LabelSelector } from './admission-policy/admission-policy-types';
+import { InjectionAdmissionPolicies } from './admission-policy/injection-admission-policies';
+import { appliedByPolicy, backendSettingsIssues, policyBackendIssues, resolvedInjectionsOf, webhookShareOf } from './admission-policy/injector-backend';
 import { findInjectorClashes, registerInjector } from './injector-clashes';
 import { InjectionProps, injectionSchemaIssues, resolveInjectionProps } from './injection-props';
 import { injectorConfigMap } from './injector-config-map';
 import { webhookNamespace } from './namespace';
 import { DEFAULT_WEBHOOK_IMAGE, SidecarInjectorProps, SidecarInjectorPropsError, settingsIssues } from './sidecar-injector-props';
 import { PACKAGE_VERSION } from './version';
-import { mutatingWebhookConfiguration } from './webhook-configuration';
+import { mutatingWebhookConfiguration, namespaceSelector } from './webhook-configuration';
 import { sha256 } from './webhook-tls';
 import { WebhookServer } from './webhook-server';
 import { webhookDeployment, webhookNetworkPolicy, webhookPodDisruptionBudget, webhookService } from './webhook-workload';
@@ -85,23 +88,30 @@ export class SidecarInjector extends Construct {
   /** The Namespace, when this construct makes it (`createNamespace`, the default); otherwise undefined. */
   readonly namespace?: k8s.KubeNamespace;
   /** The ConfigMap holding `config.json`. */
-  readonly configMap: k8s.KubeConfigMap;
+  readonly configMap!: k8s.KubeConfigMap;
   /** The `kubernetes.io/tls` Secret the webhook serves with, when the output holds it; undefined with an
    * existing Secret or cert-manager (the Secret is then made in the cluster). */
   readonly secret?: k8s.KubeSecret;
   /** The webhook server's Deployment. */
-  readonly deployment: k8s.KubeDeployment;
+  readonly deployment!: k8s.KubeDeployment;
   /** The Service the apiserver calls. */
-  readonly service: k8s.KubeService;
+  readonly service!: k8s.KubeService;
   /** The PodDisruptionBudget of the webhook pods. */
-  readonly podDisruptionBudget: k8s.KubePodDisruptionBudget;
+  readonly podDisruptionBudget!: k8s.KubePodDisruptionBudget;
   /** The NetworkPolicy of the webhook pods. */
-  readonly networkPolicy: k8s.KubeNetworkPolicy;
+  readonly networkPolicy!: k8s.KubeNetworkPolicy;
   /** The cluster-scoped MutatingWebhookConfiguration. */
-  readonly webhookConfiguration: k8s.KubeMutatingWebhookConfiguration;
+  readonly webhookConfiguration!: k8s.KubeMutatingWebhookConfiguration;
 
   /** Whether injected objects are checked against the Kubernetes OpenAPI schema (`checkKubernetesSchema`). */
   readonly checkKubernetesSchema: boolean;
+  /** Which backend applies the injections (`backend`). With `admissionPolicy`, none of the webhook's
+   * objects above is made: those handles are then undefined. */
+  readonly backend: InjectorBackend;
+  /** The `admissionregistration.k8s.io` version of the policies (`admissionPolicyApiVersion`). */
+  readonly admissionPolicyApiVersion: AdmissionPolicyApiVersion;
+  /** The MutatingAdmissionPolicies and bindings, unless `backend` is `webhook`. */
+  readonly admissionPolicies?: InjectionAdmissionPolicies;
 
   private readonly injections: Injection[] = [];
 
@@ -128,11 +138,14 @@ export class SidecarInjector extends Construct {
     this.exclusionLabel = `${this.annotationPrefix}/webhook`;
 
     this.checkKubernetesSchema = props.checkKubernetesSchema ?? true;
+    this.backend = props.backend ?? 'webhook';
+    this.admissionPolicyApiVersion = props.admissionPolicyApiVersion ?? 'v1';
 
     // Every problem at once: the settings, every injection and clashes with other injectors in the app.
-    const issues: ConfigIssue[] = [...settingsIssues(props, this)];
+    const issues: ConfigIssue[] = [...settingsIssues(props, this), ...backendSettingsIssues(props)];
     const injections = (props.injections ?? []).map(resolveInjectionProps);
     issues.push(...this.injectionIssues(injections, 0));
+    if (issues.length === 0) issues.push(...policyBackendIssues(this.backend, resolvedInjectionsOf(resolveInjectorConfig(this.configInput(injections)), injections), 0));
     issues.push(...findInjectorClashes(this, props.createNamespace ?? true));
     if (issues.length > 0) throw new SidecarInjectorPropsError(issues, this.node.path);
     this.injections.push(...injections);
@@ -140,6 +153,27 @@ export class SidecarInjector extends Construct {
 
     const labels = { ...props.labels, ...this.selectorLabels, 'app.kubernetes.io/version': PACKAGE_VERSION };
     const metadata = (name: string) => ({ name, namespace: this.namespaceName, labels });
+
+    if (this.backend !== 'webhook') {
+      this.admissionPolicies = new InjectionAdmissionPolicies(this, 'AdmissionPolicies', {
+        apiVersion: this.admissionPolicyApiVersion,
+        namePrefix: this.webhookConfigurationName,
+        config: () => this.config,
+        failurePolicy: this.failurePolicy,
+        namespaceSelector: namespaceSelector(props.namespaceSelector, this.namespaceName) as LabelSelector,
+        objectSelector: {
+          matchLabels: props.objectSelector?.matchLabels,
+          matchExpressions: [...(props.objectSelector?.matchExpressions ?? []), { key: this.exclusionLabel, operator: 'DoesNotExist' }],
+        },
+        labels,
+      });
+      this.addPolicies(injections);
+    }
+    // With the policy backend alone there is no webhook: no pods, certificate, Service or configuration.
+    if (this.backend === 'admissionPolicy') {
+      registerInjector(this, props.createNamespace ?? true);
+      return;
+    }
 
     if (props.createNamespace ?? true) this.namespace = webhookNamespace(this, this.namespaceName, labels);
     this.configMap = injectorConfigMap(this, metadata(this.configMapName), () => this.configJson());
@@ -186,7 +220,7 @@ export class SidecarInjector extends Construct {
       namespace: this.namespaceName,
       caBundle: tls.caBundle,
       annotations: tls.webhookConfigurationAnnotations,
-      targetKinds: () => this.config.injections.flatMap((injection) => injection.targetKinds),
+      targetKinds: () => this.webhookConfig.injections.flatMap((injection) => injection.targetKinds),
       namespaceSelector: props.namespaceSelector,
       objectSelector: props.objectSelector,
       exclusionLabel: this.exclusionLabel,
@@ -205,8 +239,26 @@ export class SidecarInjector extends Construct {
   addInjection(injection: InjectionProps): void {
     const resolved = resolveInjectionProps(injection);
     const issues = this.injectionIssues([resolved], this.injections.length);
+    if (issues.length === 0) {
+      const config = resolveInjectorConfig(this.configInput([...this.injections, resolved]));
+      issues.push(...policyBackendIssues(this.backend, resolvedInjectionsOf(config, [resolved]), this.injections.length));
+    }
     if (issues.length > 0) throw new SidecarInjectorPropsError(issues, this.node.path);
     this.injections.push(resolved);
+    this.addPolicies([resolved]);
+  }
+
+  /** Makes the policies of the injections the policy backend applies (none with backend `webhook`). */
+  private addPolicies(injections: readonly Injection[]): void {
+    if (!this.admissionPolicies) return;
+    for (const injection of resolvedInjectionsOf(this.config, injections)) {
+      if (appliedByPolicy(this.backend, injection)) this.admissionPolicies.addInjection(injection);
+    }
+  }
+
+  /** The config the webhook loads: every injection, or with `both-where-possible` those no policy applies. */
+  get webhookConfig(): ResolvedInjectorConfig {
+    return webhookShareOf(this.backend, this.config);
   }
 
   /** The problems of `added` (at index `firstIndex` onwards), checked together with the injections held. */
@@ -265,7 +317,7 @@ export class SidecarInjector extends Construct {
 
   /** The exact text of the ConfigMap's `config.json`. */
   configJson(): string {
-    return JSON.stringify(this.config, null, 2) + '\n';
+    return JSON.stringify(this.webhookConfig, null, 2) + '\n';
   }
 
   private synthesizePodAnnotations(): Record<string, string> {

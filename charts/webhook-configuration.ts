@@ -84,7 +84,8 @@ function webhookRules(kinds: Set<TargetKind>): k8s.RuleWithOperations[] {
   return rules;
 }
 
-function namespaceSelector(selector: LabelSelectorProps | undefined, ownNamespace: string): k8s.LabelSelector {
+/** The namespaces the webhook sees: `selector` (default `injection: enabled`) minus the excluded ones. */
+export function namespaceSelector(selector: LabelSelectorProps | undefined, ownNamespace: string): k8s.LabelSelector {
   const base = selector ?? { matchLabels: { injection: 'enabled' } };
   return {
     matchLabels: base.matchLabels,

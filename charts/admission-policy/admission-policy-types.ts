@@ -15,16 +15,10 @@ export const ADMISSION_POLICY_KUBERNETES_VERSIONS: Readonly<Record<AdmissionPoli
   v1: '1.36 and later',
 };
 
-export interface LabelSelectorRequirement {
-  readonly key: string;
-  readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
-  readonly values?: readonly string[];
-}
+import type { LabelSelector } from '../../webhook/engine/label-selector';
 
-export interface LabelSelector {
-  readonly matchLabels?: Readonly<Record<string, string>>;
-  readonly matchExpressions?: readonly LabelSelectorRequirement[];
-}
+/** A Kubernetes label selector, as the engine evaluates it. */
+export type { LabelSelector };
 
 export interface NamedRuleWithOperations {
   readonly apiGroups: readonly string[];
@@ -70,3 +64,14 @@ export interface MutatingAdmissionPolicyBindingSpec {
   readonly policyName: string;
   readonly matchResources?: MatchResources;
 }
+
+/**
+ * Which backend applies the injections. `webhook`: the mutating webhook (Deployment, Service, TLS
+ * Secret, ConfigMap, MutatingWebhookConfiguration). `admissionPolicy`: MutatingAdmissionPolicies in
+ * the kube-apiserver, nothing else; an injection CEL cannot express fails synth. `both-where-possible`:
+ * policies for the injections CEL can express, the webhook (carrying only the rest) for the others.
+ */
+export type InjectorBackend = 'webhook' | 'admissionPolicy' | 'both-where-possible';
+
+/** Every backend, in the order of the docs. */
+export const INJECTOR_BACKENDS: readonly InjectorBackend[] = ['webhook', 'admissionPolicy', 'both-where-possible'];

@@ -1,4 +1,11 @@
 // The MutatingAdmissionPolicy backend: the same injections, applied by the kube-apiserver itself.
-export * from './admission-policy-types';
-export * from './injection-admission-policies';
-export { PolicyLimitation, TemplateShape, configPolicyLimitations, policyLimitations } from './injection-policy';
+export {
+  ADMISSION_POLICY_API_VERSIONS,
+  ADMISSION_POLICY_KUBERNETES_VERSIONS,
+  INJECTOR_BACKENDS,
+} from './admission-policy-types';
+export type { AdmissionPolicyApiVersion, InjectorBackend } from './admission-policy-types';
+export { AdmissionPolicyLimitationError, InjectionAdmissionPolicies } from './injection-admission-policies';
+export type { InjectionAdmissionPoliciesProps, InjectionPolicyObjects } from './injection-admission-policies';
+export { configPolicyLimitations, policyLimitations } from './injection-policy';
+export type { PolicyLimitation, TemplateShape } from './injection-policy';
