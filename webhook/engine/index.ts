@@ -2,3 +2,4 @@
 export * from './admission-review';
 export * from './mutate';
 export type { PatchOperation } from './pod-patch-builder';
+export { qosClassOf, type QosClass } from './qos';
