@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
+import { SidecarInjectorPropsError } from './sidecar-injector-props';
 
 /** The official Node image the bundle runs on, pinned to an exact tag (Node 22 LTS, Alpine 3.24). */
 export const DEFAULT_NODE_IMAGE = 'node:22.23.2-alpine3.24';
@@ -91,6 +92,9 @@ class ImageServer extends WebhookServer {
   }
 
   bind(): WebhookServerBinding {
+    if (typeof this.image !== 'string' || !this.image.trim()) {
+      throw new SidecarInjectorPropsError([{ path: 'server', message: `WebhookServer.fromImage() needs a non-empty image reference, got ${JSON.stringify(this.image)}` }]);
+    }
     return { image: this.image, env: [], volumes: [], volumeMounts: [], podAnnotations: {} };
   }
 }
@@ -101,6 +105,10 @@ class BundleServer extends WebhookServer {
   }
 
   bind(scope: Construct, target: WebhookServerTarget): WebhookServerBinding {
+    const nodeImage = this.options.nodeImage ?? DEFAULT_NODE_IMAGE;
+    if (typeof nodeImage !== 'string' || !nodeImage.trim()) {
+      throw new SidecarInjectorPropsError([{ path: 'server.nodeImage', message: `must be a non-empty image reference, got ${JSON.stringify(nodeImage)}` }]);
+    }
     const bundle = readServerBundle(this.options.bundleDirectory);
     const configMapName = `${target.name}-server`;
     const configMap = new k8s.KubeConfigMap(scope, 'ServerBundle', {
@@ -111,7 +119,7 @@ class BundleServer extends WebhookServer {
       },
     });
     return {
-      image: this.options.nodeImage ?? DEFAULT_NODE_IMAGE,
+      image: nodeImage,
       command: ['node', '-e', SERVER_BUNDLE_LOADER],
       // What webhook/Dockerfile sets for the image.
       env: [

@@ -248,6 +248,11 @@ describe('WebhookServer.fromBundle (image-free)', () => {
     assert.equal(podTemplateOf(manifests).metadata.annotations['checksum/server'], bundle.sha256);
   });
 
+  test('fails, naming server.nodeImage, for an empty Node image, and server for an empty image', () => {
+    assert.throws(() => synth({ server: WebhookServer.fromBundle({ nodeImage: ' ' }) }), /server\.nodeImage: must be a non-empty image reference, got " "/);
+    assert.throws(() => synth({ server: WebhookServer.fromImage('') }), /server: WebhookServer\.fromImage\(\) needs a non-empty image reference, got ""/);
+  });
+
   test('cannot be given together with image', () => {
     assert.throws(() => synth({ image: 'example.com/webhook:1', server: WebhookServer.fromBundle() }), /server: give either image or server, not both/);
   });
