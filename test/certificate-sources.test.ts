@@ -17,6 +17,7 @@ import {
   WebhookCertificates,
   WebhookServer,
   generateWebhookCertificateAuthority,
+  podSecurityViolations,
   readServerBundle,
 } from '../charts';
 import { certManagerViolations } from './support/cert-manager-crd-validator';
@@ -240,6 +241,8 @@ describe('WebhookServer.fromBundle (image-free)', () => {
     assert.equal(container.securityContext.readOnlyRootFilesystem, true);
     assert.equal(container.securityContext.allowPrivilegeEscalation, false);
     assert.deepEqual(container.securityContext.capabilities, { drop: ['ALL'] });
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: podTemplateOf(manifests).metadata, spec: podTemplateOf(manifests).spec };
+    assert.deepEqual(podSecurityViolations(pod, 'restricted'), [], 'the webhook pod passes the restricted Pod Security level');
     assert.deepEqual(Object.keys(configMap.binaryData).sort(), [SERVER_BUNDLE_FILES.notices, SERVER_BUNDLE_FILES.bundle].sort());
     assertAllValid(manifests);
   });
