@@ -17,7 +17,7 @@ test('backend "admissionPolicy": only policies and bindings, no webhook Deployme
   assert.equal(injector.deployment, undefined);
   assert.equal(injector.admissionPolicies?.apiVersion, 'v1');
   for (const manifest of manifests) assert.deepEqual(admissionPolicyViolations(manifest), [], `${manifest.kind} ${manifest.metadata.name}`);
-  const binding = manifests.find((m) => m.kind === 'MutatingAdmissionPolicyBinding');
+  const binding = manifests.find((m) => m.kind === 'MutatingAdmissionPolicyBinding')!;
   assert.deepEqual(binding.spec.matchResources.namespaceSelector, {
     matchLabels: { injection: 'enabled' },
     matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-public', 'kube-node-lease', 'sidecar-injector'] }],
@@ -46,12 +46,12 @@ test('backend "admissionPolicy" refuses an injection CEL cannot express, naming 
 
 test('backend "both-where-possible": the webhook carries only what CEL cannot express, the policies the rest', () => {
   const { manifests, injector } = synthChart({ backend: 'both-where-possible', injections: DEFAULT_INJECTIONS });
-  const configMap = manifests.find((m) => m.kind === 'ConfigMap');
+  const configMap = manifests.find((m) => m.kind === 'ConfigMap')!;
   const webhookInjections = JSON.parse(configMap.data[CONFIG_FILE_NAME]).injections.map((i: any) => i.name);
   assert.deepEqual(webhookInjections, ['envoy', 'nginx-sidecar']);
   assert.deepEqual([...new Set(policies(manifests).map((p) => p.metadata.name.split('.')[2]))], ['wait-for-it', 'probe-defaults']);
   assert.deepEqual(injector.config.injections.map((i) => i.name), DEFAULT_INJECTIONS.map((i) => i.name), 'config still lists every injection');
-  const webhook = manifests.find((m) => m.kind === 'MutatingWebhookConfiguration');
+  const webhook = manifests.find((m) => m.kind === 'MutatingWebhookConfiguration')!;
   assert.deepEqual(webhook.webhooks[0].rules.map((r: any) => r.resources), [['pods']], 'the webhook is called only for the kinds its injections target');
   for (const manifest of manifests) {
     if (manifest.apiVersion.startsWith('admissionregistration.k8s.io/') && manifest.kind.startsWith('MutatingAdmissionPolicy')) {
@@ -64,7 +64,7 @@ test('backend "webhook" (the default) makes no policies and the same webhook con
   const { manifests, injector } = synthChart({ injections: DEFAULT_INJECTIONS });
   assert.deepEqual(policies(manifests), []);
   assert.equal(injector.admissionPolicies, undefined);
-  const configMap = manifests.find((m) => m.kind === 'ConfigMap');
+  const configMap = manifests.find((m) => m.kind === 'ConfigMap')!;
   assert.equal(configMap.data[CONFIG_FILE_NAME], injector.configJson());
   assert.equal(JSON.parse(injector.configJson()).injections.length, DEFAULT_INJECTIONS.length);
 });

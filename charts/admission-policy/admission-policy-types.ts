@@ -6,6 +6,7 @@
 /** The API version of `admissionregistration.k8s.io` to emit the policies in. */
 export type AdmissionPolicyApiVersion = 'v1' | 'v1beta1' | 'v1alpha1';
 
+/** Every API version the policies can be emitted in, newest first. */
 export const ADMISSION_POLICY_API_VERSIONS: readonly AdmissionPolicyApiVersion[] = ['v1', 'v1beta1', 'v1alpha1'];
 
 /** Kubernetes releases that serve each API version (the beta and alpha ones only behind the feature gate). */

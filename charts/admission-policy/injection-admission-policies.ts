@@ -10,6 +10,7 @@ import {
 } from './admission-policy-types';
 import { PolicyLimitation, TEMPLATE_SHAPES, TemplateShape, injectionPolicies, policyLimitations } from './injection-policy';
 
+/** Props of InjectionAdmissionPolicies. */
 export interface InjectionAdmissionPoliciesProps {
   /** `admissionregistration.k8s.io` version to emit. @default 'v1' */
   readonly apiVersion?: AdmissionPolicyApiVersion;
@@ -29,14 +30,19 @@ export interface InjectionAdmissionPoliciesProps {
 
 /** The objects made for one injection and template shape. */
 export interface InjectionPolicyObjects {
+  /** The injection's name. */
   readonly injection: string;
+  /** Where the pod template sits in the objects this policy matches. */
   readonly shape: TemplateShape;
+  /** The MutatingAdmissionPolicy. */
   readonly policy: ApiObject;
+  /** The MutatingAdmissionPolicyBinding that puts it in force. */
   readonly binding: ApiObject;
 }
 
 /** An injection that cannot be a MutatingAdmissionPolicy, with every reason. */
 export class AdmissionPolicyLimitationError extends Error {
+  /** @param limitations every injection that cannot be a policy, with each reason */
   constructor(readonly limitations: readonly PolicyLimitation[]) {
     super(`cannot render as MutatingAdmissionPolicy:\n${limitations.map((l) => `  injection "${l.injection}": ${l.reason}`).join('\n')}`);
     this.name = 'AdmissionPolicyLimitationError';
@@ -49,8 +55,11 @@ export class AdmissionPolicyLimitationError extends Error {
  * No webhook pod, certificate or network hop is involved.
  */
 export class InjectionAdmissionPolicies extends Construct {
+  /** The `admissionregistration.k8s.io` version emitted. */
   readonly apiVersion: AdmissionPolicyApiVersion;
+  /** Prefix of every policy and binding name. */
   readonly namePrefix: string;
+  /** What the apiserver does when a policy's CEL fails at admission. */
   readonly failurePolicy: 'Ignore' | 'Fail';
   /** Every policy and binding made so far, in the order of the injections. */
   readonly objects: InjectionPolicyObjects[] = [];

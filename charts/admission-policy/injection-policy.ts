@@ -78,7 +78,9 @@ export interface InjectionPolicy {
 
 /** Why an injection cannot be rendered as a policy; it then stays on the webhook. */
 export interface PolicyLimitation {
+  /** The injection's name. */
   readonly injection: string;
+  /** What CEL cannot express, and why. */
   readonly reason: string;
 }
 
