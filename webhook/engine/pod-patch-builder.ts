@@ -26,6 +26,8 @@ export interface ContainerPlacement {
 }
 
 const REGULAR_CONTAINERS: ContainerPlacement = { native: false, position: 'last' };
+const REGULAR_ORDER = ['containers', 'initContainers'] as const;
+const NATIVE_ORDER = ['initContainers', 'containers'] as const;
 
 const hasOwn = (object: object, key: string) => Object.prototype.hasOwnProperty.call(object, key);
 
@@ -107,7 +109,9 @@ export class PodPatchBuilder {
     const warn = (message: string) => this.warnings.push(`injection "${injection.name}": ${message}`);
     this.regularContainersAdded = [];
 
-    for (const list of ['containers', 'initContainers'] as const) {
+    // An injection's own init containers run before its native sidecars start (an iptables setup
+    // before its proxy, say), so with native sidecars they are added first.
+    for (const list of placement.native ? NATIVE_ORDER : REGULAR_ORDER) {
       for (const container of injection[list] ?? []) {
         const name = container.name;
         if (this.containerNames.has(name)) {
