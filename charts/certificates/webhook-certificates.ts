@@ -128,7 +128,12 @@ class GeneratedCertificates extends WebhookCertificates {
   bind(scope: Construct, target: WebhookCertificateTarget): WebhookCertificateBinding {
     const renewBefore = this.options.renewBefore ?? Duration.days(30);
     if (this.options.storeDirectory === undefined) {
-      const material = generateWebhookCertificate({ ...target, now: this.options.now });
+      const material = generateWebhookCertificate({
+        serviceName: target.serviceName,
+        namespace: target.namespace,
+        clusterDomain: target.clusterDomain,
+        now: this.options.now,
+      });
       return secretBinding(scope, target, material, material.caCertificate, this.options);
     }
     if (!(renewBefore.toMilliseconds() > 0)) fail(target, 'renewBefore', `must be longer than zero, got ${renewBefore.toMilliseconds()} ms`);
