@@ -273,6 +273,28 @@ describe('cdk8s-sidecar-injector, against the default app as synthesized', () =>
     assert.match(run.stderr, /^note: <stdin>, document 1, line 1: Pod shop\/sleep: not injected: namespace "shop" is not selected: needs label injection=enabled/m);
   });
 
+  test('a v1 List (kubectl get -o yaml) has each of its items previewed, and is printed back as one List', async () => {
+    const list = {
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: 'shop' }, data: { a: 'b' } },
+        loadReview('pod-create-sleep').request.object,
+      ],
+      metadata: { resourceVersion: '' },
+    };
+    const args = ['-f', '-', '--from', dist, '--namespace-labels', 'injection=enabled'];
+    const injected = await runInProcess(['inject', ...args], JSON.stringify(list));
+    assert.equal(injected.code, 0, injected.stderr);
+    const [output] = parseStream(injected.stdout);
+    assert.deepEqual(output.items[0], list.items[0], 'the ConfigMap item is untouched');
+    assert.deepEqual(output.items[1], applyResponse(list.items[1], mutate(loadReview('pod-create-sleep').request, config)), 'the pod item is patched as the webhook patches it');
+    assertKeepsUserContent(list, output);
+    const explained = JSON.parse((await runInProcess(['explain', '-o', 'json', ...args], JSON.stringify(list))).stdout);
+    assert.deepEqual(explained.map((object: any) => [object.kind, object.item]), [['ConfigMap', 0], ['Pod', 1]]);
+    assert.deepEqual(explained[1].injected, ['envoy', 'nginx-sidecar']);
+  });
+
   test('with --config only, explain decides the injections and says the webhook configuration was not checked', async () => {
     const configFile = path.join(work, 'config.json');
     fs.writeFileSync(configFile, JSON.stringify(config));

@@ -34,7 +34,7 @@ interface ObjectView {
   readonly injectAnnotationOn: (key: string) => string;
 }
 
-function viewOf(preview: ObjectPreview, object = preview.input.object): ObjectView | undefined {
+function viewOf(preview: ObjectPreview, object = preview.object): ObjectView | undefined {
   if (!preview.targetKind) return undefined;
   const pod = findPodTemplate(preview.targetKind, object);
   if (typeof pod === 'string') return undefined;

@@ -2,14 +2,15 @@
 // in a pull request.
 
 import type { Operation } from 'fast-json-patch';
-import { describeLocation } from './manifest-input';
-import { describeObject, outcomeOf } from './outcome';
+import { describeSource, describeObject, outcomeOf } from './outcome';
 import type { ObjectPreview } from './preview';
 
 /** What `diff -o json` prints for each object. */
 export interface ObjectPatch {
   readonly source: string;
   readonly document: number;
+  /** The object's index in a List document's items; null when the object is the document. */
+  readonly item: number | null;
   readonly kind: string;
   readonly namespace: string;
   readonly name: string | null;
@@ -20,6 +21,7 @@ export function objectPatches(previews: readonly ObjectPreview[]): ObjectPatch[]
   return previews.map((preview) => ({
     source: preview.input.source,
     document: preview.input.index,
+    item: preview.item ?? null,
     kind: preview.gvk.kind,
     namespace: preview.namespace,
     name: preview.name ?? null,
@@ -36,7 +38,7 @@ function formatOperation(operation: Operation): string {
 export function formatDiff(previews: readonly ObjectPreview[]): string {
   return previews
     .map((preview) => {
-      const header = `# ${describeObject(preview)} (${describeLocation(preview.input)}): ${outcomeOf(preview)}`;
+      const header = `# ${describeObject(preview)} (${describeSource(preview)}): ${outcomeOf(preview)}`;
       return [header, ...preview.patch.map(formatOperation)].join('\n') + '\n';
     })
     .join('');

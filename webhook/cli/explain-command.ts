@@ -4,8 +4,7 @@
 import type { ResolvedInjectorConfig } from '../config';
 import type { WebhookMatch } from '../engine/webhook-match';
 import { DecisionDetail, decisionDetails } from './decision-details';
-import { describeLocation } from './manifest-input';
-import { describeObject, injectedNames, outcomeOf } from './outcome';
+import { describeSource, describeObject, injectedNames, outcomeOf } from './outcome';
 import type { ObjectPreview } from './preview';
 
 /** What `explain -o json` prints for each object: a stable shape for scripts. */
@@ -13,6 +12,8 @@ export interface ObjectExplanation {
   readonly source: string;
   readonly document: number;
   readonly line: number;
+  /** The object's index in a List document's items; null when the object is the document. */
+  readonly item: number | null;
   readonly apiVersion: string;
   readonly kind: string;
   readonly namespace: string;
@@ -36,7 +37,8 @@ export function explainObjects(previews: readonly ObjectPreview[], config: Resol
     source: preview.input.source,
     document: preview.input.index,
     line: preview.input.line,
-    apiVersion: String(preview.input.object.apiVersion),
+    item: preview.item ?? null,
+    apiVersion: String(preview.object.apiVersion),
     kind: preview.gvk.kind,
     namespace: preview.namespace,
     name: preview.name ?? null,
@@ -61,7 +63,7 @@ export function formatExplanation(previews: readonly ObjectPreview[], config: Re
   const explanations = explainObjects(previews, config);
   const blocks = previews.map((preview, position) => {
     const explanation = explanations[position];
-    const lines = [`${describeObject(preview)} (${describeLocation(preview.input)})`];
+    const lines = [`${describeObject(preview)} (${describeSource(preview)})`];
     if (explanation.injectableKind) {
       if (!explanation.webhooks) {
         lines.push('  webhook: not evaluated (no webhook configuration: use --from to check rules and selectors); assumed called');

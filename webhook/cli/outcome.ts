@@ -1,10 +1,16 @@
 // One sentence per object saying what happens to it, shared by every command's output.
 
+import { describeLocation } from './manifest-input';
 import { TARGET_KIND_LIST, type ObjectPreview } from './preview';
+
+/** `app.yaml, document 2, line 14` (with `, items[3]` for an item of a List): where the object is. */
+export function describeSource(preview: ObjectPreview): string {
+  return `${describeLocation(preview.input)}${preview.item !== undefined ? `, items[${preview.item}]` : ''}`;
+}
 
 /** `Pod shop/sleep`, `ConfigMap app-config`: how output names an object. */
 export function describeObject(preview: ObjectPreview): string {
-  const metadata = (preview.input.object.metadata ?? {}) as Record<string, unknown>;
+  const metadata = (preview.object.metadata ?? {}) as Record<string, unknown>;
   // Only the injector's kinds are known to be namespaced; others show the namespace they declare.
   const namespace = preview.targetKind ? preview.namespace : typeof metadata.namespace === 'string' ? metadata.namespace : undefined;
   return `${preview.gvk.kind} ${namespace ? `${namespace}/` : ''}${preview.name ?? '(no name)'}`;

@@ -35,7 +35,12 @@ export interface PreviewOptions {
 
 /** What happens to one input object. */
 export interface ObjectPreview {
-  readonly input: InputDocument & { readonly object: KubernetesObject };
+  /** The document the object is in. */
+  readonly input: InputDocument;
+  /** The object: the document's, or one of the items of a `v1` `List` document. */
+  readonly object: KubernetesObject;
+  /** The object's index in the List's `items`; undefined when it is the whole document. */
+  readonly item: number | undefined;
   readonly gvk: GroupVersionKind;
   readonly name: string | undefined;
   readonly namespace: string;
@@ -83,8 +88,9 @@ function metadataOf(object: KubernetesObject): Record<string, unknown> {
 /** Labels that `Namespace` objects among the input give their namespaces. */
 function namespaceLabelsInInput(documents: readonly InputDocument[]): Map<string, Record<string, string>> {
   const labels = new Map<string, Record<string, string>>();
-  for (const { object } of documents) {
-    if (object?.apiVersion !== 'v1' || object.kind !== 'Namespace') continue;
+  const objects = documents.flatMap(({ object }) => (object ? (listItems(object)?.map((item) => item.object) ?? [object]) : []));
+  for (const object of objects) {
+    if (object.apiVersion !== 'v1' || object.kind !== 'Namespace') continue;
     const metadata = metadataOf(object);
     if (typeof metadata.name === 'string') labels.set(metadata.name, stringMap(metadata.labels));
   }
@@ -121,33 +127,48 @@ export function decodeResponsePatch(result: MutationResult): Operation[] {
   return JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) as Operation[];
 }
 
-/** Previews every non-empty document of the input, in order. */
+/** The objects in a `v1` `List` (what `kubectl get -o yaml` prints for many), with their indexes. */
+export function listItems(object: KubernetesObject): { object: KubernetesObject; item: number }[] | undefined {
+  if (object.apiVersion !== 'v1' || object.kind !== 'List' || !Array.isArray(object.items)) return undefined;
+  const items = (object.items as unknown[]).flatMap((item, index) =>
+    item !== null && typeof item === 'object' && !Array.isArray(item) && typeof (item as KubernetesObject).apiVersion === 'string' && typeof (item as KubernetesObject).kind === 'string'
+      ? [{ object: item as KubernetesObject, item: index }]
+      : [],
+  );
+  return items.length > 0 ? items : undefined;
+}
+
+/** Previews every object of the input (each item of a List on its own), in order. */
 export function previewAll(documents: readonly InputDocument[], source: InjectorSource, options: PreviewOptions = {}): ObjectPreview[] {
   const inputNamespaceLabels = namespaceLabelsInInput(documents);
   const previews: ObjectPreview[] = [];
   for (const document of documents) {
     if (!document.object) continue;
-    previews.push(previewObject(document as ObjectPreview['input'], source.config, source.webhookConfiguration, options, inputNamespaceLabels, previews.length + 1));
+    const objects = listItems(document.object) ?? [{ object: document.object, item: undefined }];
+    for (const { object, item } of objects) {
+      previews.push(previewObject(document, object, item, source.config, source.webhookConfiguration, options, inputNamespaceLabels, previews.length + 1));
+    }
   }
   return previews;
 }
 
 function previewObject(
-  input: ObjectPreview['input'],
+  input: InputDocument,
+  object: KubernetesObject,
+  item: number | undefined,
   config: ResolvedInjectorConfig,
   webhookConfiguration: InjectorSource['webhookConfiguration'],
   options: PreviewOptions,
   inputNamespaceLabels: Map<string, Record<string, string>>,
   sequence: number,
 ): ObjectPreview {
-  const object = input.object;
   const gvk = groupVersionKindOf(object);
   const targetKind = targetKindOf(gvk);
   const metadata = metadataOf(object);
   const name = typeof metadata.name === 'string' ? metadata.name : typeof metadata.generateName === 'string' ? metadata.generateName : undefined;
   const namespace = typeof metadata.namespace === 'string' && metadata.namespace !== '' ? metadata.namespace : (options.namespace ?? DEFAULT_OBJECT_NAMESPACE);
   const namespaceLabels = { ...inputNamespaceLabels.get(namespace), ...options.namespaceLabels, 'kubernetes.io/metadata.name': namespace };
-  const unchanged = { input, gvk, name, namespace, targetKind, namespaceLabels, patch: [], output: object };
+  const unchanged = { input, object, item, gvk, name, namespace, targetKind, namespaceLabels, patch: [], output: object };
   // Every other kind passes through: the engine changes nothing but pods and pod templates.
   if (!targetKind) return { ...unchanged, webhooks: undefined, sentToWebhook: false, request: undefined, result: undefined };
 
@@ -171,11 +192,6 @@ function previewObject(
   // Validated like the apiserver applies it: an operation that does not fit the object is an error.
   const output = patch.length > 0 ? (applyPatch(structuredClone(object), patch, true, true).newDocument as KubernetesObject) : object;
   return { ...unchanged, webhooks, sentToWebhook, request, result, patch, output };
-}
-
-/** `Pod shop/sleep`: how messages name an object. */
-export function describePreview(preview: Pick<ObjectPreview, 'gvk' | 'namespace' | 'name' | 'targetKind'>): string {
-  return `${preview.gvk.kind} ${preview.namespace}/${preview.name ?? '(no name)'}`;
 }
 
 /** The kinds the injector changes, for messages. */

@@ -3,7 +3,7 @@
 // result that differs from the plain-object patch, makes the caller print the object afresh.
 
 import type { Operation } from 'fast-json-patch';
-import { Document, isMap, isScalar, isSeq, parse, visit, type Node } from 'yaml';
+import { Document, isCollection, isMap, isScalar, isSeq, parse, visit, type Node } from 'yaml';
 
 function unescapeToken(token: string): string {
   return token.replace(/~1/g, '/').replace(/~0/g, '~');
@@ -40,6 +40,12 @@ export function patchYamlDocument(document: Document, operations: readonly Opera
     const tokens = operation.path.split('/').slice(1).map(unescapeToken);
     const last = tokens.pop();
     if (last === undefined) return undefined;
+    // Flow collections (`[a, b]`, `{ k: v }`) on the way become block ones, so an added container is
+    // not one very long line.
+    for (let depth = 0; depth <= tokens.length; depth++) {
+      const node = depth === 0 ? patched.contents : patched.getIn(tokens.slice(0, depth), true);
+      if (isCollection(node) && node.flow) node.flow = false;
+    }
     const parent = tokens.length === 0 ? patched.contents : patched.getIn(tokens, true);
     if (isMap(parent)) {
       parent.set(last, createNode(patched, operation.value));
