@@ -5,7 +5,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { InjectorConfig, ResolvedInjectorConfig, annotationKeys, resolveInjectorConfig } from '../webhook/config';
+import { InjectorConfig, ResolvedInjectorConfig, annotationKeys, injectorConfigIssues, podSecurityViolations, resolveInjectorConfig } from '../webhook/config';
 import { AdmissionRequest, BadAdmissionReview, InjectionDecision, MutationResult, decodeAdmissionReview, evaluate, parseStatus } from '../webhook/engine';
 import {
   RESTRICTED_SECURITY_CONTEXT,
@@ -199,6 +199,21 @@ describe('the engine, on randomized recorded requests and random valid configs',
     );
   });
 
+  test('(k) an injector that requires "restricted" of its injections adds no violation to the whole pod, as Pod Security admission checks it', () => {
+    check(
+      fc.property(arbitraryScenario({ restricted: true }), (scenario) => {
+        const resolved = { ...scenario.resolved, podSecurity: 'restricted' as const };
+        assert.deepEqual(injectorConfigIssues(resolved), [], 'the generated restricted config passes validation with podSecurity "restricted"');
+        const { patched } = run(scenario.request, resolved);
+        const before = podOf(scenario.request.object);
+        const after = podOf(patched);
+        const existing = new Set(podSecurityViolations(before, 'restricted').map((violation) => violationKey(before, violation.path, violation.check)));
+        const added = podSecurityViolations(after, 'restricted').filter((violation) => !existing.has(violationKey(after, violation.path, violation.check)));
+        assert.deepEqual(added, [], `after injection: ${containersSummary(after)}`);
+      }),
+    );
+  });
+
   test('(f) <prefix>/inject: "false" admits unchanged, every in-scope injection decided "opted-out"', () => {
     const optedOut = fc
       .tuple(arbitraryScenario(), fc.constantFrom('false', 'False', ' false ', 'FALSE'), fc.boolean())
@@ -336,6 +351,12 @@ describe('the engine, on randomized recorded requests and random valid configs',
     );
   });
 });
+
+/** A violation named by its container (or volume) and check, not its index: native sidecars placed first shift indices. */
+function violationKey(pod: Json, path: string, checkName: string): string {
+  const item = /^spec\.(containers|initContainers|ephemeralContainers|volumes)\[(\d+)\]/.exec(path);
+  return item ? `${item[1]}:${pod.spec[item[1]]?.[Number(item[2])]?.name}:${checkName}` : `${path}:${checkName}`;
+}
 
 function assertIdempotent(scenario: Scenario): void {
   const { result, patched } = run(scenario.request, scenario.resolved);
