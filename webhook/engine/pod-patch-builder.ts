@@ -26,8 +26,6 @@ export interface ContainerPlacement {
 }
 
 const REGULAR_CONTAINERS: ContainerPlacement = { native: false, position: 'last' };
-const REGULAR_ORDER = ['containers', 'initContainers'] as const;
-const NATIVE_ORDER = ['initContainers', 'containers'] as const;
 
 const hasOwn = (object: object, key: string) => Object.prototype.hasOwnProperty.call(object, key);
 
@@ -109,9 +107,7 @@ export class PodPatchBuilder {
     const warn = (message: string) => this.warnings.push(`injection "${injection.name}": ${message}`);
     this.regularContainersAdded = [];
 
-    // An injection's own init containers run before its native sidecars start (an iptables setup
-    // before its proxy, say), so with native sidecars they are added first.
-    for (const list of placement.native ? NATIVE_ORDER : REGULAR_ORDER) {
+    for (const list of ['containers', 'initContainers'] as const) {
       for (const container of injection[list] ?? []) {
         const name = container.name;
         if (this.containerNames.has(name)) {
