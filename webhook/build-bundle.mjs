@@ -35,9 +35,19 @@ const result = await build({
   // Comments marked @license or /*! are moved to server.js.LEGAL.txt; the full notices are written below.
   legalComments: 'linked',
   metafile: true,
+  // Written below, each file renamed into place: tests and synths running meanwhile never read half a file.
+  write: false,
   plugins: [leaveOutIconv],
   logLevel: 'warning',
 });
+
+function writeAtomically(file, contents) {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const temporary = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(temporary, contents);
+  fs.renameSync(temporary, file);
+}
+for (const output of result.outputFiles) writeAtomically(output.path, output.contents);
 
 // Every package with code in the bundle, from the inputs esbuild actually used.
 const packageDirs = new Set();
@@ -51,7 +61,7 @@ const notices = [...packageDirs].sort().map((dir) => {
   const text = licenseFile ? fs.readFileSync(path.join(dir, licenseFile), 'utf8').trim() : `(no license file; package.json says ${manifest.license})`;
   return `${manifest.name}@${manifest.version} (${manifest.license ?? 'unknown license'})\n\n${text}\n`;
 });
-fs.writeFileSync(
-  `${outdir}/THIRD-PARTY-NOTICES.txt`,
+writeAtomically(
+  path.resolve(outdir, 'THIRD-PARTY-NOTICES.txt'),
   `server.js bundles the following ${notices.length} npm packages. Their licenses follow.\n\n` + notices.join(`\n${'-'.repeat(72)}\n\n`),
 );

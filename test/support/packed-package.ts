@@ -21,9 +21,14 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
 
 let packed: string | undefined;
 
-/** `npm pack` of the working tree (prepack builds lib/ and the bundle); returns the tarball's path. */
+/**
+ * `npm pack` of the working tree (prepack builds lib/ and the bundle); returns the tarball's path.
+ * Test files of one `node --test` run share one tarball (keyed by the runner's pid), so lib/ and the
+ * bundle are rebuilt once, never by two packs at the same time.
+ */
 export function packTarball(): string {
   if (packed) return packed;
+  const shared = path.join(PACK_DIR, `run-${process.ppid}.path`);
   fs.mkdirSync(PACK_DIR, { recursive: true });
   const lock = path.join(PACK_DIR, `lock`);
   const started = Date.now();
@@ -37,11 +42,14 @@ export function packTarball(): string {
     }
   }
   try {
+    const earlier = fs.existsSync(shared) ? fs.readFileSync(shared, 'utf8') : '';
+    if (earlier && fs.existsSync(earlier)) return (packed = earlier);
     const out = fs.mkdtempSync(path.join(PACK_DIR, 'pack-'));
     const output = run(NPM, ['pack', '--silent', '--pack-destination', out], REPO_ROOT);
     const name = output.trim().split('\n').pop()!;
     packed = path.join(out, name);
     if (!fs.existsSync(packed)) throw new Error(`npm pack printed ${name}, but ${packed} does not exist`);
+    fs.writeFileSync(shared, packed);
     return packed;
   } finally {
     fs.rmSync(lock, { recursive: true, force: true });
