@@ -28,7 +28,8 @@ let packed: string | undefined;
  */
 export function packTarball(): string {
   if (packed) return packed;
-  const shared = path.join(PACK_DIR, `run-${process.ppid}.path`);
+  const runner = testRunnerIdentity();
+  const shared = runner ? path.join(PACK_DIR, `run-${runner}.path`) : undefined;
   fs.mkdirSync(PACK_DIR, { recursive: true });
   const lock = path.join(PACK_DIR, `lock`);
   const started = Date.now();
@@ -42,14 +43,14 @@ export function packTarball(): string {
     }
   }
   try {
-    const earlier = fs.existsSync(shared) ? fs.readFileSync(shared, 'utf8') : '';
+    const earlier = shared && fs.existsSync(shared) ? fs.readFileSync(shared, 'utf8') : '';
     if (earlier && fs.existsSync(earlier)) return (packed = earlier);
     const out = fs.mkdtempSync(path.join(PACK_DIR, 'pack-'));
     const output = run(NPM, ['pack', '--silent', '--pack-destination', out], REPO_ROOT);
     const name = output.trim().split('\n').pop()!;
     packed = path.join(out, name);
     if (!fs.existsSync(packed)) throw new Error(`npm pack printed ${name}, but ${packed} does not exist`);
-    fs.writeFileSync(shared, packed);
+    if (shared) fs.writeFileSync(shared, packed);
     return packed;
   } finally {
     fs.rmSync(lock, { recursive: true, force: true });
@@ -60,6 +61,18 @@ export function packTarball(): string {
 export function peerDependencies(): Record<string, string> {
   const manifest = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8'));
   return Object.fromEntries(Object.keys(manifest.peerDependencies).map((name) => [name, manifest.devDependencies[name] ?? manifest.peerDependencies[name]]));
+}
+
+/** The parent process (the test runner) as pid and start time, so a later run with a reused pid never
+ * picks up this run's tarball; undefined where /proc is not there (each file then packs its own). */
+function testRunnerIdentity(): string | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${process.ppid}/stat`, 'utf8');
+    const startTime = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    return startTime ? `${process.ppid}-${startTime}` : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export interface ConsumerProject {
