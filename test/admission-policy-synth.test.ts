@@ -15,7 +15,9 @@ import {
   configPolicyLimitations,
 } from '../charts/admission-policy';
 import { admissionPolicyViolations } from './support/admission-policy-schemas';
-import { PATCH_MUTATION } from './support/admission-policy-simulator';
+import { isCelFieldName } from '../charts/admission-policy/cel-text';
+import { patchDataExpression } from './support/admission-policy-simulator';
+import { TO_JSON_PATCH } from '../charts/admission-policy/injection-policy';
 import { POLICY_TEST_INJECTIONS } from './support/admission-policy-config';
 
 const PREFIX = 'sidecar-injector.io';
@@ -75,18 +77,20 @@ test('the schemas of the three versions differ where the API reference says: v1b
 
 test('policies are split by where the pod template sits, each with the resources and operations the webhook uses', () => {
   const objects = synth(POLICY_TEST_INJECTIONS);
-  const debug = ['pods', 'workloads', 'cronjobs'].map((shape) => policyOf(objects, `sidecar-injector.debug.${shape}`));
+  const debug = ['pods', 'workloads', 'cronjobs'].map((shape) => policyOf(objects, `sidecar-injector.04-debug.${shape}`));
   assert.deepEqual(debug.map((p) => p.spec.matchConstraints.resourceRules), [
     [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'], scope: 'Namespaced' }],
     [{ apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' }],
     [{ apiGroups: ['batch'], apiVersions: ['v1'], resources: ['cronjobs'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' }],
   ]);
   assert.deepEqual(conditionOf(debug[2], 'pod-spec-present')?.includes('object.spec.jobTemplate.spec.template.spec.containers'), true);
-  const binding = objects.find((o) => o.kind === 'MutatingAdmissionPolicyBinding' && o.metadata.name === 'sidecar-injector.debug.pods');
+  const binding = objects.find((o) => o.kind === 'MutatingAdmissionPolicyBinding' && o.metadata.name === 'sidecar-injector.04-debug.pods');
   assert.deepEqual(binding.spec.matchResources.namespaceSelector.matchLabels, { injection: 'enabled' });
   assert.equal(debug[0].spec.reinvocationPolicy, 'IfNeeded');
   assert.equal(debug[0].spec.failurePolicy, 'Ignore');
-  assert.deepEqual(debug[0].spec.mutations, [{ patchType: 'JSONPatch', jsonPatch: { expression: PATCH_MUTATION } }]);
+  assert.equal(debug[0].spec.mutations.length, 1);
+  assert.equal(debug[0].spec.mutations[0].patchType, 'JSONPatch');
+  assert.ok(debug[0].spec.mutations[0].jsonPatch.expression.endsWith(TO_JSON_PATCH));
 });
 
 /** Nodes of a cel-js AST (`{op, args}`) for which `match` holds. */
@@ -159,7 +163,7 @@ const triggerCases: { label: string; injection: Injection; text: string; structu
 
 for (const { label, injection, text, structure } of triggerCases) {
   test(`trigger CEL, ${label}`, () => {
-    const policy = policyOf(synth([injection]), `sidecar-injector.${injection.name}.pods`);
+    const policy = policyOf(synth([injection]), `sidecar-injector.00-${injection.name}.pods`);
     const expression = conditionOf(policy, 'trigger');
     assert.equal(expression, text);
     structure(expression!);
@@ -169,7 +173,7 @@ for (const { label, injection, text, structure } of triggerCases) {
 
 test('trigger CEL for workloads: the object\'s own annotations count too, and the pod template\'s win', () => {
   const injection: Injection = { name: 'w', trigger: { type: 'annotation', key: 'k' }, targetKinds: ['Deployment'], containers: [{ name: 'x', image: 'x' }] };
-  const expression = conditionOf(policyOf(synth([injection]), 'sidecar-injector.w.workloads'), 'trigger');
+  const expression = conditionOf(policyOf(synth([injection]), 'sidecar-injector.00-w.workloads'), 'trigger');
   assert.equal(
     expression,
     '((has(object.spec.template.metadata) && has(object.spec.template.metadata.annotations) && "k" in object.spec.template.metadata.annotations) || ' +
@@ -178,7 +182,7 @@ test('trigger CEL for workloads: the object\'s own annotations count too, and th
 });
 
 test('an always trigger has no trigger condition, but the opt-out and status conditions', () => {
-  const policy = policyOf(synth([{ name: 'e', trigger: { type: 'always' }, containers: [{ name: 'x', image: 'x' }] }]), 'sidecar-injector.e.pods');
+  const policy = policyOf(synth([{ name: 'e', trigger: { type: 'always' }, containers: [{ name: 'x', image: 'x' }] }]), 'sidecar-injector.00-e.pods');
   assert.deepEqual(policy.spec.matchConditions.map((c: any) => c.name), ['pod-spec-present', 'not-opted-out', 'not-already-injected']);
   assert.equal(
     conditionOf(policy, 'not-opted-out'),
@@ -186,12 +190,21 @@ test('an always trigger has no trigger condition, but the opt-out and status con
   );
 });
 
-test('every match condition and variable parses and type-checks with homogeneous literals', () => {
+test('no spec.variables (Kubernetes 1.32 cannot read them from a mutation); every bound name is a CEL identifier, no reserved word', () => {
+  for (const policy of synth(POLICY_TEST_INJECTIONS).filter((o) => o.kind === 'MutatingAdmissionPolicy')) {
+    assert.equal(policy.spec.variables, undefined);
+    const bound = nodes(parse(patchDataExpression(policy.spec)).ast, (n) => n.op === 'rcall' && n.args[0] === 'map').map((n) => n.args[2][0].args);
+    assert.ok(bound.includes('objectNamespace') && bound.includes('patch'), `${policy.metadata.name}: ${bound.join(', ')}`);
+    for (const name of bound) assert.ok(isCelFieldName(name), `${policy.metadata.name}: bound name ${JSON.stringify(name)}`);
+  }
+});
+
+test('every match condition and the mutation parse and type-check with homogeneous literals', () => {
   const env = new Environment({ unlistedVariablesAreDyn: true }).registerFunction({
     name: 'indexOf', receiverType: 'list', returnType: 'int', params: [{ name: 'item', type: 'dyn' }], handler: () => 0n,
   });
   for (const policy of synth(POLICY_TEST_INJECTIONS).filter((o) => o.kind === 'MutatingAdmissionPolicy')) {
-    for (const { name, expression } of [...policy.spec.matchConditions, ...policy.spec.variables]) {
+    for (const { name, expression } of [...policy.spec.matchConditions, { name: 'mutation', expression: patchDataExpression(policy.spec) }]) {
       const result = env.check(expression);
       assert.equal(result.valid, true, `${policy.metadata.name} ${name}: ${(result as any).error?.message}`);
     }

@@ -14,7 +14,7 @@ import { PolicyLimitation, TEMPLATE_SHAPES, TemplateShape, injectionPolicies, po
 export interface InjectionAdmissionPoliciesProps {
   /** `admissionregistration.k8s.io` version to emit. @default 'v1' */
   readonly apiVersion?: AdmissionPolicyApiVersion;
-  /** Prefix of every policy and binding name: `<prefix>.<injection>.<pods|workloads|cronjobs>`. */
+  /** Prefix of every policy and binding name: `<prefix>.<NN>-<injection>.<pods|workloads|cronjobs>`. */
   readonly namePrefix: string;
   /** The whole config, read at synth (a policy skips containers that other injections added). */
   readonly config: () => ResolvedInjectorConfig;
@@ -85,9 +85,12 @@ export class InjectionAdmissionPolicies extends Construct {
     const reasons = policyLimitations(injection);
     if (reasons.length > 0) throw new AdmissionPolicyLimitationError(reasons.map((reason) => ({ injection: injection.name, reason })));
     const made: InjectionPolicyObjects[] = [];
+    // The apiserver runs policies in the order of their names; the webhook applies injections in the
+    // order they were added. The position in the name keeps the two orders the same.
+    const position = String(new Set(this.objects.map((objects) => objects.injection)).size).padStart(2, '0');
     for (const shape of Object.keys(TEMPLATE_SHAPES) as TemplateShape[]) {
       if (!TEMPLATE_SHAPES[shape].kinds.some((kind) => injection.targetKinds.includes(kind))) continue;
-      const name = `${this.namePrefix}.${injection.name}.${shape}`;
+      const name = `${this.namePrefix}.${position}-${injection.name}.${shape}`;
       const apiVersion = `admissionregistration.k8s.io/${this.apiVersion}`;
       const labels = this.props.labels;
       const policySpec = (): MutatingAdmissionPolicySpec => {

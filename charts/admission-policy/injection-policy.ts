@@ -196,8 +196,7 @@ class PolicyWriter {
     return {
       matchConstraints: { resourceRules: this.resourceRules(), matchPolicy: 'Equivalent' },
       matchConditions: this.matchConditions(),
-      variables: this.variables(),
-      mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression: 'variables.patch.map(p, JSONPatch{op: "add", path: string(p.path), value: p.value})' } }],
+      mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression: `${bindInOrder(this.variables(), 'patch')}${TO_JSON_PATCH}` } }],
       failurePolicy: this.settings.failurePolicy,
       // An injection may add the label or annotation another one triggers on.
       reinvocationPolicy: 'IfNeeded',
@@ -344,10 +343,11 @@ class PolicyWriter {
     const vars: Variable[] = [];
     const add = (name: string, expression: string) => vars.push({ name, expression });
     const inline = this.inlinePlaceholders();
-    add('name', inline.name);
-    add('namespace', inline.namespace);
-    if (injection.trigger.type === 'annotation') add('annotation', inline.annotation);
-    const placeholders: PlaceholderExpressions = { name: 'string(variables.name)', namespace: 'string(variables.namespace)', annotation: 'string(variables.annotation)' };
+    // `namespace` is a reserved word in CEL, so no variable is called after its placeholder.
+    add('objectName', inline.name);
+    add('objectNamespace', inline.namespace);
+    if (injection.trigger.type === 'annotation') add('triggerValue', inline.annotation);
+    const placeholders: PlaceholderExpressions = { name: 'string(variables.objectName)', namespace: 'string(variables.objectNamespace)', annotation: 'string(variables.triggerValue)' };
     const value = (json: unknown) => celValue(json as JsonValue, placeholders);
 
     add(
@@ -496,6 +496,24 @@ class PolicyWriter {
     }
     return ops;
   }
+}
+
+/** Turns the list of `{path, value}` maps into the JSONPatch operations the apiserver applies. */
+export const TO_JSON_PATCH = '.map(p, JSONPatch{op: "add", path: string(p.path), value: p.value})';
+
+/**
+ * The named expressions as one CEL expression computing `result`, each name bound once, in order,
+ * with `[value].map(name, rest)[0]`. Kubernetes 1.32 cannot read `spec.variables` from a mutation
+ * (its patch environment does not resolve the `variables` type) and has no `cel.bind`, so the policy
+ * carries no variables: every value is computed once, where the expression needs it.
+ */
+export function bindInOrder(named: readonly Variable[], result: string): string {
+  const local = (expression: string) => expression.replace(/\bvariables\.([A-Za-z_][A-Za-z0-9_]*)/g, '$1');
+  let body = result;
+  for (let index = named.length - 1; index >= 0; index--) {
+    body = `[${local(named[index].expression)}].map(${named[index].name}, ${body})[0]`;
+  }
+  return body;
 }
 
 function valueAt(fields: JsonObject, path: string[]): JsonValue {

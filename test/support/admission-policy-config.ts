@@ -11,8 +11,11 @@ const PREFIX = TEST_ANNOTATION_PREFIX;
 export { configPolicyLimitations } from '../../charts/admission-policy/injection-policy';
 
 export function injectionPoliciesOf(config: ResolvedInjectorConfig, failurePolicy: 'Ignore' | 'Fail' = 'Fail'): SimulatedPolicy[] {
-  return config.injections.flatMap((injection) =>
-    injectionPolicies(injection, config, { failurePolicy }).map((policy) => ({ metadata: { name: `test.${policy.injection}.${policy.shape}` }, spec: policy.spec })),
+  return config.injections.flatMap((injection, index) =>
+    injectionPolicies(injection, config, { failurePolicy }).map((policy) => ({
+      metadata: { name: `test.${String(index).padStart(2, '0')}-${policy.injection}.${policy.shape}` },
+      spec: policy.spec,
+    })),
   );
 }
 
@@ -60,8 +63,10 @@ export function triggerVariants(object: any): [string, any][] {
   withTemplate('envoy already injected', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, [`${PREFIX}/status`]: 'envoy' }));
   withTemplate('tier web', (pod) => (pod.metadata.labels = { ...pod.metadata.labels, tier: 'web' }));
   withTemplate('tier web but legacy', (pod) => (pod.metadata.labels = { ...pod.metadata.labels, tier: 'web', legacy: 'yes' }));
-  withTemplate('probe-defaults app label', (pod) => {
+  withTemplate('probe-defaults app label', (pod, whole) => {
     pod.metadata.labels = { ...pod.metadata.labels, app: 'myApp' };
+    // A workload's selector must still select its template.
+    if (whole.spec?.selector?.matchLabels?.app !== undefined) whole.spec.selector.matchLabels.app = 'myApp';
     pod.spec.containers[0] = { ...pod.spec.containers[0], name: 'my-container', readinessProbe: { httpGet: { path: '/', port: 80 } } };
   });
   withTemplate('logs to ship', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, 'logs.example.com/ship': 'collector:24224' }));

@@ -4,11 +4,18 @@
 // order, then the patch; policies reinvoked while any of them changed the object. It proves the CEL
 // parses, type-checks and computes the same object as the webhook; the e2e suite proves it on a real
 // apiserver. The mutation's JSONPatch{...} constructor (the same constant text in every policy, checked
-// as text) is the only part cel-js cannot construct; the simulator reads `variables.patch` instead.
+// as text) is the only part cel-js cannot construct; the simulator evaluates the rest of the expression.
 import { applyPatch, Operation } from 'fast-json-patch';
 import { Environment } from '@marcbachmann/cel-js';
 
-export const PATCH_MUTATION = 'variables.patch.map(p, JSONPatch{op: "add", path: string(p.path), value: p.value})';
+import { TO_JSON_PATCH } from '../../charts/admission-policy/injection-policy';
+
+/** The CEL of a policy's mutation without its JSONPatch{...} constructor: the list of {path, value} maps. */
+export function patchDataExpression(spec: any): string {
+  const expression: string | undefined = spec.mutations.length === 1 ? spec.mutations[0].jsonPatch?.expression : undefined;
+  if (!expression?.endsWith(TO_JSON_PATCH)) throw new Error(`unexpected mutations ${JSON.stringify(spec.mutations)}`);
+  return expression.slice(0, -TO_JSON_PATCH.length);
+}
 
 export interface SimulatedPolicy {
   readonly metadata: { readonly name: string };
@@ -74,9 +81,6 @@ export function evaluatePolicy(policy: SimulatedPolicy, request: SimulatedReques
   const env = kubernetesCelEnvironment();
   const spec = policy.spec;
   if (!ruleMatches(spec, request)) return { matched: false, patch: [] };
-  if (spec.mutations.length !== 1 || spec.mutations[0].jsonPatch?.expression !== PATCH_MUTATION) {
-    throw new Error(`policy ${policy.metadata.name}: unexpected mutation ${JSON.stringify(spec.mutations)}`);
-  }
   const context: Record<string, unknown> = {
     object: toCel(object),
     request: toCel({ kind: request.kind, resource: request.resource, operation: request.operation, namespace: request.namespace ?? '' }),
@@ -84,16 +88,14 @@ export function evaluatePolicy(policy: SimulatedPolicy, request: SimulatedReques
   for (const condition of spec.matchConditions ?? []) {
     if (env.evaluate(condition.expression, context) !== true) return { matched: true, skippedBy: condition.name, patch: [] };
   }
-  const variables: Record<string, unknown> = {};
-  for (const variable of spec.variables ?? []) {
-    variables[variable.name] = env.evaluate(variable.expression, { ...context, variables });
-  }
-  const patch = (fromCel(variables.patch) as { path: string; value: unknown }[]).map((p) => ({ op: 'add' as const, path: p.path, value: p.value }));
+  const data = env.evaluate(patchDataExpression(spec), context);
+  const patch = (fromCel(data) as { path: string; value: unknown }[]).map((p) => ({ op: 'add' as const, path: p.path, value: p.value }));
   return { matched: true, patch };
 }
 
-/** Every policy in order, reinvoked (at most twice more) while any changed the object. */
-export function admitWithPolicies(policies: readonly SimulatedPolicy[], request: SimulatedRequest): any {
+/** Every policy in the order of their names (as the apiserver), reinvoked (at most twice more) while any changed the object. */
+export function admitWithPolicies(unordered: readonly SimulatedPolicy[], request: SimulatedRequest): any {
+  const policies = [...unordered].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
   let object = structuredClone(request.object);
   for (let round = 0; round < 3; round++) {
     let changed = false;
