@@ -161,7 +161,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
         if (changesContainers) {
           const after = qosClassOf(builder.containersNow(), podResources);
           if (qosClass && after && after !== qosClass) {
-            const advice = qosClass === 'Guaranteed' ? '; set qos: "preserve-guaranteed" on the injection to keep it' : '';
+            const advice = qosClass === 'Guaranteed' && injection.qos !== 'preserve-guaranteed' ? '; set qos: "preserve-guaranteed" on the injection to keep it' : '';
             const message = `injection "${injection.name}" changes the pod's QoS class from ${qosClass} to ${after}${advice}`;
             warnings.push(message);
             podWarnings.push({ injection: injection.name, reason: 'qos-class-changed', message, qosClass: { before: qosClass, after } });
