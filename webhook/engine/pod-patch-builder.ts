@@ -191,6 +191,11 @@ export class PodPatchBuilder {
     for (const list of ['containers', 'initContainers'] as const) {
       const containers = this.pod.spec[list];
       if (!Array.isArray(containers)) continue;
+      // Without merges there is nothing to overlay: no pointer string built per container.
+      if (this.mergeOverlays.size === 0) {
+        for (const container of containers) out.push(container);
+        continue;
+      }
       containers.forEach((container, index) => {
         const overlay = this.mergeOverlays.get(pointer(this.specPointer, list, index));
         out.push(overlay && overlay.resources !== undefined && isObject(container)
@@ -198,7 +203,7 @@ export class PodPatchBuilder {
           : container);
       });
     }
-    out.push(...this.added);
+    for (const container of this.added) out.push(container);
     return out;
   }
 
