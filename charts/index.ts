@@ -9,10 +9,59 @@ export * from './certificates/cert-manager-objects';
 export * from './webhook-server';
 export * from './admission-policy';
 export { PACKAGE_VERSION } from './version';
-export * from '../webhook/config';
+// The injection config users write and the checks they can run on it. Not the webhook's runtime
+// settings (environment variable names, memory sizing, TLS file names) nor the validator's helpers:
+// those are internal to the server and the constructs, and are imported from '../webhook/config'.
+export {
+  annotationKeys,
+  CONFIG_FILE_NAME,
+  DEFAULT_ANNOTATION_PREFIX,
+  NATIVE_SIDECAR_MODES,
+  NATIVE_SIDECAR_POSITIONS,
+  QOS_POLICIES,
+  TARGET_KINDS,
+} from '../webhook/config/injector-config';
+export type {
+  AlwaysTrigger,
+  AnnotationTrigger,
+  ContainerMerge,
+  ContainerSpec,
+  EnvVarSpec,
+  Injection,
+  InjectionTrigger,
+  InjectorConfig,
+  JsonObject,
+  JsonValue,
+  LabelSelectorRequirement,
+  LabelSelectorTrigger,
+  NativeSidecarMode,
+  NativeSidecarPosition,
+  QosPolicy,
+  RequestedTrigger,
+  ResolvedInjection,
+  ResolvedInjectorConfig,
+  TargetKind,
+  VolumeMountSpec,
+  VolumeSpec,
+} from '../webhook/config/injector-config';
+export {
+  InjectorConfigError,
+  injectorConfigIssues,
+  injectorConfigWarnings,
+  loadInjectorConfig,
+  resolveInjectorConfig,
+} from '../webhook/config/validate-injector-config';
+export type { ConfigIssue } from '../webhook/config/validate-injector-config';
+export { POD_SECURITY_LEVELS, podSecurityViolations } from '../webhook/config/pod-security';
+export type { PodSecurityLevel, PodSecurityViolation } from '../webhook/config/pod-security';
+export { PLACEHOLDERS } from '../webhook/config/placeholders';
+export type { PlaceholderName } from '../webhook/config/placeholders';
+export { LOG_LEVELS } from '../webhook/config/runtime-settings';
+export type { LogLevel } from '../webhook/config/runtime-settings';
 // The webhook's own engine and the apiserver's choice of webhooks, for previews (the CLI) and tests.
 export { evaluate, mutate } from '../webhook/engine/mutate';
 export type { DecisionReason, InjectionDecision, MutationResult, PodWarning, PodWarningReason } from '../webhook/engine/mutate';
+export type { QosClass } from '../webhook/engine/qos';
 export type { PatchOperation } from '../webhook/engine/pod-patch-builder';
 export type { AdmissionRequest, AdmissionResponse, GroupVersionKind, KubernetesObject } from '../webhook/engine/admission-review';
 export { matchesLabelSelector } from '../webhook/engine/label-selector';
