@@ -8,56 +8,80 @@ import type { PodSecurityLevel } from './pod-security';
 /** Any JSON value. Injected Kubernetes objects are kept as raw JSON so fields this library does not
  * know yet (the next Kubernetes release's) pass through untouched. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
+/** A JSON object: string keys to JSON values (a Kubernetes object or part of one, as raw JSON). */
 export interface JsonObject {
   [key: string]: JsonValue;
 }
 
 /** The kinds whose pods an injection can change: Pods themselves, or the pod templates of workloads. */
 export const TARGET_KINDS = ['Pod', 'Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job', 'CronJob'] as const;
+/** One of {@link TARGET_KINDS}: `Pod`, or a workload kind whose pod template (`spec.template`,
+ * a CronJob's `spec.jobTemplate.spec.template`) is injected. */
 export type TargetKind = (typeof TARGET_KINDS)[number];
 
+/** The annotation prefix when none is set: annotations `sidecar-injector.io/inject` and `sidecar-injector.io/status`. */
 export const DEFAULT_ANNOTATION_PREFIX = 'sidecar-injector.io';
 
 /** A container as Kubernetes spells it (`name` and `image` required, every other field passed through). */
 export interface ContainerSpec {
+  /** Name of the container, a DNS-1123 label unique among the pod's containers and init containers.
+   * When the pod already has a container of this name, the pod's own is kept and the response warns. */
   readonly name: string;
+  /** Container image reference, such as `envoyproxy/envoy:v1.31.0` or a digest-pinned `repo@sha256:...`. */
   readonly image: string;
   readonly [field: string]: unknown;
 }
 
 /** A pod volume as Kubernetes spells it (`name` required, the source passed through). */
 export interface VolumeSpec {
+  /** Name of the volume, a DNS-1123 label unique in the pod; when the pod already has a volume of
+   * this name, the pod's own is kept and the response warns. */
   readonly name: string;
   readonly [field: string]: unknown;
 }
 
 /** A volume mount as Kubernetes spells it. */
 export interface VolumeMountSpec {
+  /** Name of the pod volume to mount (one of the pod's volumes or an injected one). */
   readonly name: string;
+  /** Absolute path inside the container where the volume is mounted; a container that already
+   * mounts something at this path keeps its own mount and the response warns. */
   readonly mountPath: string;
   readonly [field: string]: unknown;
 }
 
 /** An environment variable as Kubernetes spells it (`value` or `valueFrom`). */
 export interface EnvVarSpec {
+  /** Name of the environment variable (letters, digits, `-`, `_` and `.`, not starting with a digit);
+   * a container that already sets it keeps its own value and the response warns. */
   readonly name: string;
   readonly [field: string]: unknown;
 }
 
+/** One requirement of a Kubernetes label selector's `matchExpressions`: a label key, an operator and values. */
 export interface LabelSelectorRequirement {
+  /** The label key the requirement applies to, a qualified name such as `app.kubernetes.io/name`. */
   readonly key: string;
+  /** `In` / `NotIn`: the label's value is (not) one of `values`; `Exists` / `DoesNotExist`: the
+   * label is present (absent) whatever its value. */
   readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  /** Label values: non-empty for `In` and `NotIn`, left out for `Exists` and `DoesNotExist`.
+   * @default none */
   readonly values?: readonly string[];
 }
 
 /** Injects into every object of the target kinds that reaches the webhook. */
 export interface AlwaysTrigger {
+  /** Discriminates the trigger kind: `always`. */
   readonly type: 'always';
 }
 
 /** Injects when the object carries annotation `key`; its value is `{{annotation}}` in templates. */
 export interface AnnotationTrigger {
+  /** Discriminates the trigger kind: `annotation`. */
   readonly type: 'annotation';
+  /** The annotation key to look for, a qualified name such as `example.com/wait-for`; on workloads
+   * both the object's and the pod template's annotations count, the template's winning on a clash. */
   readonly key: string;
   /**
    * A regular expression in RE2 syntax (the syntax of Kubernetes CEL's `matches()`) that the whole
@@ -70,16 +94,25 @@ export interface AnnotationTrigger {
 
 /** Injects when the object's labels match, with Kubernetes label selector semantics. */
 export interface LabelSelectorTrigger {
+  /** Discriminates the trigger kind: `labelSelector`. */
   readonly type: 'labelSelector';
+  /** Labels the object must carry with exactly these values (ANDed with `matchExpressions`).
+   * At least one of `matchLabels` and `matchExpressions` is required.
+   * @default none */
   readonly matchLabels?: Readonly<Record<string, string>>;
+  /** Requirements the object's labels must all meet (ANDed with `matchLabels`).
+   * @default none */
   readonly matchExpressions?: readonly LabelSelectorRequirement[];
 }
 
 /** Injects only when the object's `<prefix>/inject` annotation lists this injection's name. */
 export interface RequestedTrigger {
+  /** Discriminates the trigger kind: `requested`. */
   readonly type: 'requested';
 }
 
+/** When an injection applies, told apart by `type`: `always`, `annotation`, `labelSelector` or `requested`.
+ * Whatever the trigger, an object annotated `<prefix>/inject: "false"` gets no injection. */
 export type InjectionTrigger = AlwaysTrigger | AnnotationTrigger | LabelSelectorTrigger | RequestedTrigger;
 
 /** Sets fields inside the object's own containers, selected by name. */
@@ -98,19 +131,27 @@ export interface ContainerMerge {
 
 /** What an injection does about the pod's QoS class (Guaranteed, Burstable, BestEffort). */
 export const QOS_POLICIES = ['warn', 'preserve-guaranteed'] as const;
+/** One of {@link QOS_POLICIES}; see {@link Injection.qos}. */
 export type QosPolicy = (typeof QOS_POLICIES)[number];
 
 /** Which pods get an injection's `containers` as native sidecars instead of regular containers. */
 export const NATIVE_SIDECAR_MODES = ['never', 'jobs', 'always'] as const;
+/** One of {@link NATIVE_SIDECAR_MODES}: `never`, `jobs` (Job pods only) or `always`; see {@link Injection.nativeSidecars}. */
 export type NativeSidecarMode = (typeof NATIVE_SIDECAR_MODES)[number];
 
 /** Where native sidecars go among the pod's init containers. */
 export const NATIVE_SIDECAR_POSITIONS = ['first', 'last'] as const;
+/** One of {@link NATIVE_SIDECAR_POSITIONS}; see {@link Injection.nativeSidecarPosition}. */
 export type NativeSidecarPosition = (typeof NATIVE_SIDECAR_POSITIONS)[number];
 
+/**
+ * One injection: the containers, volumes, env, metadata and merges the webhook adds to the pods
+ * whose objects meet its trigger. Applied at most once per pod (the status annotation records it).
+ */
 export interface Injection {
   /** Unique name; recorded in the status annotation and requested through `<prefix>/inject`. */
   readonly name: string;
+  /** When this injection applies to an object of its target kinds. */
   readonly trigger: InjectionTrigger;
   /** @default ['Pod'] */
   readonly targetKinds?: readonly TargetKind[];
@@ -124,7 +165,13 @@ export interface Injection {
   readonly volumeMounts?: readonly VolumeMountSpec[];
   /** Environment variables added to each of the object's own containers. */
   readonly env?: readonly EnvVarSpec[];
-  readonly imagePullSecrets?: readonly { readonly name: string }[];
+  /** Secrets of type `kubernetes.io/dockerconfigjson` in the pod's namespace, appended to
+   * `spec.imagePullSecrets` (for injected images in a private registry); ones already listed are skipped.
+   * @default none */
+  readonly imagePullSecrets?: readonly {
+    /** Name of the Secret, in the pod's namespace. */
+    readonly name: string;
+  }[];
   /** Labels added to the pod (the pod template's metadata for workloads). */
   readonly labels?: Readonly<Record<string, string>>;
   /** Annotations added to the pod (the pod template's metadata for workloads). */
@@ -162,6 +209,7 @@ export interface Injection {
   readonly podSecurity?: PodSecurityLevel;
 }
 
+/** The webhook's whole configuration, as written in the ConfigMap's `config.json`: settings and injections. */
 export interface InjectorConfig {
   /** Prefix of the `inject` and `status` annotations. @default 'sidecar-injector.io' */
   readonly annotationPrefix?: string;
@@ -173,6 +221,7 @@ export interface InjectorConfig {
    * @default none
    */
   readonly podSecurity?: PodSecurityLevel;
+  /** The injections, applied in this order; names are unique. */
   readonly injections: readonly Injection[];
 }
 
@@ -180,9 +229,11 @@ export interface InjectorConfig {
 export interface ResolvedInjectorConfig extends InjectorConfig {
   readonly annotationPrefix: string;
   readonly enabled: boolean;
+  /** The injections, each with its defaults filled in, in the order written. */
   readonly injections: readonly ResolvedInjection[];
 }
 
+/** An Injection whose defaults are filled in (`targetKinds`). */
 export interface ResolvedInjection extends Injection {
   readonly targetKinds: readonly TargetKind[];
 }
@@ -190,6 +241,16 @@ export interface ResolvedInjection extends Injection {
 /** The file name of the config inside the mounted ConfigMap directory. */
 export const CONFIG_FILE_NAME = 'config.json';
 
-export function annotationKeys(prefix: string): { inject: string; status: string } {
+/**
+ * The two annotation keys for an annotation prefix: `inject` (`<prefix>/inject`, set by users: a
+ * comma-separated list of injection names to request, or `"false"` to opt out) and `status`
+ * (`<prefix>/status`, set by the webhook: the comma-separated names of the injections applied).
+ */
+export function annotationKeys(prefix: string): {
+  /** `<prefix>/inject`: the annotation users set to request injections by name or opt out with `"false"`. */
+  inject: string;
+  /** `<prefix>/status`: the annotation the webhook sets to the names of the injections it applied. */
+  status: string;
+} {
   return { inject: `${prefix}/inject`, status: `${prefix}/status` };
 }

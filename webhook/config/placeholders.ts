@@ -11,6 +11,7 @@ export const PLACEHOLDERS = {
   namespace: 'namespace',
 } as const;
 
+/** The name of a placeholder an injection's strings may use: `annotation`, `name` or `namespace` (written `{{ name }}`). */
 export type PlaceholderName = keyof typeof PLACEHOLDERS;
 
 export type PlaceholderValues = Partial<Record<PlaceholderName, string>>;

@@ -7,7 +7,11 @@
 // could meet at pod level (runAsNonRoot, seccompProfile) has to be met by the container itself.
 // Imports nothing, so the construct, the webhook and a CLI can all use it.
 
+/** The Pod Security Standards levels, least to most strict, as namespaces name them in
+ * `pod-security.kubernetes.io/enforce`. */
 export const POD_SECURITY_LEVELS = ['privileged', 'baseline', 'restricted'] as const;
+/** A Pod Security Standards level: `privileged` (no checks), `baseline` (no known privilege
+ * escalation) or `restricted` (hardened: non-root, no privilege escalation, all capabilities dropped, seccomp). */
 export type PodSecurityLevel = (typeof POD_SECURITY_LEVELS)[number];
 
 /** One failed check: where (a path written like the props or the pod), which PSA check, and why. */
@@ -16,7 +20,10 @@ export interface PodSecurityViolation {
   readonly level: 'baseline' | 'restricted';
   /** The check's name in the Pod Security admission controller (e.g. `allowPrivilegeEscalation`). */
   readonly check: string;
+  /** Where the failing field is: `spec.containers[0].securityContext.privileged` for a pod, or
+   * `injections[1].containers[0].securityContext.privileged` for an injection. */
   readonly path: string;
+  /** Why the field fails the check, such as `privileged containers are not allowed`. */
   readonly message: string;
 }
 

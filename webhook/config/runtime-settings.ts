@@ -16,7 +16,9 @@ export const RUNTIME_ENV = {
   maxConnections: 'INJECTOR_MAX_CONNECTIONS',
 } as const;
 
+/** The webhook server's log levels, most to least verbose. */
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+/** The least severe level the webhook server writes to stdout (JSON lines): `debug`, `info`, `warn` or `error`. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export const RUNTIME_DEFAULTS = {

@@ -28,12 +28,16 @@ import { PLACEHOLDERS, isPlaceholderName, placeholdersIn } from './placeholders'
 
 /** One problem, at a path written the way the props are: `injections[1].containers[0].name`. */
 export interface ConfigIssue {
+  /** Where the problem is, such as `injections[1].containers[0].name` (`(file)` for the file as a whole). */
   readonly path: string;
+  /** What is wrong there and what is expected, such as `must be no more than 63 characters (got 70)`. */
   readonly message: string;
 }
 
+/** Thrown when an injector config is not valid; its message lists every issue, one per line, as `path: message`. */
 export class InjectorConfigError extends Error {
   constructor(
+    /** Every problem found, in the order of the config. */
     readonly issues: readonly ConfigIssue[],
     subject = 'injector config',
   ) {
