@@ -6,34 +6,59 @@ import { isJsonObject as isObject } from './json-object';
 export const ADMISSION_API_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
 export type AdmissionApiVersion = (typeof ADMISSION_API_VERSIONS)[number];
 
+/** The type of an object in an admission request, as the apiserver names it (`request.kind`). */
 export interface GroupVersionKind {
+  /** API group; `''` for the core group (Pod), `apps` for Deployment, `batch` for Job. */
   readonly group: string;
+  /** API version within the group, such as `v1`. */
   readonly version: string;
+  /** Kind, such as `Pod` or `Deployment`. */
   readonly kind: string;
 }
 
+/** Any Kubernetes object as parsed JSON (`apiVersion`, `kind`, `metadata`, `spec`, ...), unvalidated. */
 export type KubernetesObject = Record<string, unknown>;
 
+/** The `request` of an admission.k8s.io AdmissionReview: what the apiserver asks the webhook about. */
 export interface AdmissionRequest {
+  /** Identifier of this admission call, echoed in the response's `uid`. */
   readonly uid: string;
+  /** Group, version and kind of the object being admitted. */
   readonly kind: GroupVersionKind;
+  /** The operation being admitted: `CREATE`, `UPDATE`, `DELETE` or `CONNECT`. */
   readonly operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT' | string;
+  /** Namespace of the object; absent for cluster-scoped objects. */
   readonly namespace?: string;
+  /** Name of the object; absent on CREATE when the apiserver will generate it from `metadata.generateName`. */
   readonly name?: string;
+  /** The object as it would be stored (CREATE, UPDATE); null or absent for DELETE. */
   readonly object?: KubernetesObject | null;
+  /** The object as stored before the operation (UPDATE, DELETE); null or absent for CREATE. */
   readonly oldObject?: KubernetesObject | null;
+  /** True when the request will not be persisted (`kubectl --dry-run=server`); the webhook has no side effects either way. */
   readonly dryRun?: boolean;
   readonly [field: string]: unknown;
 }
 
+/** The `response` of an admission.k8s.io AdmissionReview: the webhook's answer, with the patch it applies. */
 export interface AdmissionResponse {
+  /** The `uid` of the request this answers. */
   uid: string;
+  /** Whether the apiserver may admit the object; this webhook always allows and only patches. */
   allowed: boolean;
+  /** `JSONPatch` when `patch` is set (the only patch type admission.k8s.io/v1 defines). */
   patchType?: 'JSONPatch';
   /** base64 of the JSON patch. */
   patch?: string;
+  /** Warnings the apiserver returns to the client (kubectl prints them as `Warning: ...`). */
   warnings?: string[];
-  status?: { code: number; message: string };
+  /** A failure status when the request is not allowed. */
+  status?: {
+    /** HTTP status code of the failure, such as 400 or 403. */
+    code: number;
+    /** Human-readable reason shown to the client. */
+    message: string;
+  };
 }
 
 export interface AdmissionReview {

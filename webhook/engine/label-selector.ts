@@ -1,7 +1,10 @@
 import type { LabelSelectorRequirement } from '../config';
 
+/** A Kubernetes label selector (`metav1.LabelSelector`); an empty selector matches every set of labels. */
 export interface LabelSelector {
+  /** Labels that must be present with exactly these values. @default none */
   readonly matchLabels?: Readonly<Record<string, string>>;
+  /** Requirements the labels must all meet. @default none */
   readonly matchExpressions?: readonly LabelSelectorRequirement[];
 }
 

@@ -31,8 +31,11 @@ export type DecisionReason =
   | 'no-change'
   | 'injected';
 
+/** What became of one injection for one admission request. */
 export interface InjectionDecision {
+  /** The injection's `name`. */
   readonly injection: string;
+  /** Why it did or did not change the object. */
   readonly reason: DecisionReason;
 }
 
@@ -42,17 +45,30 @@ export interface InjectionDecision {
  */
 export type PodWarningReason = 'qos-class-changed' | 'job-never-completes';
 
+/** A warning about what one injection did to the pod, with a reason to count it by. */
 export interface PodWarning {
+  /** The `name` of the injection that caused it. */
   readonly injection: string;
+  /** The kind of harm: `qos-class-changed` or `job-never-completes`. */
   readonly reason: PodWarningReason;
+  /** The warning as the client sees it (also in the response's `warnings`). */
   readonly message: string;
   /** For `qos-class-changed`: the class before and after this injection. */
-  readonly qosClass?: { readonly before: QosClass; readonly after: QosClass };
+  readonly qosClass?: {
+    /** The pod's QoS class before the injection. */
+    readonly before: QosClass;
+    /** The pod's QoS class after the injection. */
+    readonly after: QosClass;
+  };
 }
 
+/** Everything {@link evaluate} works out for one admission request. */
 export interface MutationResult {
+  /** The AdmissionResponse to send: always allowed, with the base64 JSON patch and any warnings. */
   readonly response: AdmissionResponse;
+  /** One decision per configured injection, in config order. */
   readonly decisions: readonly InjectionDecision[];
+  /** The JSON patch as operations (the decoded form of `response.patch`); empty when nothing changes. */
   readonly patch: readonly PatchOperation[];
   /** The warnings of the response that have a reason to count; each is also in `response.warnings`. */
   readonly podWarnings: readonly PodWarning[];

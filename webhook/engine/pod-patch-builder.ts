@@ -9,9 +9,13 @@ import { pointer } from './json-pointer';
 import { Json, isJsonObject as isObject } from './json-object';
 import type { PodTemplate } from './pod-template';
 
+/** One RFC 6902 JSON Patch operation of the admission response's patch; the injector only adds. */
 export interface PatchOperation {
+  /** The operation: always `add` (append to a list with `/-`, insert at a list index, or set a field). */
   readonly op: 'add';
+  /** RFC 6901 JSON pointer to the target, such as `/spec/containers/-` or `/spec/template/metadata/annotations`. */
   readonly path: string;
+  /** The JSON value added at `path`. */
   readonly value: unknown;
 }
 

@@ -5,6 +5,8 @@
 import { parseQuantity } from '../config';
 import { Json, isJsonObject } from './json-object';
 
+/** A pod's Quality of Service class (`status.qosClass`), which decides its eviction order under node
+ * memory pressure: Guaranteed (every container's cpu and memory limits equal its requests), Burstable, BestEffort (no requests or limits). */
 export type QosClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
 
 const QOS_RESOURCES = ['cpu', 'memory'] as const;

@@ -7,9 +7,19 @@ import { LabelSelector, matchesLabelSelector } from './label-selector';
 
 /** One rule of a webhook (admissionregistration.k8s.io/v1 RuleWithOperations). */
 export interface WebhookRule {
+  /** API groups the rule covers: `''` is the core group (pods), `apps`, `batch`, or `*` for all.
+   * @default none: the rule covers nothing */
   readonly apiGroups?: readonly string[] | null;
+  /** API versions the rule covers, such as `v1`, or `*`; with matchPolicy `Equivalent` a request in
+   * another version of a covered resource is converted and still matches.
+   * @default none */
   readonly apiVersions?: readonly string[] | null;
+  /** Lower-case plural resources such as `pods` or `deployments`; `pods/*` adds subresources, `*`
+   * is every resource but no subresource.
+   * @default none */
   readonly resources?: readonly string[] | null;
+  /** Operations covered: `CREATE`, `UPDATE`, `DELETE`, `CONNECT`, or `*` for all.
+   * @default none */
   readonly operations?: readonly string[] | null;
   /** `Cluster`, `Namespaced` or `*`. @default '*' */
   readonly scope?: string | null;
@@ -17,15 +27,23 @@ export interface WebhookRule {
 
 /** A label selector as it appears in a webhook configuration: either part may be null or missing. */
 export interface WebhookLabelSelector {
+  /** Labels that must be present with exactly these values; null or missing adds no requirement. */
   readonly matchLabels?: Readonly<Record<string, string>> | null;
+  /** Requirements the labels must all meet; null or missing adds no requirement. */
   readonly matchExpressions?: readonly LabelSelectorRequirement[] | null;
 }
 
 /** The fields of one webhook in a MutatingWebhookConfiguration that decide whether it is called. */
 export interface MutatingWebhook {
+  /** The webhook's fully qualified name, such as `sidecar-injector.sidecar-injector.svc`. */
   readonly name: string;
+  /** The operations and resources the webhook is called for; a request must match one rule.
+   * @default none: the webhook is never called */
   readonly rules?: readonly WebhookRule[] | null;
+  /** Selects the namespaces (by their labels) whose objects are sent; not applied to cluster-scoped
+   * objects. Null or missing selects every namespace. */
   readonly namespaceSelector?: WebhookLabelSelector | null;
+  /** Selects objects by their own labels; null or missing selects every object. */
   readonly objectSelector?: WebhookLabelSelector | null;
   /** @default 'Equivalent' (admissionregistration.k8s.io/v1) */
   readonly matchPolicy?: 'Exact' | 'Equivalent' | string | null;
@@ -34,20 +52,30 @@ export interface MutatingWebhook {
   readonly [field: string]: unknown;
 }
 
+/** An admissionregistration.k8s.io/v1 MutatingWebhookConfiguration as parsed YAML or JSON; fields
+ * other than `metadata.name` and `webhooks` are passed through and not read. */
 export interface MutatingWebhookConfiguration {
-  readonly metadata?: { readonly name?: string } | null;
+  /** The object's metadata; only `name` is read, to name the configuration in explanations. */
+  readonly metadata?: {
+    /** Name of the MutatingWebhookConfiguration object. */
+    readonly name?: string;
+  } | null;
+  /** The webhooks the configuration registers, each matched on its own. @default none */
   readonly webhooks?: readonly MutatingWebhook[] | null;
   readonly [field: string]: unknown;
 }
 
 /** What the apiserver knows about a request when it picks the webhooks to call. */
 export interface AdmissionAttributes {
+  /** API group of the request's resource; `''` for the core group (pods). */
   readonly group: string;
+  /** API version of the request, such as `v1`. */
   readonly version: string;
   /** Lower-case plural resource, e.g. `pods`, `deployments`. */
   readonly resource: string;
   /** e.g. `status`; empty for the object itself. @default '' */
   readonly subresource?: string;
+  /** The operation: `CREATE`, `UPDATE`, `DELETE` or `CONNECT`. */
   readonly operation: string;
   /** The object's namespace; undefined for a cluster-scoped object. */
   readonly namespace?: string;
@@ -63,16 +91,23 @@ export interface AdmissionAttributes {
 
 /** One check: whether it passed and, in words, why. */
 export interface MatchCheck {
+  /** Whether the check passed. */
   readonly matches: boolean;
+  /** Why, in words: the rule that covers the request, or each selector requirement the labels fail. */
   readonly reason: string;
 }
 
+/** Whether the apiserver would call one webhook for a request, with the outcome of each of its checks. */
 export interface WebhookMatch {
+  /** The `name` of the webhook evaluated. */
   readonly webhook: string;
   /** Whether the apiserver sends this request to the webhook. */
   readonly called: boolean;
+  /** Whether one of the webhook's rules covers the request's operation, group, version and resource. */
   readonly rules: MatchCheck;
+  /** Whether the namespace's labels (with `kubernetes.io/metadata.name`) meet the namespaceSelector. */
   readonly namespaceSelector: MatchCheck;
+  /** Whether the object's own labels meet the objectSelector. */
   readonly objectSelector: MatchCheck;
   /** Why the webhook is (or is not) called, in one sentence: the first check that failed, if any. */
   readonly reason: string;
