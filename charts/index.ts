@@ -5,7 +5,8 @@ export type { ContainerMergeProps, InjectedContainer, InjectedEnvVar, InjectedVo
 export * from './certificates/webhook-certificate';
 export * from './certificates/webhook-certificates';
 export * from './certificates/certificate-store';
-export * from './certificates/cert-manager-objects';
+// certManagerObjects() is how WebhookCertificates.certManager() makes its objects; only the issuer reference is public.
+export type { CertManagerIssuerRef } from './certificates/cert-manager-objects';
 export * from './webhook-server';
 export * from './admission-policy';
 export { PACKAGE_VERSION } from './version';

@@ -14,7 +14,12 @@ import { SidecarInjectorPropsError } from './sidecar-injector-props';
 export const DEFAULT_NODE_IMAGE = 'node:22.23.2-alpine3.24';
 
 /** The ConfigMap keys of the image-free mode: the bundle and its license notices, Brotli-compressed. */
-export const SERVER_BUNDLE_FILES = { bundle: 'server.js.br', notices: 'THIRD-PARTY-NOTICES.txt.br' } as const;
+export const SERVER_BUNDLE_FILES = {
+  /** The ConfigMap key of `server.js`, Brotli-compressed. */
+  bundle: 'server.js.br',
+  /** The ConfigMap key of the bundled packages' license notices, Brotli-compressed. */
+  notices: 'THIRD-PARTY-NOTICES.txt.br',
+} as const;
 
 /** Where the bundle's ConfigMap is mounted in the image-free mode. */
 export const SERVER_BUNDLE_MOUNT = '/opt/sidecar-injector';
@@ -42,19 +47,25 @@ export const CONFIG_MAP_MAX_BYTES = 1024 * 1024;
 
 /** What the construct tells the server source about the webhook. */
 export interface WebhookServerTarget {
+  /** The injector's name: prefix of the objects the source makes (the bundle ConfigMap is `<name>-server`). */
   readonly name: string;
+  /** Namespace of the webhook, where the source's objects go. */
   readonly namespace: string;
+  /** Labels for the objects the source makes. */
   readonly labels: Record<string, string>;
 }
 
 /** What the construct builds the webhook container with. */
 export interface WebhookServerBinding {
+  /** The webhook container's image reference. */
   readonly image: string;
   /** The container's command; undefined runs the image's entrypoint. */
   readonly command?: string[];
   /** Environment the image would otherwise bring. */
   readonly env: k8s.EnvVar[];
+  /** Pod volumes the container needs (the bundle's ConfigMap in the image-free mode). */
   readonly volumes: k8s.Volume[];
+  /** Where the container mounts `volumes`. */
   readonly volumeMounts: k8s.VolumeMount[];
   /** Pod template annotations: a checksum of code that lives in the output, so new code rolls the pods. */
   readonly podAnnotations: Record<string, string>;
@@ -62,6 +73,7 @@ export interface WebhookServerBinding {
   readonly configMap?: k8s.KubeConfigMap;
 }
 
+/** Options of {@link WebhookServer.fromBundle}: the Node image and where the built bundle is read from. */
 export interface BundleServerOptions {
   /** The Node image to run the bundle on. Pin an exact tag (or a digest). @default DEFAULT_NODE_IMAGE */
   readonly nodeImage?: string;
@@ -136,11 +148,13 @@ class BundleServer extends WebhookServer {
 
 /** The bundle as the image-free mode ships it. */
 export interface ServerBundle {
+  /** The directory `server.js` and `THIRD-PARTY-NOTICES.txt` were read from. */
   readonly directory: string;
   /** `server.js`, as built. */
   readonly source: Buffer;
   /** Brotli of `server.js` (quality 11: deterministic, and what the ConfigMap holds). */
   readonly compressed: Buffer;
+  /** Brotli of `THIRD-PARTY-NOTICES.txt` (quality 11), shipped next to the bundle in the ConfigMap. */
   readonly compressedNotices: Buffer;
   /** sha256 of `server.js`. */
   readonly sha256: string;

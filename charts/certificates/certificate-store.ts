@@ -18,18 +18,25 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** The files of a certificate store. The Secret's three files, plus the CA key and the CA it replaced. */
 export const CERTIFICATE_STORE_FILES = {
+  /** The CA certificate, PEM: the caBundle and the Secret's `ca.crt`. */
   caCertificate: 'ca.crt',
+  /** The CA's private key, PEM: kept so renewals are signed by the same CA. */
   caPrivateKey: 'ca.key',
+  /** The serving certificate, PEM: the Secret's `tls.crt`. */
   certificate: 'tls.crt',
+  /** The serving certificate's private key, PEM: the Secret's `tls.key`. */
   privateKey: 'tls.key',
   /** The CA before the last rotation: still in the caBundle, so certificates it signed stay trusted. */
   previousCaCertificate: 'previous-ca.crt',
 } as const;
 
+/** Options of {@link loadOrCreateWebhookCertificate}: where the store is, the Service it serves, and the renewal rules. */
 export interface CertificateStoreOptions {
   /** The directory holding the material. Made (mode 0700) when missing. It holds private keys. */
   readonly directory: string;
+  /** Name of the webhook's Service; a stored certificate that does not name it is re-issued. */
   readonly serviceName: string;
+  /** Namespace of the webhook's Service; a stored certificate for another namespace is re-issued. */
   readonly namespace: string;
   /** @default 'cluster.local' */
   readonly clusterDomain?: string;
@@ -50,11 +57,13 @@ export type CertificateStoreOutcome =
   | 'renewed' // a new serving certificate from the same CA: the caBundle is unchanged
   | 'ca-rotated'; // a new CA and serving certificate; the old CA stays in the caBundle
 
+/** What {@link loadOrCreateWebhookCertificate} returns: the material to use and what it did to the store. */
 export interface StoredWebhookCertificate {
   /** What the Secret holds: the serving certificate, its key and the CA that signed it. */
   readonly material: WebhookCertificate;
   /** PEM for the caBundle: the CA, then the CA before the last rotation while that one is still valid. */
   readonly caBundle: string;
+  /** What the load did: `kept`, `created`, `renewed` or `ca-rotated`. */
   readonly outcome: CertificateStoreOutcome;
   /** Why the outcome (for a synth log line): what was reused or what needed renewal. */
   readonly reason: string;

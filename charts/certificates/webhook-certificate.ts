@@ -15,8 +15,11 @@ export interface WebhookCertificate {
   readonly privateKey: string;
 }
 
+/** Options of {@link generateWebhookCertificate}: the Service to certify and the validity periods. */
 export interface WebhookCertificateOptions {
+  /** Name of the webhook's Service; the certificate names `<serviceName>.<namespace>.svc` and its shorter and longer forms. */
   readonly serviceName: string;
+  /** Namespace of the webhook's Service. */
   readonly namespace: string;
   /** @default 'cluster.local' */
   readonly clusterDomain?: string;
@@ -64,8 +67,11 @@ export interface WebhookCertificateAuthority {
   readonly privateKey: string;
 }
 
+/** Options of {@link generateWebhookCertificateAuthority}: whose CA it is and how long it is valid. */
 export interface WebhookCertificateAuthorityOptions {
+  /** Name of the webhook's Service; goes into the CA's common name (`<serviceName>.<namespace> webhook CA`). */
   readonly serviceName: string;
+  /** Namespace of the webhook's Service; goes into the CA's common name. */
   readonly namespace: string;
   /** @default 3650 (10 years) */
   readonly validityDays?: number;
@@ -73,8 +79,11 @@ export interface WebhookCertificateAuthorityOptions {
   readonly now?: Date;
 }
 
+/** Options of {@link issueServingCertificate}: the Service to certify and the validity period. */
 export interface ServingCertificateOptions {
+  /** Name of the webhook's Service; the certificate names `<serviceName>.<namespace>.svc` and its shorter and longer forms. */
   readonly serviceName: string;
+  /** Namespace of the webhook's Service. */
   readonly namespace: string;
   /** @default 'cluster.local' */
   readonly clusterDomain?: string;

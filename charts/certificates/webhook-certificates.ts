@@ -17,7 +17,9 @@ import { WebhookCertificate, generateWebhookCertificate, webhookCertificateProbl
 export interface WebhookCertificateTarget {
   /** The injector's name (prefix of the objects a source makes). */
   readonly name: string;
+  /** Name of the webhook's Service: the serving certificate must name `<serviceName>.<namespace>.svc`. */
   readonly serviceName: string;
+  /** Namespace of the webhook, its Service and the Secret. */
   readonly namespace: string;
   /** @default 'cluster.local' */
   readonly clusterDomain?: string;
@@ -47,6 +49,7 @@ export interface WebhookCertificateBinding {
   readonly secret?: k8s.KubeSecret;
 }
 
+/** Where the Secret holding certificate material goes in the synthesized output. */
 export interface SecretOutputOptions {
   /**
    * Put the Secret in a chart of its own, next to the injector's chart: its own `*.k8s.yaml` file,
@@ -58,6 +61,7 @@ export interface SecretOutputOptions {
   readonly separateSecretFile?: boolean;
 }
 
+/** Options of {@link WebhookCertificates.generated}: a CA and serving certificate generated at synth. */
 export interface GeneratedCertificatesOptions extends SecretOutputOptions {
   /**
    * A directory that keeps the CA (with its key) and the serving certificate between synths, so
@@ -73,6 +77,7 @@ export interface GeneratedCertificatesOptions extends SecretOutputOptions {
   readonly now?: Date;
 }
 
+/** Options of {@link WebhookCertificates.fromExistingSecret}: a TLS Secret made outside this output. */
 export interface ExistingSecretOptions {
   /** A `kubernetes.io/tls` Secret in the webhook's namespace, made elsewhere (Sealed Secrets, External
    * Secrets, Vault): it must hold `tls.crt` and `tls.key` for `<service>.<namespace>.svc`. */
@@ -81,6 +86,7 @@ export interface ExistingSecretOptions {
   readonly caCertificate: string;
 }
 
+/** Options of {@link WebhookCertificates.certManager}: cert-manager issues the certificate and injects the caBundle. */
 export interface CertManagerOptions {
   /** The issuer of the serving certificate. @default a self-signed Issuer, a CA Certificate and a CA
    * Issuer, made next to the webhook */
