@@ -8,9 +8,10 @@ const API_VERSION = 'cert-manager.io/v1';
 
 /** An `Issuer` or `ClusterIssuer` reference, as a Certificate's `spec.issuerRef` holds it. */
 export interface CertManagerIssuerRef {
-  /** Name of the issuer. */
+  /** Name of the `Issuer` (in the webhook's namespace) or `ClusterIssuer` object. */
   readonly name: string;
-  /** @default 'Issuer' (in the webhook's namespace) */
+  /** Kind of the issuer: a namespaced `Issuer` (in the webhook's namespace) or a `ClusterIssuer`.
+   * @default 'Issuer' */
   readonly kind?: 'Issuer' | 'ClusterIssuer';
   /** API group of the issuer; other groups are external issuers. @default 'cert-manager.io' */
   readonly group?: string;

@@ -38,7 +38,8 @@ export interface CertificateStoreOptions {
   readonly serviceName: string;
   /** Namespace of the webhook's Service; a stored certificate for another namespace is re-issued. */
   readonly namespace: string;
-  /** @default 'cluster.local' */
+  /** The cluster's DNS domain, for the longest name the certificate covers (`<service>.<namespace>.svc.<clusterDomain>`).
+   * @default 'cluster.local' */
   readonly clusterDomain?: string;
   /** A serving certificate with less time left than this is re-issued. @default 30 days (in ms) */
   readonly renewBeforeMs?: number;

@@ -21,11 +21,12 @@ export interface WebhookCertificateOptions {
   readonly serviceName: string;
   /** Namespace of the webhook's Service. */
   readonly namespace: string;
-  /** @default 'cluster.local' */
+  /** The cluster's DNS domain, for the longest name the certificate covers (`<service>.<namespace>.svc.<clusterDomain>`).
+   * @default 'cluster.local' */
   readonly clusterDomain?: string;
-  /** @default 3650 (10 years) */
+  /** Days the generated CA is valid, from `now`. @default 3650 (10 years) */
   readonly caValidityDays?: number;
-  /** @default 365 */
+  /** Days the serving certificate is valid, from `now`. @default 365 */
   readonly validityDays?: number;
   /** Start of validity. @default now */
   readonly now?: Date;
@@ -73,7 +74,7 @@ export interface WebhookCertificateAuthorityOptions {
   readonly serviceName: string;
   /** Namespace of the webhook's Service; goes into the CA's common name. */
   readonly namespace: string;
-  /** @default 3650 (10 years) */
+  /** Days the CA is valid, from `now`. @default 3650 (10 years) */
   readonly validityDays?: number;
   /** Start of validity. @default now */
   readonly now?: Date;
@@ -85,7 +86,8 @@ export interface ServingCertificateOptions {
   readonly serviceName: string;
   /** Namespace of the webhook's Service. */
   readonly namespace: string;
-  /** @default 'cluster.local' */
+  /** The cluster's DNS domain, for the longest name the certificate covers (`<service>.<namespace>.svc.<clusterDomain>`).
+   * @default 'cluster.local' */
   readonly clusterDomain?: string;
   /** Capped at what is left of the CA's validity, so the chain never outlives its root. @default 365 */
   readonly validityDays?: number;

@@ -21,7 +21,8 @@ export interface WebhookCertificateTarget {
   readonly serviceName: string;
   /** Namespace of the webhook, its Service and the Secret. */
   readonly namespace: string;
-  /** @default 'cluster.local' */
+  /** The cluster's DNS domain, for the longest name the certificate covers (`<service>.<namespace>.svc.<clusterDomain>`).
+   * @default 'cluster.local' */
   readonly clusterDomain?: string;
   /** Name of the Secret to make, when the source makes one. */
   readonly secretName: string;

@@ -131,7 +131,7 @@ export interface ContainerMerge {
 
 /** What an injection does about the pod's QoS class (Guaranteed, Burstable, BestEffort). */
 export const QOS_POLICIES = ['warn', 'preserve-guaranteed'] as const;
-/** One of {@link QOS_POLICIES}; see {@link Injection.qos}. */
+/** One of {@link QOS_POLICIES}: `warn` or `preserve-guaranteed`; see {@link Injection.qos}. */
 export type QosPolicy = (typeof QOS_POLICIES)[number];
 
 /** Which pods get an injection's `containers` as native sidecars instead of regular containers. */
@@ -153,7 +153,9 @@ export interface Injection {
   readonly name: string;
   /** When this injection applies to an object of its target kinds. */
   readonly trigger: InjectionTrigger;
-  /** @default ['Pod'] */
+  /** The kinds this injection changes: `Pod` injects each pod as it is created; a workload kind
+   * (Deployment, Job, ...) injects its pod template, so the stored workload shows the injection.
+   * @default ['Pod'] */
   readonly targetKinds?: readonly TargetKind[];
   /** Containers appended to `spec.containers`. */
   readonly containers?: readonly ContainerSpec[];

@@ -21,7 +21,7 @@ export interface WebhookRule {
   /** Operations covered: `CREATE`, `UPDATE`, `DELETE`, `CONNECT`, or `*` for all.
    * @default none */
   readonly operations?: readonly string[] | null;
-  /** `Cluster`, `Namespaced` or `*`. @default '*' */
+  /** Which objects the rule covers by scope: `Cluster` (cluster-scoped), `Namespaced`, or `*` for both. @default '*' */
   readonly scope?: string | null;
 }
 
@@ -45,7 +45,9 @@ export interface MutatingWebhook {
   readonly namespaceSelector?: WebhookLabelSelector | null;
   /** Selects objects by their own labels; null or missing selects every object. */
   readonly objectSelector?: WebhookLabelSelector | null;
-  /** @default 'Equivalent' (admissionregistration.k8s.io/v1) */
+  /** `Exact`: only requests in a version a rule lists match; `Equivalent`: a request for a covered
+   * resource in another version matches too (the apiserver converts it to a listed version).
+   * @default 'Equivalent' (admissionregistration.k8s.io/v1) */
   readonly matchPolicy?: 'Exact' | 'Equivalent' | string | null;
   /** CEL conditions: not evaluated here; reported so nobody mistakes "called" for certain. */
   readonly matchConditions?: readonly unknown[] | null;
