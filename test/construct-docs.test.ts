@@ -13,7 +13,9 @@ const ROOT = path.resolve(__dirname, '..');
 test('every export has a description, and API.md is what typedoc generates from the sources', () => {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'sidecar-injector-api-'));
   try {
-    const typedoc = spawnSync(process.execPath, [require.resolve('typedoc/bin/typedoc', { paths: [ROOT] }), '--out', out], {
+    // typedoc's "exports" do not include bin/typedoc: find it beside its package.json (which they do export).
+    const typedocBin = path.join(path.dirname(require.resolve('typedoc/package.json', { paths: [ROOT] })), 'bin', 'typedoc');
+    const typedoc = spawnSync(process.execPath, [typedocBin, '--out', out], {
       cwd: ROOT,
       encoding: 'utf8',
       env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
