@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { k8s } from 'cdk8s-plus-27';
 import {
   ConfigIssue,
@@ -8,6 +9,7 @@ import {
   dns1123SubdomainError,
   labelSelectorRequirementIssues,
   labelValueError,
+  memoryQuantityBytes,
   qualifiedNameError,
 } from '../webhook/config';
 import { WebhookCertificate } from './certificates/webhook-certificate';
@@ -65,9 +67,18 @@ export interface SidecarInjectorProps {
   readonly replicas?: number;
   /** Container port the server listens on (the Service always exposes 443). @default 8443 */
   readonly port?: number;
-  /** Container resources. The limit leaves headroom over the ~110 MiB peak RSS measured under saturation
-   * (BENCHMARKS.md). @default requests cpu 50m, memory 64Mi; limits memory 192Mi */
+  /** Container resources. The memory limit (at least 128Mi) sizes the server: it holds at most
+   * max(4 MiB, (limit - 96 MiB) / 4) of request bodies at once (429 past it; three quarters of that for
+   * bodies over 64 KiB) and V8's heap limit is limit / 2 (NODE_OPTIONS). 192Mi gives a 24 MiB budget:
+   * six 3 MiB objects at once besides any number of small reviews. Without a memory limit the budget
+   * follows the node's allocatable memory and V8 keeps its default heap limit.
+   * @default requests cpu 50m, memory 64Mi; limits memory 192Mi */
   readonly resources?: ResourceRequirementsProps;
+  /** Sources allowed to reach the webhook port, as CIDRs (for example the control plane's addresses,
+   * `['10.0.0.0/24']`): any other pod in the cluster could otherwise flood it. The kubelet's probes come
+   * from the node, which NetworkPolicy implementations allow regardless.
+   * @default every source (the apiserver's address differs per cluster) */
+  readonly apiServerCidrs?: string[];
   /** Server log level. @default 'info' */
   readonly logLevel?: LogLevel;
   /** Optional priority class for the webhook pods. @default none */
@@ -184,6 +195,17 @@ export interface ResolvedSettings {
   readonly logLevel: LogLevel;
 }
 
+/** Why `value` is not an IPv4 or IPv6 CIDR, or undefined when it is one. */
+function cidrError(value: unknown): string | undefined {
+  const [address, bits, ...rest] = typeof value === 'string' ? value.split('/') : [];
+  const version = address === undefined ? 0 : isIP(address);
+  const max = version === 4 ? 32 : 128;
+  if (!version || rest.length > 0 || bits === undefined || !/^\d{1,3}$/.test(bits) || Number(bits) > max) {
+    return 'is not a CIDR (like "10.0.0.0/24" or "fd00::/64")';
+  }
+  return undefined;
+}
+
 /** Every problem with the settings (everything but the injections and the certificate). */
 export function settingsIssues(props: SidecarInjectorProps, resolved: ResolvedSettings): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
@@ -194,6 +216,13 @@ export function settingsIssues(props: SidecarInjectorProps, resolved: ResolvedSe
   // The Deployment's name ends up in pod names and the Secret/ConfigMap get a suffix: stay a label.
   check('name', resolved.name.length > 56 ? 'must be no more than 56 characters (its -config suffix must fit)' : dns1123LabelError(resolved.name), resolved.name);
   check('serviceName', dns1123LabelError(resolved.serviceName), resolved.serviceName);
+  (props.apiServerCidrs ?? []).forEach((cidr, index) => check(`apiServerCidrs[${index}]`, cidrError(cidr), cidr));
+  const memoryLimit = props.resources?.limits?.memory;
+  if (memoryLimit !== undefined) {
+    const bytes = memoryQuantityBytes(String(memoryLimit));
+    if (bytes === undefined) check('resources.limits.memory', 'is not a Kubernetes memory quantity (like "192Mi" or "1Gi")', memoryLimit);
+    else if (bytes < 128 * 1024 * 1024) check('resources.limits.memory', 'must be at least 128Mi: the server itself needs about 96 MiB under load', memoryLimit);
+  }
   // The derived default is valid whenever name and namespace are; only a given name is checked.
   if (props.webhookConfigurationName !== undefined) {
     check('webhookConfigurationName', dns1123SubdomainError(props.webhookConfigurationName), props.webhookConfigurationName);

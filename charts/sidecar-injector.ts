@@ -212,7 +212,7 @@ export class SidecarInjector extends Construct {
     });
     this.service = webhookService(this, metadata(this.serviceName), this.selectorLabels);
     this.podDisruptionBudget = webhookPodDisruptionBudget(this, metadata(this.name), this.selectorLabels);
-    this.networkPolicy = webhookNetworkPolicy(this, metadata(this.name), this.selectorLabels, this.port);
+    this.networkPolicy = webhookNetworkPolicy(this, metadata(this.name), this.selectorLabels, this.port, props.apiServerCidrs);
     this.webhookConfiguration = mutatingWebhookConfiguration(this, {
       name: this.webhookConfigurationName,
       labels,

@@ -162,16 +162,27 @@ export function webhookPodDisruptionBudget(scope: Construct, metadata: k8s.Objec
   });
 }
 
-/** Ingress to the webhook port only, and no egress at all. */
-export function webhookNetworkPolicy(scope: Construct, metadata: k8s.ObjectMeta, selectorLabels: Record<string, string>, port: number): k8s.KubeNetworkPolicy {
+/** Ingress to the webhook port only (from `sourceCidrs` when given), and no egress at all. */
+export function webhookNetworkPolicy(
+  scope: Construct,
+  metadata: k8s.ObjectMeta,
+  selectorLabels: Record<string, string>,
+  port: number,
+  sourceCidrs?: readonly string[],
+): k8s.KubeNetworkPolicy {
   return new k8s.KubeNetworkPolicy(scope, 'NetworkPolicy', {
     metadata,
     spec: {
       podSelector: { matchLabels: selectorLabels },
-      // The apiserver's address is not known here, so the webhook port is open to all sources;
-      // nothing else is, and the webhook needs no egress at all (no Kubernetes API access, no RBAC).
+      // Without source CIDRs (the apiserver's address is not known here) the webhook port is open to
+      // all sources; nothing else is, and the webhook needs no egress at all (no Kubernetes API access, no RBAC).
       policyTypes: ['Ingress', 'Egress'],
-      ingress: [{ ports: [{ protocol: 'TCP', port: k8s.IntOrString.fromNumber(port) }] }],
+      ingress: [
+        {
+          from: sourceCidrs?.length ? sourceCidrs.map((cidr) => ({ ipBlock: { cidr } })) : undefined,
+          ports: [{ protocol: 'TCP', port: k8s.IntOrString.fromNumber(port) }],
+        },
+      ],
       egress: [],
     },
   });

@@ -10,9 +10,10 @@ import * as https from 'node:https';
 import * as path from 'node:path';
 import { RUNTIME_ENV, memoryQuantityBytes, memorySizing } from '../webhook/config';
 import { loadReview } from './support/recorded-reviews';
-import { makeTempDir, synthDefaultAppToTemp } from './support/synth-helpers';
-import { BundledWebhook, HttpsResult, deployedEnvironment, httpsRequest, startBundled } from './support/webhook-harness';
+import { findManifest, makeTempDir, synthChart, synthDefaultAppToTemp } from './support/synth-helpers';
+import { BundledWebhook, HttpsResult, deployedEnvironment, downwardResourceValue, httpsRequest, startBundled } from './support/webhook-harness';
 import { reviewOfSize } from './bench/reviews';
+import { assertValidManifest } from './support/openapi-validator';
 
 const MiB = 1024 * 1024;
 const LARGE_COUNT = 20;
@@ -213,5 +214,31 @@ describe('the bundled webhook, started with the synthesized Deployment\'s enviro
       largeAgent.destroy();
       smallAgent.destroy();
     }
+  });
+});
+
+describe('the Deployment and NetworkPolicy follow the memory and source props', () => {
+  test('a 512Mi limit gives NODE_OPTIONS --max-old-space-size=256 and a 104 MiB budget', () => {
+    const { manifests } = synthChart({ resources: { limits: { memory: '512Mi' } } });
+    const container = findManifest(manifests, 'Deployment').spec.template.spec.containers[0];
+    const env = Object.fromEntries(container.env.map((variable: any) => [variable.name, variable.value ?? downwardResourceValue(container, variable)]));
+    assert.equal(env.NODE_OPTIONS, '--max-old-space-size=256', `expected half of 512 MiB as V8's heap limit, got NODE_OPTIONS ${JSON.stringify(env.NODE_OPTIONS)}`);
+    assert.equal(env[RUNTIME_ENV.memoryLimitBytes], String(512 * MiB));
+    assert.equal(memorySizing(Number(env[RUNTIME_ENV.memoryLimitBytes])).budgetBytes, 104 * MiB);
+  });
+
+  test('a memory limit under 128Mi or not a quantity fails synth naming resources.limits.memory', () => {
+    assert.throws(() => synthChart({ resources: { limits: { memory: '100Mi' } } }), /resources\.limits\.memory: "100Mi" must be at least 128Mi/);
+    assert.throws(() => synthChart({ resources: { limits: { memory: 'lots' } } }), /resources\.limits\.memory: "lots" is not a Kubernetes memory quantity/);
+  });
+
+  test('apiServerCidrs restricts the NetworkPolicy ingress to those sources on the webhook port; a bad CIDR fails synth', () => {
+    const { manifests } = synthChart({ apiServerCidrs: ['10.0.0.0/24', 'fd00::/64'] });
+    const policy = findManifest(manifests, 'NetworkPolicy');
+    assertValidManifest(policy);
+    assert.deepEqual(policy.spec.ingress, [{ from: [{ ipBlock: { cidr: '10.0.0.0/24' } }, { ipBlock: { cidr: 'fd00::/64' } }], ports: [{ protocol: 'TCP', port: 8443 }] }]);
+    const open = findManifest(synthChart().manifests, 'NetworkPolicy');
+    assert.equal(open.spec.ingress[0].from, undefined, 'without the prop the port stays open to every source');
+    assert.throws(() => synthChart({ apiServerCidrs: ['10.0.0.0/33'] }), /apiServerCidrs\[0\]: "10\.0\.0\.0\/33" is not a CIDR/);
   });
 });
