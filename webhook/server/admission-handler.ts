@@ -133,6 +133,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       const result = evaluate(request, config);
       sendText(res, 200, reviewText(review.apiVersion, result));
       for (const decision of result.decisions) metrics.countInjection(decision.injection, decision.reason);
+      for (const warning of result.podWarnings) metrics.countPodWarning(warning.injection, warning.reason);
       const logUid = uid;
       finish(started, held, result.patch.length > 0 ? 'patched' : 'unchanged', () => {
         if (logger.enabled('info')) {

@@ -2,7 +2,7 @@
 // Node.js ones (resident memory, heap, event-loop lag, GC). The hot path only bumps plain numbers
 // (no label strings hashed per request); prom-client reads them when /metrics is scraped.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { DecisionReason } from '../engine';
+import type { DecisionReason, PodWarningReason } from '../engine';
 import type { MemoryBudget } from './memory-budget';
 
 /** Upper bounds in seconds; sub-millisecond buckets because an admission should take well under 1 ms. */
@@ -17,6 +17,7 @@ export class WebhookMetrics {
   private readonly requests = new Float64Array(REQUEST_OUTCOMES.length);
   private readonly outcomeIndex = new Map<RequestOutcome, number>(REQUEST_OUTCOMES.map((outcome, i) => [outcome, i]));
   private readonly injections = new Map<string, Map<DecisionReason, number>>();
+  private readonly podWarnings = new Map<string, Map<PodWarningReason, number>>();
   private readonly duration: Histogram;
   private readonly reloads: Counter<'what' | 'result'>;
   lastConfigReloadSuccessful = 1;
@@ -51,6 +52,18 @@ export class WebhookMetrics {
       collect() {
         this.reset();
         for (const [injection, byReason] of metrics.injections) {
+          for (const [reason, count] of byReason) this.inc({ injection, reason }, count);
+        }
+      },
+    });
+    new Counter({
+      name: 'sidecar_injector_pod_warnings_total',
+      help: 'Warnings that an injection makes a pod worse (its QoS class changed, a Job that will not complete), by injection and reason.',
+      labelNames: ['injection', 'reason'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [injection, byReason] of metrics.podWarnings) {
           for (const [reason, count] of byReason) this.inc({ injection, reason }, count);
         }
       },
@@ -105,6 +118,12 @@ export class WebhookMetrics {
   countInjection(injection: string, reason: DecisionReason): void {
     let byReason = this.injections.get(injection);
     if (!byReason) this.injections.set(injection, (byReason = new Map()));
+    byReason.set(reason, (byReason.get(reason) ?? 0) + 1);
+  }
+
+  countPodWarning(injection: string, reason: PodWarningReason): void {
+    let byReason = this.podWarnings.get(injection);
+    if (!byReason) this.podWarnings.set(injection, (byReason = new Map()));
     byReason.set(reason, (byReason.get(reason) ?? 0) + 1);
   }
 
