@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { DEFAULT_INJECTIONS } from '../app/default-injections';
 import { CONFIG_FILE_NAME, SidecarInjectorPropsError } from '../charts';
 import { admissionPolicyViolations } from './support/admission-policy-schemas';
-import { POLICY_TEST_INJECTIONS } from './support/admission-policy-config';
+import { POLICY_TEST_INJECTIONS, injectionsOfPolicy } from './support/admission-policy-config';
 import { assertValidManifest } from './support/openapi-validator';
 import { buildChart, synthChart, synthesize } from './support/synth-helpers';
 
@@ -49,7 +49,13 @@ test('backend "both-where-possible": the webhook carries only what CEL cannot ex
   const configMap = manifests.find((m) => m.kind === 'ConfigMap')!;
   const webhookInjections = JSON.parse(configMap.data[CONFIG_FILE_NAME]).injections.map((i: any) => i.name);
   assert.deepEqual(webhookInjections, ['envoy', 'nginx-sidecar']);
-  assert.deepEqual([...new Set(policies(manifests).map((p) => p.metadata.name.split('.')[2]))].map((name) => name.replace(/^\d+-/, '')), ['wait-for-it', 'probe-defaults']);
+  assert.deepEqual(
+    policies(manifests).map((p) => [p.metadata.name, injectionsOfPolicy(p)]),
+    [
+      ['sidecar-injector.sidecar-injector.workloads', ['wait-for-it']],
+      ['sidecar-injector.sidecar-injector.pods', ['probe-defaults']],
+    ],
+  );
   assert.deepEqual(injector.config.injections.map((i) => i.name), DEFAULT_INJECTIONS.map((i) => i.name), 'config still lists every injection');
   const webhook = manifests.find((m) => m.kind === 'MutatingWebhookConfiguration')!;
   assert.deepEqual(webhook.webhooks[0].rules.map((r: any) => r.resources), [['pods']], 'the webhook is called only for the kinds its injections target');
@@ -73,7 +79,13 @@ test('addInjection() after construction adds its policies', () => {
   const { app, injector } = buildChart({ backend: 'admissionPolicy' });
   injector.addInjection({ name: 'debug', trigger: { type: 'requested' }, targetKinds: ['Pod', 'CronJob'], containers: [{ name: 'debug', image: 'busybox:1.36' }] });
   const names = policies(synthesize(app).manifests).map((p) => p.metadata.name);
-  assert.deepEqual(names, ['sidecar-injector.sidecar-injector.00-debug.pods', 'sidecar-injector.sidecar-injector.00-debug.cronjobs']);
+  assert.deepEqual(names, ['sidecar-injector.sidecar-injector.pods', 'sidecar-injector.sidecar-injector.cronjobs']);
+  injector.addInjection({ name: 'trace', trigger: { type: 'always' }, targetKinds: ['Pod'], containers: [{ name: 'trace', image: 'busybox:1.36' }] });
+  const after = policies(synthesize(app).manifests);
+  assert.deepEqual(after.map((p) => [p.metadata.name, injectionsOfPolicy(p)]), [
+    ['sidecar-injector.sidecar-injector.pods', ['debug', 'trace']],
+    ['sidecar-injector.sidecar-injector.cronjobs', ['debug']],
+  ], 'a later injection is a later mutation of the same policies');
 });
 
 test('bad backend and admissionPolicyApiVersion values fail with the prop path', () => {

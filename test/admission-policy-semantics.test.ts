@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { resolveInjectorConfig } from '../webhook/config';
 import { mutate } from '../webhook/engine';
-import { POLICY_TEST_INJECTIONS, configPolicyLimitations, injectionPoliciesOf, triggerVariants } from './support/admission-policy-config';
+import { POLICY_TEST_INJECTIONS, configPolicyLimitations, injectionPoliciesOf, injectionsOfPolicy, triggerVariants } from './support/admission-policy-config';
 import { admitWithPolicies, evaluatePolicy } from './support/admission-policy-simulator';
 import { applyResponse, loadReview, podOf, reviewNames } from './support/recorded-reviews';
 
@@ -53,11 +53,31 @@ test('a second admission through the policies changes nothing (status annotation
   }
 });
 
-test('a policy is skipped by its named match condition, so "why was this not injected?" has an answer', () => {
+test('one policy per template shape applies the injections in config order, one mutation each', () => {
+  assert.deepEqual(policies.map((policy) => policy.metadata.name), ['test.pods', 'test.workloads', 'test.cronjobs']);
+  const pods = policies[0];
+  const podInjections = config.injections.filter((injection) => injection.targetKinds.includes('Pod')).map((injection) => injection.name);
+  assert.equal(pods.spec.mutations.length, podInjections.length, `one mutation per injection targeting Pods (${podInjections.join(', ')})`);
+  assert.deepEqual(injectionsOfPolicy(pods), podInjections);
+});
+
+test('an injection left out is explained by a named condition: the policy\'s, or its mutation\'s guard', () => {
   const request = loadReview('pod-create-sleep').request;
-  const debug = policies.find((policy) => policy.metadata.name.endsWith('.debug.pods'))!;
-  assert.equal(evaluatePolicy(debug, request, request.object).skippedBy, 'trigger');
+  const pods = policies.find((policy) => policy.metadata.name === 'test.pods')!;
+  const debugIndex = config.injections.filter((injection) => injection.targetKinds.includes('Pod')).findIndex((injection) => injection.name === 'debug');
+  const asRecorded = evaluatePolicy(pods, request, request.object);
+  assert.equal(asRecorded.skippedBy, undefined, 'envoy (always) applies, so the policy runs');
+  assert.equal(asRecorded.mutations[debugIndex].skippedBy, 'trigger', 'debug is not requested');
+  assert.deepEqual(asRecorded.mutations[debugIndex].patch, []);
+  const alreadyInjected = evaluatePolicy(pods, request, asRecorded.object);
+  assert.equal(alreadyInjected.skippedBy, 'an-injection-applies', 'admitting the injected pod again: no injection applies');
+  assert.deepEqual(alreadyInjected.mutations, [], 'so the apiserver does not call the policy at all');
   const optedOut = structuredClone(request.object);
   optedOut.metadata.annotations = { [`${PREFIX}/inject`]: 'false' };
-  assert.equal(evaluatePolicy(debug, request, optedOut).skippedBy, 'not-opted-out');
+  assert.equal(evaluatePolicy(pods, request, optedOut).skippedBy, 'not-opted-out');
+  const requested = structuredClone(request.object);
+  requested.metadata.annotations = { [`${PREFIX}/inject`]: 'debug' };
+  const withDebug = evaluatePolicy(pods, request, requested);
+  assert.equal(withDebug.mutations[debugIndex].skippedBy, undefined);
+  assert.ok(withDebug.mutations[debugIndex].patch.some((op) => op.path === '/metadata/labels/debug.example.com~1enabled'), JSON.stringify(withDebug.mutations[debugIndex].patch));
 });

@@ -16,9 +16,9 @@ import {
 } from '../charts/admission-policy';
 import { admissionPolicyViolations } from './support/admission-policy-schemas';
 import { isCelFieldName } from '../charts/admission-policy/cel-text';
-import { patchDataExpression } from './support/admission-policy-simulator';
-import { TO_JSON_PATCH } from '../charts/admission-policy/injection-policy';
-import { POLICY_TEST_INJECTIONS } from './support/admission-policy-config';
+import { patchDataExpressions } from './support/admission-policy-simulator';
+import { TO_JSON_PATCH, mutationGuard } from '../charts/admission-policy/injection-policy';
+import { POLICY_TEST_INJECTIONS, injectionsOfPolicy } from './support/admission-policy-config';
 
 const PREFIX = 'sidecar-injector.io';
 
@@ -43,13 +43,23 @@ const policyOf = (objects: any[], name: string) => {
   return found;
 };
 const conditionOf = (policy: any, name: string): string | undefined => policy.spec.matchConditions.find((c: any) => c.name === name)?.expression;
+/** The guard of the mutation of `injection` in `policy`: its named conditions, read from the CEL text. */
+const guardOf = (policy: any, injection: string) => {
+  const index = injectionsOfPolicy(policy).indexOf(injection);
+  assert.ok(index >= 0, `${policy.metadata.name} has no mutation for ${injection}; it has ${injectionsOfPolicy(policy).join(', ')}`);
+  return mutationGuard(policy.spec.mutations[index].jsonPatch.expression);
+};
+const guardConditionOf = (policy: any, injection: string, name: string) => guardOf(policy, injection).find((c) => c.name === name)?.expression;
 
 for (const apiVersion of ADMISSION_POLICY_API_VERSIONS) {
   test(`every policy and binding validates against the admissionregistration.k8s.io/${apiVersion} OpenAPI schema`, () => {
     const objects = synth(POLICY_TEST_INJECTIONS, apiVersion);
     const policies = objects.filter((o) => o.kind === 'MutatingAdmissionPolicy');
     const bindings = objects.filter((o) => o.kind === 'MutatingAdmissionPolicyBinding');
-    assert.ok(policies.length >= POLICY_TEST_INJECTIONS.length, `one policy per injection at least, got ${policies.length}`);
+    assert.deepEqual(policies.map((p) => p.metadata.name), ['sidecar-injector.pods', 'sidecar-injector.workloads', 'sidecar-injector.cronjobs'], 'one policy per template shape');
+    const shapeCount = (kinds: readonly string[]) => [['Pod'], ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job'], ['CronJob']].filter((shape) => shape.some((k) => kinds.includes(k))).length;
+    const expectedMutations = POLICY_TEST_INJECTIONS.reduce((sum, i) => sum + shapeCount(i.targetKinds ?? ['Pod']), 0);
+    assert.equal(policies.reduce((sum, p) => sum + p.spec.mutations.length, 0), expectedMutations, 'one mutation per injection and template shape it targets');
     assert.deepEqual(bindings.map((b) => b.spec.policyName).sort(), policies.map((p) => p.metadata.name).sort(), 'each policy has exactly one binding naming it');
     for (const object of objects) {
       assert.equal(object.apiVersion, `admissionregistration.k8s.io/${apiVersion}`);
@@ -75,22 +85,40 @@ test('the schemas of the three versions differ where the API reference says: v1b
   assert.deepEqual(admissionPolicyViolations(unknownField), ['/spec: must NOT have additional properties (sideEffects)']);
 });
 
-test('policies are split by where the pod template sits, each with the resources and operations the webhook uses', () => {
+test('one policy per place the pod template sits, matching the resources and operations the webhook uses for the kinds its injections target', () => {
   const objects = synth(POLICY_TEST_INJECTIONS);
-  const debug = ['pods', 'workloads', 'cronjobs'].map((shape) => policyOf(objects, `sidecar-injector.04-debug.${shape}`));
-  assert.deepEqual(debug.map((p) => p.spec.matchConstraints.resourceRules), [
-    [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'], scope: 'Namespaced' }],
-    [{ apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' }],
-    [{ apiGroups: ['batch'], apiVersions: ['v1'], resources: ['cronjobs'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' }],
-  ]);
-  assert.deepEqual(conditionOf(debug[2], 'pod-spec-present')?.includes('object.spec.jobTemplate.spec.template.spec.containers'), true);
-  const binding = objects.find((o) => o.kind === 'MutatingAdmissionPolicyBinding' && o.metadata.name === 'sidecar-injector.04-debug.pods');
+  const [pods, workloads, cronjobs] = ['pods', 'workloads', 'cronjobs'].map((shape) => policyOf(objects, `sidecar-injector.${shape}`));
+  assert.deepEqual(pods.spec.matchConstraints.resourceRules, [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'], scope: 'Namespaced' }]);
+  assert.deepEqual(workloads.spec.matchConstraints.resourceRules, [
+    { apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments', 'statefulsets', 'daemonsets'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' },
+    { apiGroups: ['batch'], apiVersions: ['v1'], resources: ['jobs'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' },
+  ], 'no ReplicaSet: no test injection targets it');
+  assert.deepEqual(cronjobs.spec.matchConstraints.resourceRules, [{ apiGroups: ['batch'], apiVersions: ['v1'], resources: ['cronjobs'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' }]);
+  assert.deepEqual(injectionsOfPolicy(workloads), ['wait-for-it', 'debug', 'tier-limits', 'log-shipper'], 'config order');
+  assert.deepEqual(injectionsOfPolicy(cronjobs), ['debug', 'log-shipper']);
+  assert.equal(conditionOf(cronjobs, 'pod-spec-present')?.includes('object.spec.jobTemplate.spec.template.spec.containers'), true);
+  // An injection that targets fewer kinds than its shape's policy checks the kind in its guard.
+  assert.equal(guardConditionOf(workloads, 'debug', 'target-kind'), 'request.kind.kind in ["Deployment"]');
+  assert.equal(guardConditionOf(workloads, 'log-shipper', 'target-kind'), 'request.kind.kind in ["Job"]');
+  assert.equal(guardConditionOf(cronjobs, 'debug', 'target-kind'), undefined);
+  const binding = objects.find((o) => o.kind === 'MutatingAdmissionPolicyBinding' && o.metadata.name === 'sidecar-injector.pods');
+  assert.equal(binding.spec.policyName, 'sidecar-injector.pods');
   assert.deepEqual(binding.spec.matchResources.namespaceSelector.matchLabels, { injection: 'enabled' });
-  assert.equal(debug[0].spec.reinvocationPolicy, 'IfNeeded');
-  assert.equal(debug[0].spec.failurePolicy, 'Ignore');
-  assert.equal(debug[0].spec.mutations.length, 1);
-  assert.equal(debug[0].spec.mutations[0].patchType, 'JSONPatch');
-  assert.ok(debug[0].spec.mutations[0].jsonPatch.expression.endsWith(TO_JSON_PATCH));
+  for (const policy of [pods, workloads, cronjobs]) {
+    assert.equal(policy.spec.reinvocationPolicy, 'IfNeeded');
+    assert.equal(policy.spec.failurePolicy, 'Ignore');
+    assert.deepEqual(policy.spec.matchConditions.map((c: any) => c.name), ['pod-spec-present', 'not-opted-out', 'an-injection-applies']);
+    // The policy runs only when some mutation's guard holds: the guards, or-ed, in mutation order.
+    assert.equal(
+      conditionOf(policy, 'an-injection-applies'),
+      injectionsOfPolicy(policy).map((injection) => `(${guardOf(policy, injection).map((c) => `(${c.expression})`).join(' && ')})`).join(' || '),
+    );
+    for (const mutation of policy.spec.mutations) {
+      assert.equal(mutation.patchType, 'JSONPatch');
+      assert.ok(mutation.jsonPatch.expression.startsWith('((\n  // '), mutation.jsonPatch.expression.slice(0, 40));
+      assert.ok(mutation.jsonPatch.expression.endsWith(TO_JSON_PATCH));
+    }
+  }
 });
 
 /** Nodes of a cel-js AST (`{op, args}`) for which `match` holds. */
@@ -163,8 +191,8 @@ const triggerCases: { label: string; injection: Injection; text: string; structu
 
 for (const { label, injection, text, structure } of triggerCases) {
   test(`trigger CEL, ${label}`, () => {
-    const policy = policyOf(synth([injection]), `sidecar-injector.00-${injection.name}.pods`);
-    const expression = conditionOf(policy, 'trigger');
+    const policy = policyOf(synth([injection]), 'sidecar-injector.pods');
+    const expression = guardConditionOf(policy, injection.name, 'trigger');
     assert.equal(expression, text);
     structure(expression!);
     assert.deepEqual(new Environment({ unlistedVariablesAreDyn: true }).check(expression!), { valid: true, type: 'bool' });
@@ -173,7 +201,7 @@ for (const { label, injection, text, structure } of triggerCases) {
 
 test('trigger CEL for workloads: the object\'s own annotations count too, and the pod template\'s win', () => {
   const injection: Injection = { name: 'w', trigger: { type: 'annotation', key: 'k' }, targetKinds: ['Deployment'], containers: [{ name: 'x', image: 'x' }] };
-  const expression = conditionOf(policyOf(synth([injection]), 'sidecar-injector.00-w.workloads'), 'trigger');
+  const expression = guardConditionOf(policyOf(synth([injection]), 'sidecar-injector.workloads'), 'w', 'trigger');
   assert.equal(
     expression,
     '((has(object.spec.template.metadata) && has(object.spec.template.metadata.annotations) && "k" in object.spec.template.metadata.annotations) || ' +
@@ -181,30 +209,59 @@ test('trigger CEL for workloads: the object\'s own annotations count too, and th
   );
 });
 
-test('an always trigger has no trigger condition, but the opt-out and status conditions', () => {
-  const policy = policyOf(synth([{ name: 'e', trigger: { type: 'always' }, containers: [{ name: 'x', image: 'x' }] }]), 'sidecar-injector.00-e.pods');
-  assert.deepEqual(policy.spec.matchConditions.map((c: any) => c.name), ['pod-spec-present', 'not-opted-out', 'not-already-injected']);
+test('an always trigger has no trigger condition, but the opt-out (the policy\'s) and the status annotation (the mutation\'s)', () => {
+  const policy = policyOf(synth([{ name: 'e', trigger: { type: 'always' }, containers: [{ name: 'x', image: 'x' }] }]), 'sidecar-injector.pods');
+  assert.deepEqual(policy.spec.matchConditions.map((c: any) => c.name), ['pod-spec-present', 'not-opted-out', 'an-injection-applies']);
+  assert.deepEqual(guardOf(policy, 'e').map((c) => c.name), ['not-already-injected']);
   assert.equal(
     conditionOf(policy, 'not-opted-out'),
     `!((has(object.metadata) && has(object.metadata.annotations) && "${PREFIX}/inject" in object.metadata.annotations) && object.metadata.annotations["${PREFIX}/inject"].trim().lowerAscii() == "false")`,
+  );
+  assert.equal(
+    guardConditionOf(policy, 'e', 'not-already-injected'),
+    `!((has(object.metadata) && has(object.metadata.annotations) && "${PREFIX}/status" in object.metadata.annotations) && object.metadata.annotations["${PREFIX}/status"].split(",").exists(s, s.trim() == "e"))`,
+  );
+  const expression = policy.spec.mutations[0].jsonPatch.expression;
+  assert.ok(expression.includes(`"/metadata/annotations/${PREFIX.replace('/', '~1')}~1status"`), 'the patch writes the status annotation');
+});
+
+test('workloads: the opt-out reads the object\'s and the pod template\'s annotations, the status annotation only the template\'s', () => {
+  const policy = policyOf(synth([{ name: 'w', trigger: { type: 'always' }, targetKinds: ['Deployment'], containers: [{ name: 'x', image: 'x' }] }]), 'sidecar-injector.workloads');
+  const template = 'object.spec.template.metadata';
+  const inTemplate = (key: string) => `(has(${template}) && has(${template}.annotations) && "${key}" in ${template}.annotations)`;
+  assert.equal(
+    conditionOf(policy, 'not-opted-out'),
+    `!((${inTemplate(`${PREFIX}/inject`)} || (has(object.metadata.annotations) && "${PREFIX}/inject" in object.metadata.annotations)) && ` +
+      `(${inTemplate(`${PREFIX}/inject`)} ? ${template}.annotations["${PREFIX}/inject"] : object.metadata.annotations["${PREFIX}/inject"]).trim().lowerAscii() == "false")`,
+  );
+  assert.equal(
+    guardConditionOf(policy, 'w', 'not-already-injected'),
+    `!(${inTemplate(`${PREFIX}/status`)} && ${template}.annotations["${PREFIX}/status"].split(",").exists(s, s.trim() == "w"))`,
   );
 });
 
 test('no spec.variables (Kubernetes 1.32 cannot read them from a mutation); every bound name is a CEL identifier, no reserved word', () => {
   for (const policy of synth(POLICY_TEST_INJECTIONS).filter((o) => o.kind === 'MutatingAdmissionPolicy')) {
     assert.equal(policy.spec.variables, undefined);
-    const bound = nodes(parse(patchDataExpression(policy.spec)).ast, (n) => n.op === 'rcall' && n.args[0] === 'map').map((n) => n.args[2][0].args);
-    assert.ok(bound.includes('objectNamespace') && bound.includes('patch'), `${policy.metadata.name}: ${bound.join(', ')}`);
-    for (const name of bound) assert.ok(isCelFieldName(name), `${policy.metadata.name}: bound name ${JSON.stringify(name)}`);
+    for (const [index, data] of patchDataExpressions(policy.spec).entries()) {
+      const bound = nodes(parse(data).ast, (n) => n.op === 'rcall' && n.args[0] === 'map').map((n) => n.args[2][0].args);
+      assert.ok(bound.includes('objectNamespace') && bound.includes('patch'), `${policy.metadata.name} mutations[${index}]: ${bound.join(', ')}`);
+      for (const name of bound) assert.ok(isCelFieldName(name), `${policy.metadata.name} mutations[${index}]: bound name ${JSON.stringify(name)}`);
+    }
   }
 });
 
-test('every match condition and the mutation parse and type-check with homogeneous literals', () => {
+test('every match condition, mutation guard and mutation parses and type-checks with homogeneous literals', () => {
   const env = new Environment({ unlistedVariablesAreDyn: true }).registerFunction({
     name: 'indexOf', receiverType: 'list', returnType: 'int', params: [{ name: 'item', type: 'dyn' }], handler: () => 0n,
   });
   for (const policy of synth(POLICY_TEST_INJECTIONS).filter((o) => o.kind === 'MutatingAdmissionPolicy')) {
-    for (const { name, expression } of [...policy.spec.matchConditions, { name: 'mutation', expression: patchDataExpression(policy.spec) }]) {
+    const mutations = patchDataExpressions(policy.spec).flatMap((data, index) => [
+      ...mutationGuard(policy.spec.mutations[index].jsonPatch.expression).map((c) => ({ name: `mutations[${index}] guard ${c.name}`, expression: c.expression })),
+      { name: `mutations[${index}]`, expression: data },
+    ]);
+    assert.ok(mutations.length > 2 * policy.spec.mutations.length, 'every mutation has a guard');
+    for (const { name, expression } of [...policy.spec.matchConditions, ...mutations]) {
       const result = env.check(expression);
       assert.equal(result.valid, true, `${policy.metadata.name} ${name}: ${(result as any).error?.message}`);
     }

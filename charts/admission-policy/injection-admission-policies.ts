@@ -8,13 +8,13 @@ import {
   MutatingAdmissionPolicyBindingSpec,
   MutatingAdmissionPolicySpec,
 } from './admission-policy-types';
-import { PolicyLimitation, TEMPLATE_SHAPES, TemplateShape, injectionPolicies, policyLimitations } from './injection-policy';
+import { PolicyLimitation, TemplateShape, policyLimitations, shapePolicies, shapesOf } from './injection-policy';
 
 /** Props of InjectionAdmissionPolicies. */
 export interface InjectionAdmissionPoliciesProps {
   /** `admissionregistration.k8s.io` version to emit. @default 'v1' */
   readonly apiVersion?: AdmissionPolicyApiVersion;
-  /** Prefix of every policy and binding name: `<prefix>.<NN>-<injection>.<pods|workloads|cronjobs>`. */
+  /** Prefix of every policy and binding name: `<prefix>.<pods|workloads|cronjobs>`. */
   readonly namePrefix: string;
   /** The whole config, read at synth (a policy skips containers that other injections added). */
   readonly config: () => ResolvedInjectorConfig;
@@ -28,13 +28,11 @@ export interface InjectionAdmissionPoliciesProps {
   readonly labels?: Record<string, string>;
 }
 
-/** The objects made for one injection and template shape. */
-export interface InjectionPolicyObjects {
-  /** The injection's name. */
-  readonly injection: string;
+/** The policy and binding of one template shape. */
+export interface ShapePolicyObjects {
   /** Where the pod template sits in the objects this policy matches. */
   readonly shape: TemplateShape;
-  /** The MutatingAdmissionPolicy. */
+  /** The MutatingAdmissionPolicy: one mutation per injection, in the order they were added. */
   readonly policy: ApiObject;
   /** The MutatingAdmissionPolicyBinding that puts it in force. */
   readonly binding: ApiObject;
@@ -51,18 +49,21 @@ export class AdmissionPolicyLimitationError extends Error {
 
 /**
  * MutatingAdmissionPolicies and their bindings that inject, inside the kube-apiserver, what the
- * webhook would: one policy and one binding per injection and per place the pod template sits.
+ * webhook would: one policy (and binding) per place the pod template sits (`pods`, `workloads`,
+ * `cronjobs`), each with one mutation per injection, in the order the injections were added.
  * No webhook pod, certificate or network hop is involved.
  */
 export class InjectionAdmissionPolicies extends Construct {
   /** The `admissionregistration.k8s.io` version emitted. */
   readonly apiVersion: AdmissionPolicyApiVersion;
-  /** Prefix of every policy and binding name. */
+  /** Prefix of every policy and binding name: `<prefix>.<pods|workloads|cronjobs>`. */
   readonly namePrefix: string;
   /** What the apiserver does when a policy's CEL fails at admission. */
   readonly failurePolicy: 'Ignore' | 'Fail';
-  /** Every policy and binding made so far, in the order of the injections. */
-  readonly objects: InjectionPolicyObjects[] = [];
+  /** The policy and binding of each template shape used so far. */
+  readonly objects: ShapePolicyObjects[] = [];
+  /** The injections the policies apply, in order. */
+  readonly injectionNames: string[] = [];
 
   private readonly props: InjectionAdmissionPoliciesProps;
 
@@ -78,48 +79,45 @@ export class InjectionAdmissionPolicies extends Construct {
   }
 
   /**
-   * Makes the policies of one (validated, resolved) injection. Throws AdmissionPolicyLimitationError,
-   * naming the injection and why, when CEL cannot express it.
+   * Adds one (validated, resolved) injection to the policies of the shapes it targets, making a
+   * shape's policy and binding the first time. Throws AdmissionPolicyLimitationError, naming the
+   * injection and why, when CEL cannot express it.
    */
-  addInjection(injection: ResolvedInjection): InjectionPolicyObjects[] {
+  addInjection(injection: ResolvedInjection): void {
     const reasons = policyLimitations(injection);
     if (reasons.length > 0) throw new AdmissionPolicyLimitationError(reasons.map((reason) => ({ injection: injection.name, reason })));
-    const made: InjectionPolicyObjects[] = [];
-    // The apiserver runs policies in the order of their names; the webhook applies injections in the
-    // order they were added. The position in the name keeps the two orders the same.
-    const position = String(new Set(this.objects.map((objects) => objects.injection)).size).padStart(2, '0');
-    for (const shape of Object.keys(TEMPLATE_SHAPES) as TemplateShape[]) {
-      if (!TEMPLATE_SHAPES[shape].kinds.some((kind) => injection.targetKinds.includes(kind))) continue;
-      const name = `${this.namePrefix}.${position}-${injection.name}.${shape}`;
-      const apiVersion = `admissionregistration.k8s.io/${this.apiVersion}`;
-      const labels = this.props.labels;
-      const policySpec = (): MutatingAdmissionPolicySpec => {
-        // Read at synth: the injected-container list covers injections added after this one.
-        const config = this.props.config();
-        const resolved = config.injections.find((candidate) => candidate.name === injection.name) ?? injection;
-        const policy = injectionPolicies(resolved, config, { failurePolicy: this.failurePolicy }).find((candidate) => candidate.shape === shape);
-        if (!policy) throw new Error(`injection "${injection.name}" no longer targets ${shape}`);
-        return policy.spec;
-      };
-      const policy = new ApiObject(this, `${injection.name}-${shape}-policy`, {
-        apiVersion,
-        kind: 'MutatingAdmissionPolicy',
-        metadata: { name, labels },
-        spec: Lazy.any({ produce: policySpec }),
-      });
-      const bindingSpec: MutatingAdmissionPolicyBindingSpec = {
-        policyName: name,
-        matchResources: { namespaceSelector: this.props.namespaceSelector ?? {}, objectSelector: this.props.objectSelector ?? {} },
-      };
-      const binding = new ApiObject(this, `${injection.name}-${shape}-binding`, {
-        apiVersion,
-        kind: 'MutatingAdmissionPolicyBinding',
-        metadata: { name, labels },
-        spec: bindingSpec,
-      });
-      made.push({ injection: injection.name, shape, policy, binding });
+    this.injectionNames.push(injection.name);
+    for (const shape of shapesOf(injection)) {
+      if (!this.objects.some((objects) => objects.shape === shape)) this.objects.push(this.makeShape(shape));
     }
-    this.objects.push(...made);
-    return made;
+  }
+
+  private makeShape(shape: TemplateShape): ShapePolicyObjects {
+    const name = `${this.namePrefix}.${shape}`;
+    const apiVersion = `admissionregistration.k8s.io/${this.apiVersion}`;
+    const labels = this.props.labels;
+    // Read at synth: the policy covers every injection added by then.
+    const spec = (): MutatingAdmissionPolicySpec => {
+      const policy = shapePolicies(this.props.config(), this.injectionNames, { failurePolicy: this.failurePolicy }).find((candidate) => candidate.shape === shape);
+      if (!policy) throw new Error(`no injection targets ${shape} any more`);
+      return policy.spec;
+    };
+    const policy = new ApiObject(this, `${shape}-policy`, {
+      apiVersion,
+      kind: 'MutatingAdmissionPolicy',
+      metadata: { name, labels },
+      spec: Lazy.any({ produce: spec }),
+    });
+    const bindingSpec: MutatingAdmissionPolicyBindingSpec = {
+      policyName: name,
+      matchResources: { namespaceSelector: this.props.namespaceSelector ?? {}, objectSelector: this.props.objectSelector ?? {} },
+    };
+    const binding = new ApiObject(this, `${shape}-binding`, {
+      apiVersion,
+      kind: 'MutatingAdmissionPolicyBinding',
+      metadata: { name, labels },
+      spec: bindingSpec,
+    });
+    return { shape, policy, binding };
   }
 }

@@ -6,8 +6,11 @@
 // any apply configuration that touches an atomic list or struct (a container's `args`, an env var's
 // `secretKeyRef`), and injected containers have those.
 //
-// The policies are split by where the pod template sits (Pod, `spec.template`, CronJob's
-// `spec.jobTemplate.spec.template`), so each CEL expression reads one fixed path.
+// There is one policy per place the pod template sits (Pod, `spec.template`, CronJob's
+// `spec.jobTemplate.spec.template`), so each CEL expression reads one fixed path, with one mutation
+// per injection in the order of the config: the apiserver runs separate policies in no fixed order
+// (seen on 1.32: not by name either), but a policy's mutations in order, which keeps the webhook's
+// order of containers and of the status annotation.
 
 import { RE2JS } from 're2js';
 import {
@@ -69,10 +72,11 @@ const RESOURCE_OF_KIND: Record<TargetKind, { group: string; resource: string }> 
   CronJob: { group: 'batch', resource: 'cronjobs' },
 };
 
-/** One policy for one injection and one template shape. */
-export interface InjectionPolicy {
-  readonly injection: string;
+/** The policy of one template shape: one mutation per injection, in config order. */
+export interface ShapePolicy {
   readonly shape: TemplateShape;
+  /** The injections it applies, in the order of its mutations. */
+  readonly injections: readonly string[];
   readonly spec: MutatingAdmissionPolicySpec;
 }
 
@@ -127,17 +131,60 @@ export function configPolicyLimitations(config: ResolvedInjectorConfig): PolicyL
   return config.injections.flatMap((injection) => policyLimitations(injection).map((reason) => ({ injection: injection.name, reason })));
 }
 
-/** The policies of one injection: one per template shape its target kinds use. */
-export function injectionPolicies(injection: ResolvedInjection, config: ResolvedInjectorConfig, settings: InjectionPolicySettings): InjectionPolicy[] {
-  const limitations = policyLimitations(injection);
-  if (limitations.length > 0) throw new Error(`injection "${injection.name}" cannot be an admission policy: ${limitations.join('; ')}`);
-  const policies: InjectionPolicy[] = [];
+/** The template shapes an injection's target kinds use. */
+export function shapesOf(injection: ResolvedInjection): TemplateShape[] {
+  return (Object.keys(TEMPLATE_SHAPES) as TemplateShape[]).filter((shape) => TEMPLATE_SHAPES[shape].kinds.some((kind) => injection.targetKinds.includes(kind)));
+}
+
+/**
+ * The policies of `injections` (names of injections of `config`, which CEL can express): one per
+ * template shape any of them targets, with one mutation per injection in config order.
+ */
+export function shapePolicies(config: ResolvedInjectorConfig, injections: readonly string[], settings: InjectionPolicySettings): ShapePolicy[] {
+  const chosen = config.injections.filter((injection) => injections.includes(injection.name));
+  for (const injection of chosen) {
+    const limitations = policyLimitations(injection);
+    if (limitations.length > 0) throw new Error(`injection "${injection.name}" cannot be an admission policy: ${limitations.join('; ')}`);
+  }
+  const policies: ShapePolicy[] = [];
   for (const shape of Object.keys(TEMPLATE_SHAPES) as TemplateShape[]) {
-    const kinds = TEMPLATE_SHAPES[shape].kinds.filter((kind) => injection.targetKinds.includes(kind));
-    if (kinds.length === 0) continue;
-    policies.push({ injection: injection.name, shape, spec: new PolicyWriter(injection, config, shape, kinds, settings).spec() });
+    const members = chosen.filter((injection) => shapesOf(injection).includes(shape));
+    if (members.length === 0) continue;
+    const kinds = TEMPLATE_SHAPES[shape].kinds.filter((kind) => members.some((injection) => injection.targetKinds.includes(kind)));
+    const writers = members.map((injection) => new PolicyWriter(injection, config, shape, kinds));
+    policies.push({
+      shape,
+      injections: members.map((injection) => injection.name),
+      spec: {
+        matchConstraints: { resourceRules: resourceRules(kinds), matchPolicy: 'Equivalent' },
+        matchConditions: [
+          ...writers[0].sharedConditions(),
+          // Necessary for any mutation to change the object, so the apiserver does not call a policy that
+          // would change nothing (it re-decodes an object a mutation ran on, even with an empty patch,
+          // which drops the label map a Job shares with its template; the webhook leaves it as it is).
+          { name: 'an-injection-applies', expression: writers.map((writer) => `(${writer.guardExpression()})`).join(' || ') },
+        ],
+        mutations: writers.map((writer) => ({ patchType: 'JSONPatch', jsonPatch: { expression: writer.patchExpression() } })),
+        failurePolicy: settings.failurePolicy,
+        // An injection may add the label or annotation another one (earlier in the list) triggers on.
+        reinvocationPolicy: 'IfNeeded',
+      },
+    });
   }
   return policies;
+}
+
+function resourceRules(kinds: readonly TargetKind[]): NamedRuleWithOperations[] {
+  const rules: NamedRuleWithOperations[] = [];
+  if (kinds.includes('Pod')) {
+    // Pods cannot change their containers after creation: CREATE only, as the webhook.
+    rules.push({ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'], scope: 'Namespaced' });
+  }
+  for (const group of ['apps', 'batch']) {
+    const resources = kinds.filter((kind) => kind !== 'Pod' && RESOURCE_OF_KIND[kind].group === group).map((kind) => RESOURCE_OF_KIND[kind].resource);
+    if (resources.length > 0) rules.push({ apiGroups: [group], apiVersions: ['v1'], resources, operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' });
+  }
+  return rules;
 }
 
 function anchored(pattern: string): string {
@@ -183,8 +230,8 @@ class PolicyWriter {
     private readonly injection: ResolvedInjection,
     private readonly config: ResolvedInjectorConfig,
     private readonly shape: TemplateShape,
-    private readonly kinds: readonly TargetKind[],
-    private readonly settings: InjectionPolicySettings,
+    /** The kinds the shape's policy matches (a mutation checks the kind when its injection targets fewer). */
+    private readonly policyKinds: readonly TargetKind[],
   ) {
     this.shapeDefinition = TEMPLATE_SHAPES[shape];
     this.template = this.shapeDefinition.template;
@@ -192,28 +239,19 @@ class PolicyWriter {
     this.keys = annotationKeys(config.annotationPrefix);
   }
 
-  spec(): MutatingAdmissionPolicySpec {
-    return {
-      matchConstraints: { resourceRules: this.resourceRules(), matchPolicy: 'Equivalent' },
-      matchConditions: this.matchConditions(),
-      mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression: `${bindInOrder(this.variables(), 'patch')}${TO_JSON_PATCH}` } }],
-      failurePolicy: this.settings.failurePolicy,
-      // An injection may add the label or annotation another one triggers on.
-      reinvocationPolicy: 'IfNeeded',
-    };
+  /**
+   * This injection's mutation: its own conditions (kind, status, trigger, placeholders) guard the
+   * patch, which is empty when they do not hold. A mutation has no match conditions of its own, so
+   * each condition is one line of the guard after a `// <name>` comment line: reading the policy
+   * (or `mutationGuard()`) still tells which condition kept an injection out.
+   */
+  /** This injection's own conditions as one CEL condition, on one line. */
+  guardExpression(): string {
+    return this.ownConditions().map((condition) => `(${condition.expression})`).join(' && ');
   }
 
-  private resourceRules(): NamedRuleWithOperations[] {
-    const rules: NamedRuleWithOperations[] = [];
-    if (this.kinds.includes('Pod')) {
-      // Pods cannot change their containers after creation: CREATE only, as the webhook.
-      rules.push({ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'], scope: 'Namespaced' });
-    }
-    for (const group of ['apps', 'batch']) {
-      const resources = this.kinds.filter((kind) => kind !== 'Pod' && RESOURCE_OF_KIND[kind].group === group).map((kind) => RESOURCE_OF_KIND[kind].resource);
-      if (resources.length > 0) rules.push({ apiGroups: [group], apiVersions: ['v1'], resources, operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' });
-    }
-    return rules;
+  patchExpression(): string {
+    return `(${guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'patch'))})${TO_JSON_PATCH}`;
   }
 
   // --- metadata reads ----------------------------------------------------------------------------
@@ -249,13 +287,25 @@ class PolicyWriter {
     };
   }
 
-  private matchConditions(): MatchCondition[] {
-    const conditions: MatchCondition[] = [{ name: 'pod-spec-present', expression: this.shapeDefinition.present }];
+  /** The policy's match conditions: the same for every injection of the shape. */
+  sharedConditions(): MatchCondition[] {
     const inject = this.keys.inject;
-    conditions.push({
-      name: 'not-opted-out',
-      expression: `!(${this.mergedHas('annotations', inject)} && ${this.mergedValue('annotations', inject)}.trim().lowerAscii() == "false")`,
-    });
+    return [
+      { name: 'pod-spec-present', expression: this.shapeDefinition.present },
+      {
+        name: 'not-opted-out',
+        expression: `!(${this.mergedHas('annotations', inject)} && ${this.mergedValue('annotations', inject)}.trim().lowerAscii() == "false")`,
+      },
+    ];
+  }
+
+  /** What must hold for this injection in particular, each with a name. */
+  ownConditions(): MatchCondition[] {
+    const conditions: MatchCondition[] = [];
+    const kinds = this.shapeDefinition.kinds.filter((kind) => this.injection.targetKinds.includes(kind));
+    if (kinds.length < this.policyKinds.length) {
+      conditions.push({ name: 'target-kind', expression: `request.kind.kind in ${celStringList(kinds)}` });
+    }
     conditions.push({
       name: 'not-already-injected',
       expression: `!(${this.templateHas('annotations', this.keys.status)} && ${this.templateValue('annotations', this.keys.status)}.split(",").exists(s, s.trim() == ${celString(this.injection.name)}))`,
@@ -496,6 +546,36 @@ class PolicyWriter {
     }
     return ops;
   }
+}
+
+/**
+ * `(\n  // name\n  (condition) &&\n  // name\n  (condition)\n) ? data : []`: the named conditions, one per
+ * line, each after a CEL comment with its name, guarding `data`.
+ */
+function guardedPatch(conditions: readonly MatchCondition[], data: string): string {
+  if (conditions.length === 0) return data;
+  const lines = conditions.map((condition, index) => `  // ${condition.name}\n  (${condition.expression})${index < conditions.length - 1 ? ' &&' : ''}`);
+  return `(\n${lines.join('\n')}\n) ? ${data} : []`;
+}
+
+const GUARD_LINE = /^ {2}\/\/ ([a-z][a-z0-9-]*)\n {2}\((.*)\)( &&)?$/;
+
+/**
+ * The named conditions guarding a mutation's patch, read back from its CEL text (as `patchExpression`
+ * writes them: `((\n  // name\n  (condition) && ...\n) ? data : [])...`), in order; empty when it has none.
+ */
+export function mutationGuard(expression: string): MatchCondition[] {
+  const start = expression.indexOf('(\n');
+  const end = expression.indexOf('\n) ? ');
+  if (start < 0 || start > 1 || end < 0) return [];
+  const lines = expression.slice(start + 2, end).split('\n');
+  const conditions: MatchCondition[] = [];
+  for (let index = 0; index + 1 < lines.length; index += 2) {
+    const match = GUARD_LINE.exec(`${lines[index]}\n${lines[index + 1]}`);
+    if (!match) throw new Error(`not a guard line: ${lines[index]} / ${lines[index + 1]}`);
+    conditions.push({ name: match[1], expression: match[2] });
+  }
+  return conditions;
 }
 
 /** Turns the list of `{path, value}` maps into the JSONPatch operations the apiserver applies. */

@@ -1,7 +1,7 @@
 // Test helper: the policies of a whole config, as the construct names them, without a cdk8s app.
 import type { Injection, ResolvedInjectorConfig } from '../../webhook/config';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
-import { injectionPolicies } from '../../charts/admission-policy/injection-policy';
+import { mutationGuard, shapePolicies } from '../../charts/admission-policy/injection-policy';
 import type { SimulatedPolicy } from './admission-policy-simulator';
 import { podOf } from './recorded-reviews';
 
@@ -11,12 +11,21 @@ const PREFIX = TEST_ANNOTATION_PREFIX;
 export { configPolicyLimitations } from '../../charts/admission-policy/injection-policy';
 
 export function injectionPoliciesOf(config: ResolvedInjectorConfig, failurePolicy: 'Ignore' | 'Fail' = 'Fail'): SimulatedPolicy[] {
-  return config.injections.flatMap((injection, index) =>
-    injectionPolicies(injection, config, { failurePolicy }).map((policy) => ({
-      metadata: { name: `test.${String(index).padStart(2, '0')}-${policy.injection}.${policy.shape}` },
-      spec: policy.spec,
-    })),
-  );
+  const names = config.injections.map((injection) => injection.name);
+  return shapePolicies(config, names, { failurePolicy }).map((policy) => ({ metadata: { name: `test.${policy.shape}` }, spec: policy.spec }));
+}
+
+/**
+ * The injections a synthesized policy applies, in the order of its mutations: each mutation's
+ * `not-already-injected` guard names its injection in the status-annotation check.
+ */
+export function injectionsOfPolicy(policy: { spec: { mutations: readonly any[] } }): string[] {
+  return policy.spec.mutations.map((mutation, index) => {
+    const condition = mutationGuard(mutation.jsonPatch.expression).find((c) => c.name === 'not-already-injected');
+    const name = condition && /\.exists\(s, s\.trim\(\) == ("(?:[^"\\]|\\.)*")\)\)$/.exec(condition.expression)?.[1];
+    if (!name) throw new Error(`mutations[${index}] has no not-already-injected guard naming its injection`);
+    return JSON.parse(name) as string;
+  });
 }
 
 /** The seed injections without qos "preserve-guaranteed" (which stays on the webhook), and one of each other feature. */

@@ -1,20 +1,22 @@
 // Test helper: evaluates synthesized MutatingAdmissionPolicies with a JavaScript CEL implementation
 // (@marcbachmann/cel-js, with homogeneous aggregate literals as the kube-apiserver compiles them), and
-// applies their JSONPatch operations the way the apiserver does: match conditions, then variables in
-// order, then the patch; policies reinvoked while any of them changed the object. It proves the CEL
+// applies their JSONPatch operations the way the apiserver does: match conditions, then each mutation
+// in order on the object the previous one left; the policy reinvoked while it changed the object. It proves the CEL
 // parses, type-checks and computes the same object as the webhook; the e2e suite proves it on a real
 // apiserver. The mutation's JSONPatch{...} constructor (the same constant text in every policy, checked
 // as text) is the only part cel-js cannot construct; the simulator evaluates the rest of the expression.
 import { applyPatch, Operation } from 'fast-json-patch';
 import { Environment } from '@marcbachmann/cel-js';
 
-import { TO_JSON_PATCH } from '../../charts/admission-policy/injection-policy';
+import { TO_JSON_PATCH, mutationGuard } from '../../charts/admission-policy/injection-policy';
 
-/** The CEL of a policy's mutation without its JSONPatch{...} constructor: the list of {path, value} maps. */
-export function patchDataExpression(spec: any): string {
-  const expression: string | undefined = spec.mutations.length === 1 ? spec.mutations[0].jsonPatch?.expression : undefined;
-  if (!expression?.endsWith(TO_JSON_PATCH)) throw new Error(`unexpected mutations ${JSON.stringify(spec.mutations)}`);
-  return expression.slice(0, -TO_JSON_PATCH.length);
+/** The CEL of each of a policy's mutations without its JSONPatch{...} constructor: lists of {path, value} maps. */
+export function patchDataExpressions(spec: any): string[] {
+  return (spec.mutations as any[]).map((mutation, index) => {
+    const expression: string | undefined = mutation.patchType === 'JSONPatch' ? mutation.jsonPatch?.expression : undefined;
+    if (!expression?.endsWith(TO_JSON_PATCH)) throw new Error(`unexpected mutations[${index}] ${JSON.stringify(mutation)}`);
+    return expression.slice(0, -TO_JSON_PATCH.length);
+  });
 }
 
 export interface SimulatedPolicy {
@@ -69,40 +71,67 @@ function ruleMatches(spec: any, request: SimulatedRequest): boolean {
   );
 }
 
-export interface PolicyEvaluation {
-  readonly matched: boolean;
-  /** The first match condition that was false. */
+export interface MutationEvaluation {
+  /** The first condition of the mutation's guard (read from its `// name` comment lines) that was false. */
   readonly skippedBy?: string;
+  /** What the mutation patched, applied to the object the previous mutation left. */
   readonly patch: Operation[];
 }
 
-/** One policy against one object: its match conditions, variables and patch. */
-export function evaluatePolicy(policy: SimulatedPolicy, request: SimulatedRequest, object: any): PolicyEvaluation {
-  const env = kubernetesCelEnvironment();
-  const spec = policy.spec;
-  if (!ruleMatches(spec, request)) return { matched: false, patch: [] };
-  const context: Record<string, unknown> = {
+export interface PolicyEvaluation {
+  readonly matched: boolean;
+  /** The first of the policy's match conditions that was false. */
+  readonly skippedBy?: string;
+  /** Each mutation, in order, when the policy's match conditions held. */
+  readonly mutations: MutationEvaluation[];
+  /** The object after every mutation. */
+  readonly object: any;
+}
+
+function contextOf(request: SimulatedRequest, object: any): Record<string, unknown> {
+  return {
     object: toCel(object),
     request: toCel({ kind: request.kind, resource: request.resource, operation: request.operation, namespace: request.namespace ?? '' }),
   };
-  for (const condition of spec.matchConditions ?? []) {
-    if (env.evaluate(condition.expression, context) !== true) return { matched: true, skippedBy: condition.name, patch: [] };
-  }
-  const data = env.evaluate(patchDataExpression(spec), context);
-  const patch = (fromCel(data) as { path: string; value: unknown }[]).map((p) => ({ op: 'add' as const, path: p.path, value: p.value }));
-  return { matched: true, patch };
 }
 
-/** Every policy in the order of their names (as the apiserver), reinvoked (at most twice more) while any changed the object. */
-export function admitWithPolicies(unordered: readonly SimulatedPolicy[], request: SimulatedRequest): any {
-  const policies = [...unordered].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+/**
+ * One policy against one object: its match conditions, then its mutations in order, each evaluated on
+ * the object the previous one left (as the apiserver does). A mutation whose guard fails must patch nothing.
+ */
+export function evaluatePolicy(policy: SimulatedPolicy, request: SimulatedRequest, admitted: any): PolicyEvaluation {
+  const env = kubernetesCelEnvironment();
+  const spec = policy.spec;
+  if (!ruleMatches(spec, request)) return { matched: false, mutations: [], object: admitted };
+  for (const condition of spec.matchConditions ?? []) {
+    if (env.evaluate(condition.expression, contextOf(request, admitted)) !== true) return { matched: true, skippedBy: condition.name, mutations: [], object: admitted };
+  }
+  let object = admitted;
+  const mutations: MutationEvaluation[] = [];
+  for (const [index, data] of patchDataExpressions(spec).entries()) {
+    const context = contextOf(request, object);
+    const skippedBy = mutationGuard(spec.mutations[index].jsonPatch.expression).find((condition) => env.evaluate(condition.expression, context) !== true)?.name;
+    const patch = (fromCel(env.evaluate(data, context)) as { path: string; value: unknown }[]).map((p) => ({ op: 'add' as const, path: p.path, value: p.value }));
+    if (skippedBy !== undefined && patch.length > 0) throw new Error(`${policy.metadata.name} mutations[${index}]: its guard condition ${skippedBy} is false, yet it patched ${JSON.stringify(patch)}`);
+    if (patch.length > 0) object = applyPatch(structuredClone(object), patch, true, false).newDocument;
+    mutations.push({ skippedBy, patch });
+  }
+  return { matched: true, mutations, object };
+}
+
+/**
+ * The policies that match the request, reinvoked (at most twice more) while any changed the object.
+ * The apiserver runs separate policies in no fixed order, so the order of injections must come from one
+ * policy's mutations: more than one matching policy is an error here.
+ */
+export function admitWithPolicies(policies: readonly SimulatedPolicy[], request: SimulatedRequest): any {
+  const matching = policies.filter((policy) => ruleMatches(policy.spec, request));
+  if (matching.length > 1) throw new Error(`${request.kind.kind}: ${matching.length} policies match (${matching.map((p) => p.metadata.name).join(', ')}); their order would be undefined`);
   let object = structuredClone(request.object);
   for (let round = 0; round < 3; round++) {
     let changed = false;
-    for (const policy of policies) {
-      const { patch } = evaluatePolicy(policy, request, object);
-      if (patch.length === 0) continue;
-      const next = applyPatch(structuredClone(object), patch, true, false).newDocument;
+    for (const policy of matching) {
+      const next = evaluatePolicy(policy, request, object).object;
       if (JSON.stringify(next) !== JSON.stringify(object)) changed = true;
       object = next;
     }
