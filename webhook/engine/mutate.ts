@@ -99,7 +99,8 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   const pod = findPodTemplate(kind, object);
   if (typeof pod === 'string') return decideAll('out-of-scope', [`not injected: ${pod}`]);
 
-  const keys = annotationKeys(config.annotationPrefix);
+  const prepared = preparedOf(config);
+  const keys = prepared.keys;
   const objectAnnotations = kind === 'Pod' ? undefined : ownStringMap(pod.objectMetadata?.annotations);
   const objectLabels = kind === 'Pod' ? undefined : ownStringMap(pod.objectMetadata?.labels);
   const podAnnotations = ownStringMap(pod.metadata?.annotations);
@@ -137,7 +138,8 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
     } else pending.push(injection);
   }
 
-  const builder = new PodPatchBuilder(pod, warnings, injectedContainerNames);
+  // podAnnotations is not read again here: the builder takes it over as its running copy.
+  const builder = new PodPatchBuilder(pod, warnings, injectedContainerNames, podAnnotations);
   const injectedNow: string[] = [];
   const podWarnings: PodWarning[] = [];
   const jobPod = isJobPod(pod);
@@ -158,14 +160,14 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
       progressed = true;
       let rendered: RenderedInjection;
       try {
-        rendered = renderInjection(injection, { ...placeholderValues, annotation: trigger.annotationValue });
+        rendered = prepared.templated.has(injection) ? renderInjection(injection, { ...placeholderValues, annotation: trigger.annotationValue }) : (injection as unknown as RenderedInjection);
       } catch (error) {
         if (!(error instanceof PlaceholderRenderError)) throw error;
         warnings.push(`injection "${injection.name}" skipped: ${error.message}`);
         reasons.set(injection.name, 'render-failed');
         continue;
       }
-      const changesContainers = addsContainers(injection) || mergesResources(injection);
+      const changesContainers = prepared.changesContainers.get(injection)!;
       if (changesContainers && qosClass === null) qosClass = qosClassOf(builder.containersNow(), podResources);
       if (injection.qos === 'preserve-guaranteed' && qosClass === 'Guaranteed') {
         rendered = { ...rendered, containers: rendered.containers?.map(withLimitsAtRequests), initContainers: rendered.initContainers?.map(withLimitsAtRequests) };
@@ -243,11 +245,45 @@ function boundedWarnings(warnings: string[]): string[] {
   return out;
 }
 
+/**
+ * JSON text of the objects patch operations add, by identity. Nearly every value is an object of the
+ * config (a container, a volume, a merge's fields), the same on every request, so its text is made
+ * once; the config is never changed in place (a reload brings new objects). Values made per request
+ * (metadata maps, a native sidecar's copy) are collected with their entries.
+ */
+const valueTextCache = new WeakMap<object, string>();
+
+function valueText(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value);
+  let text = valueTextCache.get(value);
+  if (text === undefined) valueTextCache.set(value, (text = JSON.stringify(value)));
+  return text;
+}
+
+/** `JSON.stringify(operations)`, with each value's text from the cache above. */
+export function patchText(operations: readonly PatchOperation[]): string {
+  let text = '[';
+  for (let i = 0; i < operations.length; i++) {
+    const operation = operations[i];
+    text += `${i === 0 ? '' : ','}{"op":"${operation.op}","path":${JSON.stringify(operation.path)},"value":${valueText(operation.value)}}`;
+  }
+  return text + ']';
+}
+
+/** Reused for encoding patches, so base64 costs no buffer per request; a larger patch gets its own. */
+const scratch = Buffer.allocUnsafe(16 * 1024);
+
+function base64(text: string): string {
+  if (text.length * 3 > scratch.length) return Buffer.from(text).toString('base64');
+  const length = scratch.write(text, 0);
+  return scratch.toString('base64', 0, length);
+}
+
 function allowed(uid: string, operations: readonly PatchOperation[], warnings: string[]): AdmissionResponse {
   const response: AdmissionResponse = { uid, allowed: true };
   if (operations.length > 0) {
     response.patchType = 'JSONPatch';
-    response.patch = Buffer.from(JSON.stringify(operations)).toString('base64');
+    response.patch = base64(patchText(operations));
   }
   if (warnings.length > 0) response.warnings = boundedWarnings(warnings);
   return response;
@@ -306,15 +342,34 @@ function triggerMet(
 const RENDERED_FIELDS = [
   'containers', 'initContainers', 'volumes', 'volumeMounts', 'env', 'imagePullSecrets', 'labels', 'annotations', 'merges',
 ] as const;
-const templatedCache = new WeakMap<ResolvedInjection, boolean>();
 
-function renderInjection(injection: ResolvedInjection, values: PlaceholderValues): RenderedInjection {
-  let templated = templatedCache.get(injection);
-  if (templated === undefined) {
-    templated = RENDERED_FIELDS.some((field) => containsPlaceholder(injection[field]));
-    templatedCache.set(injection, templated);
+/** What evaluate() works out once per config rather than on every request. */
+interface PreparedConfig {
+  readonly keys: ReturnType<typeof annotationKeys>;
+  /** Injections whose rendered fields hold a placeholder. */
+  readonly templated: ReadonlySet<ResolvedInjection>;
+  /** Whether each injection adds containers or merges resources (then the QoS class may change). */
+  readonly changesContainers: ReadonlyMap<ResolvedInjection, boolean>;
+}
+
+const preparedCache = new WeakMap<ResolvedInjectorConfig, PreparedConfig>();
+
+/** The config is never changed in place (a reload brings a new object), so this is made once per config. */
+function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
+  let prepared = preparedCache.get(config);
+  if (!prepared) {
+    prepared = {
+      keys: annotationKeys(config.annotationPrefix),
+      templated: new Set(config.injections.filter((injection) => RENDERED_FIELDS.some((field) => containsPlaceholder(injection[field])))),
+      changesContainers: new Map(config.injections.map((injection) => [injection, addsContainers(injection) || mergesResources(injection)])),
+    };
+    preparedCache.set(config, prepared);
   }
-  if (!templated) return injection as unknown as RenderedInjection;
+  return prepared;
+}
+
+/** An injection with placeholders, rendered for one object. */
+function renderInjection(injection: ResolvedInjection, values: PlaceholderValues): RenderedInjection {
   const rendered: Record<string, unknown> = { name: injection.name };
   for (const field of RENDERED_FIELDS) {
     if (injection[field] !== undefined) rendered[field] = mapJsonStrings(injection[field], (text) => renderPlaceholders(text, values));

@@ -95,6 +95,8 @@ export class PodPatchBuilder {
     private readonly warnings: string[],
     /** Names of containers that earlier calls injected: they belong to the injector, not the user. */
     private readonly injectedContainerNames: ReadonlySet<string>,
+    /** `ownStringMap(pod.metadata.annotations)` when the caller made it already; the builder updates it. */
+    annotations?: Record<string, string>,
   ) {
     this.specPointer = pod.pointer + '/spec';
     this.metadataPointer = pod.pointer + '/metadata';
@@ -102,7 +104,7 @@ export class PodPatchBuilder {
     for (const name of namesOf(pod.spec.initContainers)) this.containerNames.add(name);
     this.volumeNames = namesOf(pod.spec.volumes);
     this.labels = ownStringMap(pod.metadata?.labels);
-    this.annotations = ownStringMap(pod.metadata?.annotations);
+    this.annotations = annotations ?? ownStringMap(pod.metadata?.annotations);
   }
 
   /** Applies one injection; returns whether it changed anything. */
