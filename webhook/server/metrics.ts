@@ -1,7 +1,7 @@
 // Prometheus metrics through prom-client: the webhook's own series plus the standard process and
 // Node.js ones (resident memory, heap, event-loop lag, GC). The hot path only bumps plain numbers
 // (no label strings hashed per request); prom-client reads them when /metrics is scraped.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DecisionReason, PodWarningReason } from '../engine';
 import type { MemoryBudget } from './memory-budget';
 
@@ -11,14 +11,66 @@ const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.
 export const REQUEST_OUTCOMES = ['patched', 'unchanged', 'bad_request', 'aborted', 'unsupported_media_type', 'too_large', 'shed', 'error'] as const;
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 
+/**
+ * A histogram without labels whose observe() only bumps plain numbers (prom-client's Histogram
+ * validates and hashes its labels on every observation). Registered with prom-client's registry,
+ * which reads it, in its Histogram's shape, when /metrics is scraped.
+ */
+class PlainHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private readonly counts: Float64Array;
+  private sum = 0;
+  private count = 0;
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly upperBounds: readonly number[],
+  ) {
+    this.counts = new Float64Array(upperBounds.length);
+  }
+
+  observe(value: number): void {
+    this.sum += value;
+    this.count++;
+    const bounds = this.upperBounds;
+    for (let i = 0; i < bounds.length; i++) {
+      if (value <= bounds[i]) {
+        this.counts[i]++;
+        return;
+      }
+    }
+  }
+
+  get(): { name: string; help: string; type: string; aggregator: string; values: { labels: Record<string, string | number>; value: number; metricName: string }[] } {
+    let cumulative = 0;
+    const values = this.upperBounds.map((le, i) => {
+      cumulative += this.counts[i];
+      return { labels: { le }, value: cumulative, metricName: `${this.name}_bucket` };
+    });
+    values.push({ labels: { le: '+Inf' }, value: this.count, metricName: `${this.name}_bucket` });
+    values.push({ labels: {}, value: this.sum, metricName: `${this.name}_sum` });
+    values.push({ labels: {}, value: this.count, metricName: `${this.name}_count` });
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+
+  reset(): void {
+    this.counts.fill(0);
+    this.sum = 0;
+    this.count = 0;
+  }
+}
+
+const OUTCOME_INDEX = Object.fromEntries(REQUEST_OUTCOMES.map((outcome, i) => [outcome, i])) as Record<RequestOutcome, number>;
+
 export class WebhookMetrics {
   readonly registry = new Registry();
   /** Answers per outcome, in REQUEST_OUTCOMES order. */
   private readonly requests = new Float64Array(REQUEST_OUTCOMES.length);
-  private readonly outcomeIndex = new Map<RequestOutcome, number>(REQUEST_OUTCOMES.map((outcome, i) => [outcome, i]));
   private readonly injections = new Map<string, Map<DecisionReason, number>>();
   private readonly podWarnings = new Map<string, Map<PodWarningReason, number>>();
-  private readonly duration: Histogram;
+  private readonly duration: PlainHistogram;
   private readonly reloads: Counter<'what' | 'result'>;
   lastConfigReloadSuccessful = 1;
 
@@ -38,12 +90,9 @@ export class WebhookMetrics {
         });
       },
     });
-    this.duration = new Histogram({
-      name: 'sidecar_injector_admission_duration_seconds',
-      help: 'Time from request received to response written.',
-      buckets: LATENCY_BUCKETS,
-      registers,
-    });
+    this.duration = new PlainHistogram('sidecar_injector_admission_duration_seconds', 'Time from request received to response written.', LATENCY_BUCKETS);
+    // prom-client's registry reads any object with a name and get(); the type declares only its own metrics.
+    this.registry.registerMetric(this.duration as never);
     new Counter({
       name: 'sidecar_injector_injections_total',
       help: 'Injection decisions, by injection and reason.',
@@ -111,7 +160,7 @@ export class WebhookMetrics {
   }
 
   countRequest(outcome: RequestOutcome, seconds: number): void {
-    this.requests[this.outcomeIndex.get(outcome)!]++;
+    this.requests[OUTCOME_INDEX[outcome]]++;
     this.duration.observe(seconds);
   }
 
@@ -133,7 +182,7 @@ export class WebhookMetrics {
 
   /** Requests answered with `outcome` so far. */
   requestCount(outcome: RequestOutcome): number {
-    return this.requests[this.outcomeIndex.get(outcome)!];
+    return this.requests[OUTCOME_INDEX[outcome]];
   }
 
   get contentType(): string {
