@@ -159,14 +159,16 @@ export function shapePolicies(config: ResolvedInjectorConfig, injections: readon
         matchConstraints: { resourceRules: resourceRules(kinds), matchPolicy: 'Equivalent' },
         matchConditions: [
           ...writers[0].sharedConditions(),
-          // Necessary for any mutation to change the object, so the apiserver does not call a policy that
-          // would change nothing (it re-decodes an object a mutation ran on, even with an empty patch,
-          // which drops the label map a Job shares with its template; the webhook leaves it as it is).
+          // Necessary for any mutation to change the object (each mutation's guard, or-ed), so the
+          // apiserver does not call a policy that would change nothing: it re-decodes an object a
+          // mutation ran on, even with an empty patch, and that changes what it stores. A Job whose
+          // labels were defaulted from its template's then no longer gets the selector labels the
+          // apiserver adds to the template, where an unpatched Job (the webhook's answer) does.
           { name: 'an-injection-applies', expression: writers.map((writer) => `(${writer.guardExpression()})`).join(' || ') },
         ],
         mutations: writers.map((writer) => ({ patchType: 'JSONPatch', jsonPatch: { expression: writer.patchExpression() } })),
         failurePolicy: settings.failurePolicy,
-        // An injection may add the label or annotation another one (earlier in the list) triggers on.
+        // Another policy or webhook may add a label or annotation an injection triggers on.
         reinvocationPolicy: 'IfNeeded',
       },
     });
