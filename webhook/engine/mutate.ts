@@ -261,7 +261,7 @@ function valueText(value: unknown): string {
 }
 
 /** `JSON.stringify(operations)`, with each value's text from the cache above. */
-export function patchText(operations: readonly PatchOperation[]): string {
+function patchText(operations: readonly PatchOperation[]): string {
   let text = '[';
   for (let i = 0; i < operations.length; i++) {
     const operation = operations[i];

@@ -4,7 +4,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ResolvedInjectorConfig } from '../config';
-import { BadAdmissionReview, InjectionDecision, MutationResult, decodeAdmissionReview, evaluate } from '../engine';
+import { AdmissionRequest, BadAdmissionReview, InjectionDecision, MutationResult, decodeAdmissionReview, evaluate } from '../engine';
 import type { Logger } from './logger';
 import type { MemoryBudget } from './memory-budget';
 import type { RequestOutcome, WebhookMetrics } from './metrics';
@@ -73,6 +73,26 @@ function injectedNames(decisions: readonly InjectionDecision[]): string[] {
   return names;
 }
 
+/** `,"key":<JSON>` for a defined value, nothing for undefined (as JSON.stringify leaves it out). */
+function member(key: string, value: string | undefined): string {
+  return value === undefined ? '' : `,"${key}":${JSON.stringify(value)}`;
+}
+
+/** The fields of the line logged for each admission, written as JSON members without an object. */
+function admissionLogMembers(request: AdmissionRequest, uid: string | undefined, result: MutationResult, started: number): string {
+  const meta = (request.object?.metadata ?? {}) as Record<string, unknown>;
+  const warnings = result.response.warnings?.length ?? 0;
+  const durationMs = Math.round((performance.now() - started) * 1e3) / 1e3;
+  return (
+    member('uid', uid) +
+    member('kind', field(request.kind.kind)) +
+    member('namespace', field(request.namespace)) +
+    member('name', field(request.name) ?? field(meta.name) ?? field(meta.generateName)) +
+    member('operation', field(request.operation)) +
+    `,"dryRun":${request.dryRun === true},"injected":${JSON.stringify(injectedNames(result.decisions))},"warnings":${warnings},"durationMs":${durationMs}`
+  );
+}
+
 export function createAdmissionHandler(context: AdmissionHandlerContext) {
   const { metrics, logger, budget } = context;
 
@@ -134,24 +154,15 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       sendText(res, 200, reviewText(review.apiVersion, result));
       for (const decision of result.decisions) metrics.countInjection(decision.injection, decision.reason);
       for (const warning of result.podWarnings) metrics.countPodWarning(warning.injection, warning.reason);
-      const logUid = uid;
-      finish(started, held, result.patch.length > 0 ? 'patched' : 'unchanged', () => {
-        if (logger.enabled('info')) {
-          const meta = (request.object?.metadata ?? {}) as Record<string, unknown>;
-          logger.log('info', 'admission', {
-            uid: logUid,
-            kind: field(request.kind.kind),
-            namespace: field(request.namespace),
-            name: field(request.name) ?? field(meta.name) ?? field(meta.generateName),
-            operation: field(request.operation),
-            dryRun: request.dryRun === true,
-            injected: injectedNames(result.decisions),
-            warnings: result.response.warnings?.length ?? 0,
-            durationMs: Math.round((performance.now() - started) * 1e3) / 1e3,
-          });
-        }
-        if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid: logUid, decisions: result.decisions, warnings: result.response.warnings });
-      });
+      if (held > 0) budget.release(held);
+      metrics.countRequest(result.patch.length > 0 ? 'patched' : 'unchanged', (performance.now() - started) / 1000);
+      try {
+        if (logger.enabled('info')) logger.logMembers('info', 'admission', admissionLogMembers(request, uid, result, started));
+        if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid, decisions: result.decisions, warnings: result.response.warnings });
+      } catch (error) {
+        // Logging must never turn an answered request into a failure.
+        logger.log('error', 'could not log an admission', { error: (error as Error)?.message });
+      }
     } catch (error) {
       const httpError = error instanceof HttpError ? error : new HttpError(500, 'error', `internal error: ${(error as Error)?.message ?? String(error)}`);
       reject(res, started, held, httpError, uid, false);

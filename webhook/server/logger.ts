@@ -12,6 +12,9 @@ export interface Logger {
   readonly level: LogLevel;
   enabled(level: LogLevel): boolean;
   log(level: LogLevel, msg: string, fields?: Record<string, unknown>): void;
+  /** `log` with the fields already written as JSON members, each starting with a comma
+   * (`,"uid":"abc","dryRun":false`): for the line logged on every admission. */
+  logMembers(level: LogLevel, msg: string, members: string): void;
   /** Writes buffered lines now (before exit). */
   flush(): void;
 }
@@ -38,23 +41,28 @@ export function createLogger(level: LogLevel, write: (text: string) => void = wr
     buffered = '';
     write(text);
   };
+  const append = (candidate: LogLevel, msg: string, members: string) => {
+    const now = Date.now();
+    if (now !== lastMillis) {
+      lastMillis = now;
+      lastTime = new Date(now).toISOString();
+    }
+    buffered += `{"time":"${lastTime}","level":"${candidate}","msg":${JSON.stringify(msg)}${members}}\n`;
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  };
   return {
     level,
     enabled: (candidate) => RANK[candidate] >= threshold,
     log(candidate, msg, fields) {
       if (RANK[candidate] < threshold) return;
-      const now = Date.now();
-      if (now !== lastMillis) {
-        lastMillis = now;
-        lastTime = new Date(now).toISOString();
-      }
-      const head = `{"time":"${lastTime}","level":"${candidate}","msg":${JSON.stringify(msg)}`;
       const rest = fields ? JSON.stringify(fields) : '{}';
-      buffered += rest === '{}' ? head + '}\n' : head + ',' + rest.slice(1) + '\n';
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
-      }
+      append(candidate, msg, rest === '{}' ? '' : ',' + rest.slice(1, -1));
+    },
+    logMembers(candidate, msg, members) {
+      if (RANK[candidate] >= threshold) append(candidate, msg, members);
     },
     flush,
   };

@@ -45,7 +45,7 @@ class PlainHistogram {
 
   get(): { name: string; help: string; type: string; aggregator: string; values: { labels: Record<string, string | number>; value: number; metricName: string }[] } {
     let cumulative = 0;
-    const values = this.upperBounds.map((le, i) => {
+    const values: { labels: Record<string, string | number>; value: number; metricName: string }[] = this.upperBounds.map((le, i) => {
       cumulative += this.counts[i];
       return { labels: { le }, value: cumulative, metricName: `${this.name}_bucket` };
     });

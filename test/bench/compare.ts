@@ -1,0 +1,133 @@
+// `npm run bench:compare`: a quick webhook-vs-baseline comparison at saturation while working on the
+// server's hot path: server CPU time per request and throughput in interleaved closed-loop rounds,
+// and bytes allocated per request (from --trace-gc-nvp). Much shorter than `npm run bench`; writes
+// nothing. COMPARE_ROUNDS (default 3) and COMPARE_SECONDS (default 4) per round;
+// COMPARE_PROFILE=<dir> also writes .cpuprofiles of both servers under saturation to <dir>/webhook and
+// <dir>/baseline (summarize them with test/bench/cpu-profile.ts).
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { loadReview } from '../support/recorded-reviews';
+import {
+  BUNDLE,
+  baselineSpec,
+  cleanupTemp,
+  detectPinning,
+  fixedCertificate,
+  installCleanup,
+  makeTempDir,
+  materialize,
+  pinSelf,
+  readCpuMs,
+  runLoad,
+  runSynthCommand,
+  startServer,
+  webhookSpec,
+} from './bench-support';
+import { HTTP_REVIEW, body } from './reviews';
+
+const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 3);
+const SECONDS = Number(process.env.COMPARE_SECONDS ?? 4);
+const CONNECTIONS = 10;
+const PROFILE_DIR = process.env.COMPARE_PROFILE;
+
+/** CPU time of a process's main thread (JavaScript runs there; GC helpers and the like do not), ms. */
+function mainThreadCpuMs(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10; // USER_HZ is 100 on Linux
+}
+
+async function main(): Promise<void> {
+  installCleanup();
+  if (!fs.existsSync(BUNDLE)) throw new Error(`${BUNDLE} is missing: run "npm run bundle" first`);
+  const pinning = detectPinning();
+  pinSelf(pinning);
+  const { certDir } = fixedCertificate();
+  const deployed = materialize((await runSynthCommand(certDir, pinning)).files);
+  const bodyFile = path.join(makeTempDir('body'), `${HTTP_REVIEW}.json`);
+  fs.writeFileSync(bodyFile, body(loadReview(HTTP_REVIEW)));
+  const load = (port: number, mode: 'open' | 'closed', seconds: number, warmupSeconds = 1) =>
+    runLoad(
+      {
+        mode,
+        ...(mode === 'open' ? { rate: 500, connections: 64, initialConnections: 64 } : { connections: CONNECTIONS }),
+        warmupSeconds,
+        durationSeconds: seconds,
+        port,
+        caFile: deployed.caFile,
+        servername: deployed.serverName,
+        bodyFile,
+        expectPatch: true,
+      },
+      pinning,
+    );
+
+  // Allocation per request: fresh servers with --trace-gc-nvp at 500 req/s.
+  const allocation: Record<string, number> = {};
+  for (const [name, spec] of [
+    ['webhook', await webhookSpec(deployed)],
+    ['baseline', await baselineSpec(deployed)],
+  ] as const) {
+    let allocated = 0;
+    let collecting = false;
+    const server = await startServer(
+      {
+        ...spec,
+        nodeArgs: ['--trace-gc-nvp', ...spec.nodeArgs],
+        onLine: (line) => {
+          const a = Number(/\ballocated=(\d+)/.exec(line)?.[1] ?? NaN);
+          if (collecting && Number.isFinite(a) && a < 1e12) allocated += a;
+        },
+      },
+      pinning,
+    );
+    collecting = true;
+    const result = await load(server.port, 'open', 4);
+    collecting = false;
+    await server.stop('SIGKILL');
+    allocation[name] = allocated / Math.max(1, result.answeredTotal);
+  }
+
+  const webhook = await startServer(await webhookSpec(deployed, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/webhook`] : []), pinning);
+  const baselineBase = await baselineSpec(deployed);
+  const baseline = await startServer(PROFILE_DIR ? { ...baselineBase, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/baseline`, ...baselineBase.nodeArgs] } : baselineBase, pinning);
+  for (const server of [webhook, baseline]) await load(server.port, 'closed', 4, 0);
+  const lines: string[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const measured: Record<string, { throughput: number; cpuUs: number; mainUs: number }> = {};
+    for (const server of [webhook, baseline]) {
+      const before = readCpuMs(server.pid);
+      const mainBefore = mainThreadCpuMs(server.pid);
+      const result = await load(server.port, 'closed', SECONDS);
+      const cpuMs = readCpuMs(server.pid) - before;
+      const mainMs = mainThreadCpuMs(server.pid) - mainBefore;
+      const answered = Math.max(1, result.answeredTotal);
+      measured[server.name] = { throughput: result.throughput, cpuUs: (cpuMs * 1000) / answered, mainUs: (mainMs * 1000) / answered };
+    }
+    const w = measured.webhook;
+    const b = measured.baseline;
+    lines.push(
+      `round ${round}: throughput ${w.throughput.toFixed(0)} vs ${b.throughput.toFixed(0)} req/s = ${(w.throughput / b.throughput).toFixed(2)}x; ` +
+        `CPU/request ${w.cpuUs.toFixed(1)} vs ${b.cpuUs.toFixed(1)} µs = ${(w.cpuUs / b.cpuUs).toFixed(2)}x ` +
+        `(main thread ${w.mainUs.toFixed(1)} vs ${b.mainUs.toFixed(1)} µs = ${(w.mainUs / b.mainUs).toFixed(2)}x)`,
+    );
+    process.stderr.write(lines[lines.length - 1] + '\n');
+  }
+  await webhook.stop('SIGTERM');
+  await baseline.stop(PROFILE_DIR ? 'SIGTERM' : 'SIGKILL');
+  process.stdout.write(
+    [
+      ...lines,
+      `allocated per request at 500 req/s: ${(allocation.webhook / 1024).toFixed(1)} vs ${(allocation.baseline / 1024).toFixed(1)} KiB`,
+      `load average now: ${os.loadavg().map((n) => n.toFixed(2)).join(' ')}`,
+    ].join('\n') + '\n',
+  );
+  cleanupTemp();
+}
+
+main().catch((error) => {
+  process.stderr.write(`${(error as Error).stack ?? error}\n`);
+  cleanupTemp();
+  process.exit(1);
+});
