@@ -77,12 +77,25 @@ export class PodPatchBuilder {
   private readonly containerNames: Set<string>;
   private readonly volumeNames: Set<string>;
   private pullSecretNames: Set<string> | undefined;
-  private readonly envNames = new Map<string, Set<string>>();
-  private readonly mountPaths = new Map<string, Set<string>>();
+  // Made on first use: most pods get no env, mounts or merges, and a Map per request is not free.
+  private envNamesMap?: Map<string, Set<string>>;
+  private mountPathsMap?: Map<string, Set<string>>;
   /** Fields set by merges so far, per container pointer (a sparse overlay on the original container). */
-  private readonly mergeOverlays = new Map<string, Json>();
+  private mergeOverlaysMap?: Map<string, Json>;
   /** Container fields set by merges in this patch, and which injection set them. */
-  private readonly mergedBy = new Map<string, string>();
+  private mergedByMap?: Map<string, string>;
+  private get envNames(): Map<string, Set<string>> {
+    return (this.envNamesMap ??= new Map());
+  }
+  private get mountPaths(): Map<string, Set<string>> {
+    return (this.mountPathsMap ??= new Map());
+  }
+  private get mergeOverlays(): Map<string, Json> {
+    return (this.mergeOverlaysMap ??= new Map());
+  }
+  private get mergedBy(): Map<string, string> {
+    return (this.mergedByMap ??= new Map());
+  }
   /** Containers and init containers this patch adds, in order. */
   private readonly added: Json[] = [];
   /** Native sidecars that go before the pod's init containers: inserted last, so earlier paths keep their indices. */
@@ -198,7 +211,7 @@ export class PodPatchBuilder {
       const containers = this.pod.spec[list];
       if (!Array.isArray(containers)) continue;
       // Without merges there is nothing to overlay: no pointer string built per container.
-      if (this.mergeOverlays.size === 0) {
+      if (this.mergeOverlaysMap === undefined || this.mergeOverlaysMap.size === 0) {
         for (const container of containers) out.push(container);
         continue;
       }
