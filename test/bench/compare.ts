@@ -92,7 +92,8 @@ async function main(): Promise<void> {
   const webhook = await startServer(await webhookSpec(deployed, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/webhook`] : []), pinning);
   const baselineBase = await baselineSpec(deployed);
   const baseline = await startServer(PROFILE_DIR ? { ...baselineBase, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/baseline`, ...baselineBase.nodeArgs] } : baselineBase, pinning);
-  for (const server of [webhook, baseline]) await load(server.port, 'closed', 4, 0);
+  const answered: Record<string, number> = { webhook: 0, baseline: 0 };
+  for (const server of [webhook, baseline]) answered[server.name] += (await load(server.port, 'closed', 4, 0)).answeredTotal;
   const lines: string[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     const measured: Record<string, { throughput: number; cpuUs: number; mainUs: number }> = {};
@@ -102,8 +103,9 @@ async function main(): Promise<void> {
       const result = await load(server.port, 'closed', SECONDS);
       const cpuMs = readCpuMs(server.pid) - before;
       const mainMs = mainThreadCpuMs(server.pid) - mainBefore;
-      const answered = Math.max(1, result.answeredTotal);
-      measured[server.name] = { throughput: result.throughput, cpuUs: (cpuMs * 1000) / answered, mainUs: (mainMs * 1000) / answered };
+      answered[server.name] += result.answeredTotal;
+      const count = Math.max(1, result.answeredTotal);
+      measured[server.name] = { throughput: result.throughput, cpuUs: (cpuMs * 1000) / count, mainUs: (mainMs * 1000) / count };
     }
     const w = measured.webhook;
     const b = measured.baseline;
@@ -119,6 +121,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     [
       ...lines,
+      `requests answered by the servers compared (for per-request figures from a profile): webhook ${answered.webhook}, baseline ${answered.baseline}`,
       `allocated per request at 500 req/s: ${(allocation.webhook / 1024).toFixed(1)} vs ${(allocation.baseline / 1024).toFixed(1)} KiB`,
       `load average now: ${os.loadavg().map((n) => n.toFixed(2)).join(' ')}`,
     ].join('\n') + '\n',
