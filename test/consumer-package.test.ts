@@ -152,6 +152,9 @@ describe('the packed package in a fresh cdk8s project', { timeout: 300_000 }, ()
   const results: Partial<Record<'oldest' | 'newest', Synthesized>> = {};
   let failure: unknown;
   let packSeconds = 0;
+  let packedFiles: string[] = [];
+  let filesLinkingMaps: string[] = [];
+  let packedLicense = '';
 
   before(async () => {
     const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sidecar-injector-consumer-'));
@@ -159,6 +162,16 @@ describe('the packed package in a fresh cdk8s project', { timeout: 300_000 }, ()
       const started = Date.now();
       const tarball = packTarball();
       packSeconds = (Date.now() - started) / 1000;
+      const unpacked = path.join(work, 'unpacked');
+      fs.mkdirSync(unpacked);
+      await run('tar', ['-xzf', tarball, '-C', unpacked], work);
+      const packageDir = path.join(unpacked, 'package');
+      const files = fs.readdirSync(packageDir, { recursive: true, encoding: 'utf8' }).filter((file) => fs.statSync(path.join(packageDir, file)).isFile());
+      packedFiles = files.map((file) => file.split(path.sep).join('/'));
+      filesLinkingMaps = files
+        .filter((file) => /\.(js|d\.ts)$/.test(file) && /[#@] sourceMappingURL=/.test(fs.readFileSync(path.join(packageDir, file), 'utf8')))
+        .map((file) => file.split(path.sep).join('/'));
+      packedLicense = fs.existsSync(path.join(packageDir, 'LICENSE')) ? fs.readFileSync(path.join(packageDir, 'LICENSE'), 'utf8') : '';
       const [oldest, newest] = [oldestPeers(), await newestPeers()];
       // Both projects at once: the installs wait on the network and the cache more than on the CPU.
       const [a, b] = await Promise.all([
@@ -172,6 +185,18 @@ describe('the packed package in a fresh cdk8s project', { timeout: 300_000 }, ()
     } finally {
       fs.rmSync(work, { recursive: true, force: true });
     }
+  });
+
+  test('the tarball ships the schemas, LICENSE and CHANGELOG, and no source map or link to one', () => {
+    if (failure) throw failure;
+    const names = packedFiles;
+    for (const file of ['LICENSE', 'CHANGELOG.md', 'API.md', 'README.md', 'lib/charts/index.js', 'lib/charts/index.d.ts', 'lib/charts/schema/kubernetes-schemas.json']) {
+      assert.ok(names.includes(file), `${file} is in the package`);
+    }
+    assert.deepEqual(names.filter((file) => file.endsWith('.map')), [], 'no .map files');
+    assert.deepEqual(names.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts')), [], 'no .ts sources');
+    assert.deepEqual(filesLinkingMaps, [], 'no file links to a source map the package does not ship');
+    assert.equal(packedLicense, fs.readFileSync(path.join(ROOT, 'LICENSE'), 'utf8'), 'the Apache-2.0 LICENSE');
   });
 
   for (const variant of ['oldest', 'newest'] as const) {
