@@ -306,6 +306,30 @@ describe('patch construction', () => {
     assert.equal(pointer('/metadata/annotations', 'a~b/c'), '/metadata/annotations/a~0b~1c');
   });
 
+  test('the base64 patch is exactly the JSON of the operations, small or large, ASCII or not', () => {
+    // The patch is written piece by piece into a reused 64 KiB buffer; one that could not fit there
+    // (a 100 kB env value here) is encoded on its own. Multi-byte UTF-8 must survive either way.
+    for (const [what, value] of [
+      ['small, non-ASCII', 'café ☕ 𝄞 "quoted" \\ back'],
+      ['larger than the scratch buffer', 'x'.repeat(100_000) + 'é'],
+    ]) {
+      const config = resolveInjectorConfig({
+        injections: [
+          {
+            name: 'a',
+            trigger: { type: 'always' },
+            annotations: { 'x.example.com/note': value },
+            containers: [{ name: 'side', image: 'busybox:1.36', env: [{ name: 'NOTE', value }] }],
+          },
+        ],
+      });
+      const result = admit(loadReview('pod-create-sleep').request, config);
+      assert.equal(Buffer.from(result.response.patch!, 'base64').toString('utf8'), JSON.stringify(result.patch), what);
+      assert.equal(result.pod.metadata.annotations['x.example.com/note'], value, what);
+      assert.equal(result.pod.spec.containers.at(-1).env[0].value, value, what);
+    }
+  });
+
   test('a template that cannot render skips that injection with a warning, not an error', () => {
     const review = loadReview('deployment-create-frontend');
     review.request.object.metadata.annotations['com.foreach/wait-for-it'] = '';

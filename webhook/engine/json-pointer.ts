@@ -1,9 +1,20 @@
 // RFC 6901: "~" and "/" inside a token must be escaped, or an annotation key such as
 // "sidecar-injector.io/status" would address a nested path and the apiserver would reject the patch.
 
+/** Escaped tokens by their text: the ones that need escaping are nearly always the config's own
+ * annotation keys (the status annotation on every request). Bounded; cleared when full. */
+const escaped = new Map<string, string>();
+const ESCAPED_ENTRIES = 1024;
+
 export function escapePointerToken(token: string): string {
   if (!token.includes('~') && !token.includes('/')) return token;
-  return token.replace(/~/g, '~0').replace(/\//g, '~1');
+  let text = escaped.get(token);
+  if (text === undefined) {
+    text = token.replace(/~/g, '~0').replace(/\//g, '~1');
+    if (escaped.size >= ESCAPED_ENTRIES) escaped.clear();
+    escaped.set(token, text);
+  }
+  return text;
 }
 
 export function pointer(base: string, ...tokens: (string | number)[]): string {

@@ -18,7 +18,7 @@ import { matchesLabelSelector } from './label-selector';
 import { ContainerPlacement, PatchOperation, PodPatchBuilder, RenderedInjection, ownStringMap } from './pod-patch-builder';
 import { Json, isJsonObject } from './json-object';
 import { PodTemplate, findPodTemplate, targetKindOf } from './pod-template';
-import { QosClass, qosClassOf, withLimitsAtRequests } from './qos';
+import { QosClass, QosTally, hasPodLevelResources, qosClassOf, withLimitsAtRequests } from './qos';
 
 /** Why an injection did or did not change an object: logged at debug level and counted by label. */
 export type DecisionReason =
@@ -144,40 +144,59 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   const podWarnings: PodWarning[] = [];
   const jobPod = isJobPod(pod);
   const podResources = pod.spec.resources;
+  // The QoS class is tallied once over the pod's containers, then each injection's containers are
+  // added to the tally; an injection that merges resources into existing containers re-tallies.
+  // Pod-level resources decide alone, so no injection changes the class of such a pod.
+  const podLevelResources = hasPodLevelResources(podResources);
   let qosClass: QosClass | undefined | null = null; // null: not computed yet
+  let tally: QosTally | undefined;
   // Until nothing more fires: an injection may add the label or annotation another one triggers on,
   // and a second call must find nothing left to do.
   for (let progressed = pending.length > 0; progressed; ) {
     progressed = false;
-    const current = {
-      annotations: objectAnnotations ? merged(objectAnnotations, builder.annotations) : builder.annotations,
-      labels: objectLabels ? merged(objectLabels, builder.labels) : builder.labels,
-    };
-    for (const injection of [...pending]) {
-      const trigger = triggerMet(injection, current.annotations, current.labels, requested);
-      if (!trigger.met) continue;
-      pending.splice(pending.indexOf(injection), 1);
+    const currentAnnotations = objectAnnotations ? merged(objectAnnotations, builder.annotations) : builder.annotations;
+    const currentLabels = objectLabels ? merged(objectLabels, builder.labels) : builder.labels;
+    for (let index = 0; index < pending.length; index++) {
+      const injection = pending[index];
+      const trigger = triggerMet(injection, currentAnnotations, currentLabels, requested);
+      if (trigger === false) continue;
+      pending.splice(index, 1);
       progressed = true;
       let rendered: RenderedInjection;
       try {
-        rendered = prepared.templated.has(injection) ? renderInjection(injection, { ...placeholderValues, annotation: trigger.annotationValue }) : (injection as unknown as RenderedInjection);
+        rendered = prepared.templated.has(injection)
+          ? renderInjection(injection, { ...placeholderValues, annotation: typeof trigger === 'string' ? trigger : undefined })
+          : (injection as unknown as RenderedInjection);
       } catch (error) {
         if (!(error instanceof PlaceholderRenderError)) throw error;
         warnings.push(`injection "${injection.name}" skipped: ${error.message}`);
         reasons.set(injection.name, 'render-failed');
+        index--; // the next pending injection moved into this place
         continue;
       }
       const changesContainers = prepared.changesContainers.get(injection)!;
-      if (changesContainers && qosClass === null) qosClass = qosClassOf(builder.containersNow(), podResources);
+      if (changesContainers && qosClass === null) {
+        if (podLevelResources) qosClass = qosClassOf([], podResources);
+        else qosClass = (tally = QosTally.over(builder.containersNow())).qosClass();
+      }
       if (injection.qos === 'preserve-guaranteed' && qosClass === 'Guaranteed') {
         rendered = { ...rendered, containers: rendered.containers?.map(withLimitsAtRequests), initContainers: rendered.initContainers?.map(withLimitsAtRequests) };
       }
       const placement = placementFor(injection, jobPod);
+      const addedBefore = builder.added.length;
       if (builder.apply(rendered, placement)) {
         injectedNow.push(injection.name);
         reasons.set(injection.name, 'injected');
         if (changesContainers) {
-          const after = qosClassOf(builder.containersNow(), podResources);
+          let after: QosClass | undefined;
+          if (podLevelResources) after = qosClass ?? undefined;
+          else if (prepared.mergesResources.get(injection)) after = (tally = QosTally.over(builder.containersNow())).qosClass();
+          else {
+            // Rendered containers are made per request; the config's own are the same objects every time.
+            const cache = !prepared.templated.has(injection) && injection.qos !== 'preserve-guaranteed';
+            for (let i = addedBefore; i < builder.added.length; i++) tally!.add(builder.added[i], cache);
+            after = tally!.qosClass();
+          }
           if (qosClass && after && after !== qosClass) {
             const advice = qosClass === 'Guaranteed' && injection.qos !== 'preserve-guaranteed' ? '; set qos: "preserve-guaranteed" on the injection to keep it' : '';
             const message = `injection "${injection.name}" changes the pod's QoS class from ${qosClass} to ${after}${advice}`;
@@ -213,9 +232,16 @@ function isJobPod(pod: PodTemplate): boolean {
   return Array.isArray(owners) && owners.some((owner) => isJsonObject(owner) && owner.kind === 'Job' && typeof owner.apiVersion === 'string' && owner.apiVersion.startsWith('batch/'));
 }
 
+const PLACEMENTS = {
+  regular: { native: false, position: 'last' },
+  nativeFirst: { native: true, position: 'first' },
+  nativeLast: { native: true, position: 'last' },
+} as const satisfies Record<string, ContainerPlacement>;
+
 function placementFor(injection: ResolvedInjection, jobPod: boolean): ContainerPlacement {
   const mode = injection.nativeSidecars ?? 'never';
-  return { native: mode === 'always' || (mode === 'jobs' && jobPod), position: injection.nativeSidecarPosition ?? 'last' };
+  if (!(mode === 'always' || (mode === 'jobs' && jobPod))) return PLACEMENTS.regular;
+  return injection.nativeSidecarPosition === 'first' ? PLACEMENTS.nativeFirst : PLACEMENTS.nativeLast;
 }
 
 function addsContainers(injection: ResolvedInjection): boolean {
@@ -271,19 +297,44 @@ function patchText(operations: readonly PatchOperation[]): string {
 }
 
 /** Reused for encoding patches, so base64 costs no buffer per request; a larger patch gets its own. */
-const scratch = Buffer.allocUnsafe(16 * 1024);
+const scratch = Buffer.allocUnsafe(64 * 1024);
 
-function base64(text: string): string {
-  if (text.length * 3 > scratch.length) return Buffer.from(text).toString('base64');
-  const length = scratch.write(text, 0);
-  return scratch.toString('base64', 0, length);
+/**
+ * The base64 of `patchText(operations)`, its pieces written one after another into the scratch
+ * buffer: no concatenated string is built and flattened on the way (most of the patch is cached
+ * text of the config's objects).
+ */
+function patchBase64(operations: readonly PatchOperation[]): string {
+  let offset = 0;
+  const put = (piece: string): boolean => {
+    // A UTF-8 byte sequence is at most 3 bytes per UTF-16 unit; past the scratch buffer, start over.
+    if (offset + piece.length * 3 > scratch.length) return false;
+    offset += scratch.write(piece, offset);
+    return true;
+  };
+  for (let i = 0; i < operations.length; i++) {
+    const operation = operations[i];
+    if (
+      !put(i === 0 ? '[{"op":"' : ',{"op":"') ||
+      !put(operation.op) ||
+      !put('","path":') ||
+      !put(JSON.stringify(operation.path)) ||
+      !put(',"value":') ||
+      !put(valueText(operation.value)) ||
+      !put('}')
+    ) {
+      return Buffer.from(patchText(operations)).toString('base64');
+    }
+  }
+  if (!put(operations.length === 0 ? '[]' : ']')) return Buffer.from(patchText(operations)).toString('base64');
+  return scratch.toString('base64', 0, offset);
 }
 
 function allowed(uid: string, operations: readonly PatchOperation[], warnings: string[]): AdmissionResponse {
   const response: AdmissionResponse = { uid, allowed: true };
   if (operations.length > 0) {
     response.patchType = 'JSONPatch';
-    response.patch = base64(patchText(operations));
+    response.patch = patchBase64(operations);
   }
   if (warnings.length > 0) response.warnings = boundedWarnings(warnings);
   return response;
@@ -311,30 +362,31 @@ export function formatStatus(names: readonly string[]): string {
 
 const patternCache = new WeakMap<ResolvedInjection, { matches(value: string): boolean }>();
 
+/** Whether the injection's trigger is met: false, true, or for an annotation trigger the annotation's value. */
 function triggerMet(
   injection: ResolvedInjection,
   annotations: Record<string, string>,
   labels: Record<string, string>,
   requested: Set<string>,
-): { met: boolean; annotationValue?: string } {
+): boolean | string {
   const trigger = injection.trigger;
   switch (trigger.type) {
     case 'always':
-      return { met: true };
+      return true;
     case 'requested':
-      return { met: requested.has(injection.name) };
+      return requested.has(injection.name);
     case 'labelSelector':
-      return { met: matchesLabelSelector(trigger, labels) };
+      return matchesLabelSelector(trigger, labels);
     case 'annotation': {
       const value = annotations[trigger.key];
-      if (typeof value !== 'string') return { met: false };
+      if (typeof value !== 'string') return false;
       if (trigger.valuePattern !== undefined) {
         // RE2: linear in the value's length, whatever the pattern; matches() is a whole-value match.
         let pattern = patternCache.get(injection);
         if (!pattern) patternCache.set(injection, (pattern = compileValuePattern(trigger.valuePattern)));
-        if (!pattern.matches(value)) return { met: false };
+        if (!pattern.matches(value)) return false;
       }
-      return { met: true, annotationValue: value };
+      return value;
     }
   }
 }
@@ -350,6 +402,8 @@ interface PreparedConfig {
   readonly templated: ReadonlySet<ResolvedInjection>;
   /** Whether each injection adds containers or merges resources (then the QoS class may change). */
   readonly changesContainers: ReadonlyMap<ResolvedInjection, boolean>;
+  /** Whether each injection merges resources into existing containers (then the QoS is tallied again). */
+  readonly mergesResources: ReadonlyMap<ResolvedInjection, boolean>;
 }
 
 const preparedCache = new WeakMap<ResolvedInjectorConfig, PreparedConfig>();
@@ -362,6 +416,7 @@ function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
       keys: annotationKeys(config.annotationPrefix),
       templated: new Set(config.injections.filter((injection) => RENDERED_FIELDS.some((field) => containsPlaceholder(injection[field])))),
       changesContainers: new Map(config.injections.map((injection) => [injection, addsContainers(injection) || mergesResources(injection)])),
+      mergesResources: new Map(config.injections.map((injection) => [injection, mergesResources(injection)])),
     };
     preparedCache.set(config, prepared);
   }

@@ -30,6 +30,27 @@ export interface ContainerPlacement {
 }
 
 const REGULAR_CONTAINERS: ContainerPlacement = { native: false, position: 'last' };
+const CONTAINER_LISTS = ['containers', 'initContainers'] as const;
+
+type PodList = 'containers' | 'initContainers' | 'volumes' | 'imagePullSecrets';
+/** `<spec pointer>/<list>`, made once per place a pod spec sits (a Pod's, a template's, a CronJob's). */
+const LIST_POINTERS = new Map<string, Record<PodList, string>>();
+
+/** `<template>/spec` and `<template>/metadata` by template pointer, made once (a handful of kinds). */
+const SPEC_POINTERS: Record<string, string> = Object.create(null);
+const METADATA_POINTERS: Record<string, string> = Object.create(null);
+
+function listPointer(specPointer: string, list: PodList): string {
+  let pointers = LIST_POINTERS.get(specPointer);
+  if (pointers === undefined) {
+    pointers = { containers: '', initContainers: '', volumes: '', imagePullSecrets: '' };
+    for (const name of Object.keys(pointers) as PodList[]) pointers[name] = pointer(specPointer, name);
+    LIST_POINTERS.set(specPointer, pointers);
+  }
+  return pointers[list];
+}
+/** `regularContainersAdded` when the last `apply` added none (never pushed to: replaced on first add). */
+const NO_NAMES: string[] = [];
 
 const hasOwn = (object: object, key: string) => Object.prototype.hasOwnProperty.call(object, key);
 
@@ -96,12 +117,16 @@ export class PodPatchBuilder {
   private get mergedBy(): Map<string, string> {
     return (this.mergedByMap ??= new Map());
   }
-  /** Containers and init containers this patch adds, in order. */
-  private readonly added: Json[] = [];
+  /** Containers and init containers this patch adds, in order (native sidecars as added, with their restartPolicy). */
+  readonly added: Json[] = [];
   /** Native sidecars that go before the pod's init containers: inserted last, so earlier paths keep their indices. */
   private readonly firstInitContainers: Json[] = [];
   /** Regular containers (not native sidecars) that the last `apply` added. */
-  regularContainersAdded: string[] = [];
+  regularContainersAdded: string[] = NO_NAMES;
+
+  private listPointer(list: PodList): string {
+    return listPointer(this.specPointer, list);
+  }
 
   constructor(
     private readonly pod: PodTemplate,
@@ -111,8 +136,8 @@ export class PodPatchBuilder {
     /** `ownStringMap(pod.metadata.annotations)` when the caller made it already; the builder updates it. */
     annotations?: Record<string, string>,
   ) {
-    this.specPointer = pod.pointer + '/spec';
-    this.metadataPointer = pod.pointer + '/metadata';
+    this.specPointer = SPEC_POINTERS[pod.pointer] ??= pod.pointer + '/spec';
+    this.metadataPointer = METADATA_POINTERS[pod.pointer] ??= pod.pointer + '/metadata';
     this.containerNames = namesOf(pod.spec.containers);
     for (const name of namesOf(pod.spec.initContainers)) this.containerNames.add(name);
     this.volumeNames = namesOf(pod.spec.volumes);
@@ -124,10 +149,12 @@ export class PodPatchBuilder {
   apply(injection: RenderedInjection, placement: ContainerPlacement = REGULAR_CONTAINERS): boolean {
     const before = this.operations.length + this.firstInitContainers.length;
     const warn = (message: string) => this.warnings.push(`injection "${injection.name}": ${message}`);
-    this.regularContainersAdded = [];
+    this.regularContainersAdded = NO_NAMES;
 
-    for (const list of ['containers', 'initContainers'] as const) {
-      for (const container of injection[list] ?? []) {
+    for (const list of CONTAINER_LISTS) {
+      const containers = injection[list];
+      if (containers === undefined) continue;
+      for (const container of containers) {
         const name = container.name;
         if (this.containerNames.has(name)) {
           warn(`container "${name}" already exists in the pod; kept the pod's own`);
@@ -138,27 +165,32 @@ export class PodPatchBuilder {
           const sidecar = { ...container, restartPolicy: 'Always' };
           this.added.push(sidecar);
           if (placement.position === 'first') this.firstInitContainers.push(sidecar);
-          else this.append(pointer(this.specPointer, 'initContainers'), this.pod.spec.initContainers, sidecar);
+          else this.append(this.listPointer('initContainers'), this.pod.spec.initContainers, sidecar);
           continue;
         }
-        if (list === 'containers') this.regularContainersAdded.push(name);
+        if (list === 'containers') {
+          if (this.regularContainersAdded === NO_NAMES) this.regularContainersAdded = [];
+          this.regularContainersAdded.push(name);
+        }
         this.added.push(container as Json);
-        this.append(pointer(this.specPointer, list), this.pod.spec[list], container);
+        this.append(this.listPointer(list), this.pod.spec[list], container);
       }
     }
-    for (const volume of injection.volumes ?? []) {
-      if (this.volumeNames.has(volume.name)) {
-        warn(`volume "${volume.name}" already exists in the pod; kept the pod's own`);
-        continue;
+    if (injection.volumes !== undefined) {
+      for (const volume of injection.volumes) {
+        if (this.volumeNames.has(volume.name)) {
+          warn(`volume "${volume.name}" already exists in the pod; kept the pod's own`);
+          continue;
+        }
+        this.volumeNames.add(volume.name);
+        this.append(this.listPointer('volumes'), this.pod.spec.volumes, volume);
       }
-      this.volumeNames.add(volume.name);
-      this.append(pointer(this.specPointer, 'volumes'), this.pod.spec.volumes, volume);
     }
     for (const secret of injection.imagePullSecrets ?? []) {
       this.pullSecretNames ??= namesOf(this.pod.spec.imagePullSecrets);
       if (this.pullSecretNames.has(secret.name)) continue; // the same reference: nothing to add
       this.pullSecretNames.add(secret.name);
-      this.append(pointer(this.specPointer, 'imagePullSecrets'), this.pod.spec.imagePullSecrets, secret);
+      this.append(this.listPointer('imagePullSecrets'), this.pod.spec.imagePullSecrets, secret);
     }
     if (injection.env?.length || injection.volumeMounts?.length) {
       this.pod.spec.containers.forEach((container, index) => {
@@ -184,10 +216,9 @@ export class PodPatchBuilder {
         }
       });
     }
-    for (const [map, entries] of [['labels', injection.labels], ['annotations', injection.annotations]] as const) {
-      for (const [key, value] of Object.entries(entries ?? {})) this.setMetadata(map, key, value, warn);
-    }
-    for (const merge of injection.merges ?? []) this.applyMerge(merge, injection.name, warn);
+    if (injection.labels !== undefined) for (const [key, value] of Object.entries(injection.labels)) this.setMetadata('labels', key, value, warn);
+    if (injection.annotations !== undefined) for (const [key, value] of Object.entries(injection.annotations)) this.setMetadata('annotations', key, value, warn);
+    if (injection.merges !== undefined) for (const merge of injection.merges) this.applyMerge(merge, injection.name, warn);
     return this.operations.length + this.firstInitContainers.length > before;
   }
 

@@ -24,6 +24,11 @@ const TEMPLATE_PATH: Record<TargetKind, readonly string[]> = {
   CronJob: ['spec', 'jobTemplate', 'spec', 'template'],
 };
 
+/** TEMPLATE_PATH as a JSON pointer per kind, made once. */
+const TEMPLATE_POINTER = Object.fromEntries(
+  Object.entries(TEMPLATE_PATH).map(([kind, tokens]) => [kind, tokens.map((token) => '/' + token).join('')]),
+) as Record<TargetKind, string>;
+
 /** The pod (or pod template) of an object, with the JSON pointers the patch uses to reach it. */
 export interface PodTemplate {
   readonly kind: TargetKind;
@@ -56,10 +61,9 @@ export function findPodTemplate(kind: TargetKind, object: KubernetesObject): Pod
   }
   const spec = asObject(template.spec);
   if (!spec || !Array.isArray(spec.containers)) return `the ${kind} has no pod spec with containers`;
-  const pointer = TEMPLATE_PATH[kind].map((token) => '/' + token).join('');
   return {
     kind,
-    pointer,
+    pointer: TEMPLATE_POINTER[kind],
     metadata: asObject(template.metadata),
     spec: spec as Json & { containers: Json[] },
     objectMetadata: asObject(object.metadata),

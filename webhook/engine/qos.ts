@@ -11,14 +11,19 @@ export type QosClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
 
 const QOS_RESOURCES = ['cpu', 'memory'] as const;
 
-/** A container's cpu and memory requests and limits, in nano-units; undefined when a value is not a quantity. */
+/** A container's cpu and memory requests and limits, in nano-units; 0n when absent (zero counts as absent). */
 interface Compute {
-  readonly requests: Partial<Record<'cpu' | 'memory', bigint>>;
-  readonly limits: Partial<Record<'cpu' | 'memory', bigint>>;
+  readonly requestCpu: bigint;
+  readonly requestMemory: bigint;
+  readonly limitCpu: bigint;
+  readonly limitMemory: bigint;
 }
 
+/** A container without requests or limits: most pods' containers, read without an allocation. */
+const NONE: Compute = Object.freeze({ requestCpu: 0n, requestMemory: 0n, limitCpu: 0n, limitMemory: 0n });
+
 /** Parsed quantities by their text: a cluster uses few distinct ones ("100m", "128Mi"), and every
- * request parses each container's before and after each injection. Bounded; cleared when full. */
+ * request parses each container's. Bounded; cleared when full. */
 const quantityCache = new Map<unknown, bigint | undefined>();
 const QUANTITY_CACHE_ENTRIES = 4096;
 
@@ -33,36 +38,94 @@ function cachedQuantity(value: unknown): bigint | undefined {
   return parsed;
 }
 
-/** Each `resources` object read once: the QoS class is computed before and after every injection
- * over the same containers, and the injected ones are the config's own objects on every request. */
+/** The injected containers' `resources`, read once: they are the config's own objects on every
+ * request. A pod's own containers are read once per request and not cached (a WeakMap entry per
+ * fresh object costs more than reading it). */
 const computeCache = new WeakMap<object, Compute | null>();
 
-function computeOf(resources: unknown): Compute | undefined {
-  if (!isJsonObject(resources)) return computeUncached(resources);
+/** A quantity of a requests or limits map: 0n when absent or zero, undefined when unreadable. */
+function quantityOf(map: Json, name: 'cpu' | 'memory'): bigint | undefined {
+  const value = map[name];
+  if (value === undefined || value === null) return 0n;
+  const parsed = cachedQuantity(value);
+  return parsed === undefined ? undefined : parsed > 0n ? parsed : 0n;
+}
+
+function computeOf(resources: unknown, cache: boolean): Compute | undefined {
+  if (!isJsonObject(resources)) return NONE;
+  const limits = resources.limits;
+  const requests = resources.requests;
+  if (!isJsonObject(limits) && !isJsonObject(requests)) return NONE;
+  if (!cache) return computeUncached(limits, requests);
   let compute = computeCache.get(resources);
-  if (compute === undefined) computeCache.set(resources, (compute = computeUncached(resources) ?? null));
+  if (compute === undefined) computeCache.set(resources, (compute = computeUncached(limits, requests) ?? null));
   return compute ?? undefined;
 }
 
-function computeUncached(resources: unknown): Compute | undefined {
-  const out: { requests: Compute['requests']; limits: Compute['limits'] } = { requests: {}, limits: {} };
-  if (!isJsonObject(resources)) return out;
-  for (const kind of ['limits', 'requests'] as const) {
-    const map = resources[kind];
-    if (!isJsonObject(map)) continue;
-    for (const name of QOS_RESOURCES) {
-      if (map[name] === undefined || map[name] === null) continue;
-      const value = cachedQuantity(map[name]);
-      if (value === undefined) return undefined;
-      if (value > 0n) out[kind][name] = value;
+function computeUncached(limits: unknown, requests: unknown): Compute | undefined {
+  const limitCpu = isJsonObject(limits) ? quantityOf(limits, 'cpu') : 0n;
+  const limitMemory = isJsonObject(limits) ? quantityOf(limits, 'memory') : 0n;
+  let requestCpu = isJsonObject(requests) ? quantityOf(requests, 'cpu') : 0n;
+  let requestMemory = isJsonObject(requests) ? quantityOf(requests, 'memory') : 0n;
+  if (limitCpu === undefined || limitMemory === undefined || requestCpu === undefined || requestMemory === undefined) return undefined;
+  // The apiserver defaults a missing request to the limit (a request written as zero stays zero).
+  const written = (name: 'cpu' | 'memory') => isJsonObject(requests) && requests[name] !== undefined;
+  if (requestCpu === 0n && !written('cpu')) requestCpu = limitCpu;
+  if (requestMemory === 0n && !written('memory')) requestMemory = limitMemory;
+  return { requestCpu, requestMemory, limitCpu, limitMemory };
+}
+
+/**
+ * Running sums of a pod's container requests and limits, from which its QoS class follows; containers
+ * are added one by one, so an injection's effect on the class costs its own containers only.
+ */
+export class QosTally {
+  private requestCpu = 0n;
+  private requestMemory = 0n;
+  private limitCpu = 0n;
+  private limitMemory = 0n;
+  /** Every container so far has a cpu and a memory limit. */
+  private limitedEverywhere = true;
+  /** A quantity could not be read: no class. */
+  private unreadable = false;
+
+  /** The sums over `containers` (a pod's containers and init containers). */
+  static over(containers: Iterable<unknown>): QosTally {
+    const tally = new QosTally();
+    for (const container of containers) tally.add(container, false);
+    return tally;
+  }
+
+  /** Adds one container. `cache`: its resources object is the config's, the same on every request. */
+  add(container: unknown, cache: boolean): void {
+    const compute = computeOf(isJsonObject(container) ? container.resources : undefined, cache);
+    if (!compute) {
+      this.unreadable = true;
+      return;
     }
+    if (compute === NONE) {
+      this.limitedEverywhere = false;
+      return;
+    }
+    this.requestCpu += compute.requestCpu;
+    this.requestMemory += compute.requestMemory;
+    this.limitCpu += compute.limitCpu;
+    this.limitMemory += compute.limitMemory;
+    if (compute.limitCpu === 0n || compute.limitMemory === 0n) this.limitedEverywhere = false;
   }
-  // The apiserver defaults a missing request to the limit.
-  for (const name of QOS_RESOURCES) {
-    if (out.requests[name] === undefined && isJsonObject(resources.requests) && resources.requests[name] !== undefined) continue;
-    if (out.requests[name] === undefined && out.limits[name] !== undefined) out.requests[name] = out.limits[name];
+
+  /** The class of the containers added so far; undefined when a quantity could not be read. */
+  qosClass(): QosClass | undefined {
+    if (this.unreadable) return undefined;
+    if (this.requestCpu === 0n && this.requestMemory === 0n && this.limitCpu === 0n && this.limitMemory === 0n) return 'BestEffort';
+    // Limited everywhere (so both limits are set), and every request equal to its limit.
+    return this.limitedEverywhere && this.requestCpu === this.limitCpu && this.requestMemory === this.limitMemory ? 'Guaranteed' : 'Burstable';
   }
-  return out;
+}
+
+/** Pod-level resources (the PodLevelResources feature): when set, they alone decide the class. */
+export function hasPodLevelResources(podResources: unknown): boolean {
+  return isJsonObject(podResources) && (isJsonObject(podResources.requests) || isJsonObject(podResources.limits));
 }
 
 /**
@@ -70,41 +133,8 @@ function computeUncached(resources: unknown): Compute | undefined {
  * undefined when a quantity cannot be read (only a client other than the apiserver sends those).
  */
 export function qosClassOf(containers: Iterable<unknown>, podResources?: unknown): QosClass | undefined {
-  const requests: Partial<Record<string, bigint>> = {};
-  const limits: Partial<Record<string, bigint>> = {};
-  let guaranteed = true;
-  const add = (compute: Compute) => {
-    for (const name of QOS_RESOURCES) {
-      const request = compute.requests[name];
-      if (request !== undefined) requests[name] = (requests[name] ?? 0n) + request;
-      const limit = compute.limits[name];
-      if (limit !== undefined) limits[name] = (limits[name] ?? 0n) + limit;
-    }
-    if (compute.limits.cpu === undefined || compute.limits.memory === undefined) guaranteed = false;
-  };
-  // Pod-level resources (the PodLevelResources feature) decide alone when they are set.
-  if (isJsonObject(podResources) && (isJsonObject(podResources.requests) || isJsonObject(podResources.limits))) {
-    const compute = computeOf(podResources);
-    if (!compute) return undefined;
-    add(compute);
-  } else {
-    for (const container of containers) {
-      const compute = computeOf(isJsonObject(container) ? container.resources : undefined);
-      if (!compute) return undefined;
-      add(compute);
-    }
-  }
-  const names = (map: object) => Object.keys(map);
-  if (names(requests).length === 0 && names(limits).length === 0) return 'BestEffort';
-  if (guaranteed) {
-    for (const name of names(requests)) {
-      if (limits[name] === undefined || limits[name] !== requests[name]) {
-        guaranteed = false;
-        break;
-      }
-    }
-  }
-  return guaranteed && names(requests).length === names(limits).length ? 'Guaranteed' : 'Burstable';
+  if (hasPodLevelResources(podResources)) return QosTally.over([{ resources: podResources }]).qosClass();
+  return QosTally.over(containers).qosClass();
 }
 
 /**
