@@ -68,8 +68,10 @@ export function summarizeProfile(file: string, repoRoot: string, top = 15): Prof
     if (url.startsWith('node:')) return { key: `${url}:${name}:${lineNumber}`, label: `${name} ${url}:${lineNumber + 1}`, category: nodeCategory(url) };
     const map = url.startsWith('file:') || url.startsWith('/') ? sourceMapOf(url) : null;
     if (map && lineNumber >= 0) {
-      const entry = map.findEntry(lineNumber, columnNumber) as { originalSource?: string; originalLine?: number };
+      const entry = map.findEntry(lineNumber, columnNumber) as { originalSource?: string; originalLine?: number; name?: string };
       if (entry?.originalSource) {
+        // The minified bundle renames functions; the map keeps the source's name of the function.
+        const name = entry.name || functionName || '(anonymous)';
         const source = path.relative(repoRoot, entry.originalSource.startsWith('file:') ? fileURLToPath(entry.originalSource) : path.resolve(path.dirname(url.replace(/^file:\/\//, '')), entry.originalSource));
         return { key: `${source}:${name}:${entry.originalLine}`, label: `${name} ${source}:${(entry.originalLine ?? 0) + 1}`, category: sourceCategory(source) };
       }

@@ -974,7 +974,7 @@ function render(report: Report): string {
         `${fmt(pr.throughput)} req/s under the profiler, ${us(pr.cpuUsPerRequest)} CPU per request). ` +
         `Profile: ${fmt(p.wallMs)} ms, ${fmt(p.busyMs)} ms busy, ${fmt(p.idleMs)} ms idle. Bundle positions are mapped back to the sources through build/webhook/server.js.map. ` +
         'Percentages are of busy time. V8 builtins without a frame of their own (`JSON.parse`, `Buffer#toString`) count as self time of their caller: ' +
-        "`handleAdmission`'s self time is mostly the `JSON.parse` of the body." +
+        "`answer`'s self time (the handler once the body is in) is mostly the `JSON.parse` of the body." +
         (report.keptProfile ? ` The profile is kept at \`${report.keptProfile}\` (open it in Chrome DevTools).` : ''),
       '',
       '### By area (self time)',
@@ -1018,7 +1018,8 @@ function whatStandsInTheWay(report: Report, missed: Target[]): string[] {
     .map((f) => `\`${f.label.split(' ')[0]}\` ${fmt(f.percent)}%`)
     .join(', ');
   const loggingUs = w.cpuUsPerRequest - q.cpuUsPerRequest;
-  const loggingShare = inclusive('log webhook/server/logger') / 100;
+  // The admission line: its fields written as text, then buffered by the logger.
+  const loggingShare = (inclusive('admissionLogMembers webhook/server') + inclusive('logMembers webhook/server/logger')) / 100;
   const loggingResolved = loggingUs > 0.05 * w.cpuUsPerRequest;
   const express = area('Express and its dependencies');
 
@@ -1026,9 +1027,9 @@ function whatStandsInTheWay(report: Report, missed: Target[]): string[] {
     `At saturation the server core is the bottleneck for both servers, so throughput is the inverse of CPU per request: the webhook spends ${us(w.cpuUsPerRequest)} ` +
     `against the baseline's ${us(b.cpuUsPerRequest)} (${ratio(w.cpuUsPerRequest, b.cpuUsPerRequest)}); ${SATURATION_THROUGHPUT_RATIO}x would need at most ${us(b.cpuUsPerRequest / SATURATION_THROUGHPUT_RATIO)}. ` +
     `Where the webhook's time goes (section 4): top self time ${topSelf}. ` +
-    "`handleAdmission`'s self time is chiefly the inlined `JSON.parse` of the body (the baseline pays that too); `writev` is the response's socket write, TLS encryption included. " +
+    "`answer`'s self time (the handler once the body is in) is chiefly the inlined `JSON.parse` of the body (the baseline pays that too); `writev` is the response's socket write, TLS encryption included. " +
     `Beyond what the baseline does, the webhook runs the engine (\`evaluate\` ${fmt(inclusive('evaluate webhook/engine'))}% inclusive), ` +
-    `writes a log line per request (\`logger.log\` ${fmt(inclusive('log webhook/server/logger'))}% inclusive, plus its pipe write) ` +
+    `writes a log line per request (\`admissionLogMembers\` and \`logger.logMembers\` ${fmt(loggingShare * 100)}% inclusive, plus its pipe write) ` +
     `and answers a larger response (${fmt(area('Node streams/net/events'))}% in Node's stream/socket code)` +
     (express > 2 ? `; Express and its dependencies take ${fmt(express)}%` : '') +
     '.';
@@ -1037,7 +1038,7 @@ function whatStandsInTheWay(report: Report, missed: Target[]): string[] {
     `and reaches ${fmt(q.throughput)} req/s (${ratio(q.throughput, b.throughput)} of the baseline), against ${us(w.cpuUsPerRequest)} and ${fmt(w.throughput)} req/s at info` +
     (loggingResolved
       ? `, so the line costs about ${us(loggingUs)} per request. `
-      : `: a difference of ${us(loggingUs)}, within this run's noise; the profile's share for \`logger.log\` (${fmt(loggingShare * 100)}% inclusive, about ${us(loggingShare * report.profiledRun.cpuUsPerRequest)} per request under the profiler) is the better estimate. `) +
+      : `: a difference of ${us(loggingUs)}, within this run's noise; the profile's share for the admission line (${fmt(loggingShare * 100)}% inclusive, about ${us(loggingShare * report.profiledRun.cpuUsPerRequest)} per request under the profiler) is the better estimate. `) +
     'The admission line is written as text from its fields with a timestamp formatted once per millisecond, buffered, and written to stdout every 10 ms ' +
     '(or 64 KiB) with one write(2) (stdout is a pipe in a container, and pipe writes are synchronous on Linux), so under load hundreds of admissions share one system call.';
   const gcStory =
@@ -1048,10 +1049,11 @@ function whatStandsInTheWay(report: Report, missed: Target[]): string[] {
     '**Already done** on the strength of earlier profiles of this benchmark: POST /mutate is dispatched before the Express router (Express had taken 17% of busy time ' +
     'and promoted 20x more per request); log lines are batched every 10 ms (per event-loop turn cost about a tenth of the CPU per request); the response is written with one `writeHead`, its envelope as text around the ' +
     'base64 patch (not a second `JSON.stringify`); a body with a Content-Length is read into one buffer; per-request metrics bump plain numbers that prom-client reads only ' +
-    'when scraped (the duration histogram too, not prom-client\'s label-hashing Histogram); the QoS check parses each quantity text and each `resources` object once; ' +
-    'the patch\'s config-owned values (containers, volumes) are serialized once and their JSON text reused, base64 goes through a reused buffer, and the engine builds ' +
-    'placeholder values, annotation keys and the builder\'s maps only when needed (`evaluate()` of this review from about 42 to about 20 µs in process). ' +
-    '**What is left** is work the baseline does not do: the evaluation with its patch (`evaluate` and `allowed` above: trigger checks, QoS classes before and after ' +
+    'when scraped (the duration histogram too, not prom-client\'s label-hashing Histogram); the QoS class is tallied once over the pod\'s containers and then per added container, ' +
+    'with each quantity text parsed once; the patch\'s config-owned values (containers, volumes) are serialized once and their JSON text written piece by piece into a reused ' +
+    'buffer for base64, and the engine builds placeholder values, annotation keys, pointers and the builder\'s maps only when needed (`evaluate()` of this review from about ' +
+    '42 to about 10 µs in process, its allocation from about 17 to about 10 KiB). ' +
+    '**What is left** is work the baseline does not do: the evaluation with its patch (`evaluate` and `patchBase64` above: trigger checks, the QoS class before and after ' +
     'each injection, Pod Security-minded containers with resources and a securityContext, so a larger patch), a response several times larger, and the log line.';
   for (const target of missed) {
     lines.push(`### ${target.target}`, '', `Measured: ${target.measured}.`, '');
