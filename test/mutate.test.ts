@@ -307,8 +307,8 @@ describe('patch construction', () => {
   });
 
   test('the base64 patch is exactly the JSON of the operations, small or large, ASCII or not', () => {
-    // The patch is written piece by piece into a reused 64 KiB buffer; one that could not fit there
-    // (a 100 kB env value here) is encoded on its own. Multi-byte UTF-8 must survive either way.
+    // The patch is encoded through a reused 64 KiB buffer; one that could not fit there (a 100 kB env
+    // value here) is encoded on its own. Multi-byte UTF-8 must survive either way.
     for (const [what, value] of [
       ['small, non-ASCII', 'café ☕ 𝄞 "quoted" \\ back'],
       ['larger than the scratch buffer', 'x'.repeat(100_000) + 'é'],

@@ -299,35 +299,13 @@ function patchText(operations: readonly PatchOperation[]): string {
 /** Reused for encoding patches, so base64 costs no buffer per request; a larger patch gets its own. */
 const scratch = Buffer.allocUnsafe(64 * 1024);
 
-/**
- * The base64 of `patchText(operations)`, its pieces written one after another into the scratch
- * buffer: no concatenated string is built and flattened on the way (most of the patch is cached
- * text of the config's objects).
- */
+/** Base64 of the patch text through the reused buffer (one write: per-piece writes cost more in
+ * Buffer.write's per-call overhead than the flattening of the concatenated text saves). */
 function patchBase64(operations: readonly PatchOperation[]): string {
-  let offset = 0;
-  const put = (piece: string): boolean => {
-    // A UTF-8 byte sequence is at most 3 bytes per UTF-16 unit; past the scratch buffer, start over.
-    if (offset + piece.length * 3 > scratch.length) return false;
-    offset += scratch.write(piece, offset);
-    return true;
-  };
-  for (let i = 0; i < operations.length; i++) {
-    const operation = operations[i];
-    if (
-      !put(i === 0 ? '[{"op":"' : ',{"op":"') ||
-      !put(operation.op) ||
-      !put('","path":') ||
-      !put(JSON.stringify(operation.path)) ||
-      !put(',"value":') ||
-      !put(valueText(operation.value)) ||
-      !put('}')
-    ) {
-      return Buffer.from(patchText(operations)).toString('base64');
-    }
-  }
-  if (!put(operations.length === 0 ? '[]' : ']')) return Buffer.from(patchText(operations)).toString('base64');
-  return scratch.toString('base64', 0, offset);
+  const text = patchText(operations);
+  if (text.length * 3 > scratch.length) return Buffer.from(text).toString('base64');
+  const length = scratch.write(text, 0);
+  return scratch.toString('base64', 0, length);
 }
 
 function allowed(uid: string, operations: readonly PatchOperation[], warnings: string[]): AdmissionResponse {
