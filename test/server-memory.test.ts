@@ -217,6 +217,66 @@ describe('the bundled webhook, started with the synthesized Deployment\'s enviro
   });
 });
 
+describe('the bundled webhook while nobody reads its stdout (a container runtime that fell behind)', () => {
+  const ADMISSIONS = 6000;
+  const CONCURRENCY = 20;
+  const DROPPED_REPORT = 'log lines dropped: stdout was not read fast enough';
+  /** Far more than the admissions take (a few seconds): past it the server is waiting for its reader. */
+  const STALL_LIMIT_MS = 45_000;
+
+  test(`${ADMISSIONS} admissions are all answered while stdout is not read; afterwards each one's log line has arrived or is counted as dropped`, { timeout: 90_000 }, async () => {
+    const synthesized = synthDefaultAppToTemp();
+    const deployed = deployedEnvironment(synthesized.manifests, path.join(makeTempDir('stdout-mounts')));
+    const webhook = await startBundled({ ...deployed.env, [RUNTIME_ENV.listenPort]: '0' });
+    const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY, ca: deployed.caBundle, servername: deployed.serverName });
+    const options = { ca: deployed.caBundle, servername: deployed.serverName };
+    try {
+      // The server's stdout is a socket to this process: not reading it fills it, as a stalled
+      // runtime fills a container's log pipe. A server that waited for it would stop answering here.
+      webhook.child.stdout!.pause();
+      const logsBefore = webhook.logs.length;
+      const failures: string[] = [];
+      let next = 0;
+      let answered = 0;
+      const sending = Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < ADMISSIONS) {
+            const review = loadReview('pod-create-sleep');
+            review.request.uid = `unread-stdout-${next++}`;
+            const result = await post(webhook.port, Buffer.from(JSON.stringify(review)), deployed.caBundle, deployed.serverName, agent);
+            answered++;
+            if (result.status !== 200 || result.json().response?.uid !== review.request.uid) failures.push(`${review.request.uid}: HTTP ${result.status} ${result.text.slice(0, 200)}`);
+          }
+        }),
+      );
+      let timer: NodeJS.Timeout | undefined;
+      const stalled = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`admissions stopped being answered while stdout was not read: ${answered} of ${ADMISSIONS} answered in ${STALL_LIMIT_MS / 1000} s`)), STALL_LIMIT_MS);
+      });
+      await Promise.race([sending, stalled]).finally(() => clearTimeout(timer));
+      assert.deepEqual(failures.slice(0, 5), [], `expected every admission answered 200 with its uid while stdout was not read; ${failures.length} were not`);
+      const dropped = sample((await httpsRequest(webhook.port, '/metrics', undefined, options)).text, 'sidecar_injector_log_lines_dropped_total');
+      assert.ok(dropped !== undefined && dropped > 0, `expected sidecar_injector_log_lines_dropped_total > 0 after ${ADMISSIONS} lines (~2 MB) into a full stdout; got ${dropped}`);
+
+      webhook.child.stdout!.resume();
+      const entries = () => webhook.logs.slice(logsBefore).flatMap((line) => { try { return [JSON.parse(line)]; } catch { return []; } });
+      const deadline = performance.now() + 10_000;
+      while (!entries().some((entry) => entry.msg === DROPPED_REPORT) && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      const received = entries();
+      const admissionLines = received.filter((entry) => entry.msg === 'admission' && String(entry.uid).startsWith('unread-stdout-'));
+      const reports = received.filter((entry) => entry.msg === DROPPED_REPORT);
+      assert.ok(reports.length > 0, `expected a warn line "${DROPPED_REPORT}" once stdout was read again; the last lines:\n${webhook.logs.slice(-5).join('')}`);
+      assert.equal(admissionLines.length + dropped, ADMISSIONS, `${admissionLines.length} admission lines received + ${dropped} dropped should be the ${ADMISSIONS} admissions answered`);
+      assert.equal(reports.reduce((sum, entry) => sum + entry.dropped, 0), dropped, 'the warn lines account for every dropped line');
+      const torn = webhook.logs.slice(logsBefore).filter((line) => { try { JSON.parse(line); return false; } catch { return true; } });
+      assert.deepEqual(torn.slice(0, 3), [], 'log lines that are not JSON (torn by a partial write)');
+    } finally {
+      agent.destroy();
+      await webhook.stop('SIGKILL');
+    }
+  });
+});
+
 describe('the Deployment and NetworkPolicy follow the memory and source props', () => {
   test('a 512Mi limit gives NODE_OPTIONS --max-old-space-size=256 and a 104 MiB budget', () => {
     const { manifests } = synthChart({ resources: { limits: { memory: '512Mi' } } });

@@ -3,10 +3,17 @@
 //
 // Lines are buffered: to stdout they are written every STDOUT_FLUSH_MS (or once 64 KiB are waiting),
 // so under load one write(2) carries hundreds of admissions instead of one or two each (stdout is a
-// pipe in a container, pipe writes are synchronous, and each wakes the reader: about a tenth of the
-// server's CPU per request when written every event-loop turn). Exit flushes what is left; only a
-// SIGKILL can lose the last few milliseconds of lines. A `write` function given by the caller is
-// called once per event-loop turn instead.
+// pipe in a container, and each write wakes the reader: about a tenth of the server's CPU per request
+// when written every event-loop turn). A `write` function given by the caller is called once per
+// event-loop turn instead.
+//
+// Stdout never blocks the event loop: a log reader that falls behind (a container runtime on a slow
+// disk, a full pipe) must not hold up admissions, which the apiserver times out. Stdout is made
+// non-blocking; what the pipe does not take yet waits, up to MAX_BACKLOG_BYTES, and is retried every
+// STDOUT_FLUSH_MS; past that, new lines are dropped, counted (`droppedLines`, in /metrics) and
+// reported in one warn line once stdout takes writes again. Lines are written whole or not at all
+// from the reader's point of view: a partial write keeps the rest for the next try. Exit flushes what
+// is left, waiting up to EXIT_FLUSH_MS for a slow reader; only a SIGKILL loses lines without a count.
 import * as fs from 'node:fs';
 import type { LogLevel } from '../config';
 
@@ -19,51 +26,139 @@ export interface Logger {
   /** `log` with the fields already written as JSON members, each starting with a comma
    * (`,"uid":"abc","dryRun":false`): for the line logged on every admission. */
   logMembers(level: LogLevel, msg: string, members: string): void;
-  /** Writes buffered lines now (before exit). */
+  /** Lines dropped since start because stdout did not take them (its reader fell too far behind). */
+  readonly droppedLines: number;
+  /** Writes buffered lines now, waiting a little for a slow stdout reader (before exit). */
   flush(): void;
 }
 
-/** Writes to stdout synchronously, whatever kind of file descriptor it is. */
-function writeStdout(text: string): void {
+/** How long stdout lines may wait to be written together, and how often a full pipe is retried. */
+export const STDOUT_FLUSH_MS = 10;
+const FLUSH_AT_BYTES = 64 * 1024;
+/** Log text held while stdout's reader is behind (about 3,500 admission lines): part of the memory
+ * the sizing rule reserves for the server itself (MEMORY_RESERVED_BYTES), never request memory. */
+export const MAX_BACKLOG_BYTES = 1024 * 1024;
+/** The longest exit waits for a stdout reader that is behind. */
+const EXIT_FLUSH_MS = 2000;
+
+/**
+ * Makes stdout non-blocking when it is a pipe or a socket: Node's own stdout stream does so when it
+ * is first used (libuv opens pipes non-blocking); for a file or a terminal it changes nothing, and
+ * writes to those do not wait on a reader.
+ */
+function makeStdoutNonBlocking(): void {
   try {
-    fs.writeSync(1, text);
+    void process.stdout;
   } catch {
-    // stdout closed: nothing sensible left to do with a log line
+    // no usable stdout: writes will fail and be dropped
   }
 }
 
-/** How long stdout lines may wait to be written together. */
-export const STDOUT_FLUSH_MS = 10;
-const FLUSH_AT_BYTES = 64 * 1024;
+/**
+ * Writes `bytes` from `offset` to stdout as far as it takes them without waiting. Returns the offset
+ * reached (all of `bytes` when everything was written), or -1 when stdout is gone (EPIPE, EBADF).
+ */
+function writeStdoutNonBlocking(bytes: Buffer, offset: number): number {
+  let written = offset;
+  while (written < bytes.length) {
+    try {
+      written += fs.writeSync(1, bytes, written, bytes.length - written);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EAGAIN' || code === 'EWOULDBLOCK') return written;
+      if (code === 'EINTR') continue;
+      return -1;
+    }
+  }
+  return written;
+}
+
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
 
 export function createLogger(level: LogLevel, writeTo?: (text: string) => void): Logger {
   const threshold = RANK[level];
-  const write = writeTo ?? writeStdout;
-  const schedule = writeTo ? (run: () => void) => void setImmediate(run) : (run: () => void) => void setTimeout(run, STDOUT_FLUSH_MS);
+  if (!writeTo) makeStdoutNonBlocking();
   let buffered = '';
   let scheduled = false;
   let lastMillis = -1;
   let lastTime = '';
-  const flush = () => {
-    scheduled = false;
-    if (buffered === '') return;
-    const text = buffered;
-    buffered = '';
-    write(text);
-  };
-  const append = (candidate: LogLevel, msg: string, members: string) => {
+  /** Bytes taken from `buffered` that stdout has not taken yet, from `backlogOffset` on. */
+  let backlog: Buffer | undefined;
+  let backlogOffset = 0;
+  let droppedLines = 0;
+  let droppedUnreported = 0;
+
+  const line = (candidate: LogLevel, msg: string, members: string): string => {
     const now = Date.now();
     if (now !== lastMillis) {
       lastMillis = now;
       lastTime = new Date(now).toISOString();
     }
-    buffered += `{"time":"${lastTime}","level":"${candidate}","msg":${JSON.stringify(msg)}${members}}\n`;
-    if (buffered.length >= FLUSH_AT_BYTES) flush();
-    else if (!scheduled) {
-      scheduled = true;
-      schedule(flush);
+    return `{"time":"${lastTime}","level":"${candidate}","msg":${JSON.stringify(msg)}${members}}\n`;
+  };
+
+  /** One attempt to hand everything waiting to stdout; true when nothing is left waiting. The
+   * backlog is written before newer lines are encoded, so a slow reader costs no copying. */
+  const writeStdout = (): boolean => {
+    for (;;) {
+      if (backlog === undefined) {
+        if (buffered === '') return true;
+        backlog = Buffer.from(buffered, 'utf8');
+        backlogOffset = 0;
+        buffered = '';
+      }
+      const reached = writeStdoutNonBlocking(backlog, backlogOffset);
+      if (reached >= 0 && reached < backlog.length) {
+        backlogOffset = reached;
+        return false;
+      }
+      backlog = undefined;
+      if (reached < 0) {
+        // Stdout is gone: nothing can be done with the lines.
+        buffered = '';
+        return true;
+      }
+      if (droppedUnreported > 0) {
+        buffered += line('warn', 'log lines dropped: stdout was not read fast enough', `,"dropped":${droppedUnreported},"droppedSinceStart":${droppedLines}`);
+        droppedUnreported = 0;
+      }
     }
   };
+
+  const schedule = (): void => {
+    if (scheduled) return;
+    scheduled = true;
+    if (writeTo) setImmediate(drain);
+    else setTimeout(drain, STDOUT_FLUSH_MS);
+  };
+
+  function drain(): void {
+    scheduled = false;
+    if (writeTo) {
+      if (buffered === '') return;
+      const text = buffered;
+      buffered = '';
+      writeTo(text);
+      return;
+    }
+    if (!writeStdout()) schedule();
+  }
+
+  const append = (candidate: LogLevel, msg: string, members: string): void => {
+    const text = line(candidate, msg, members);
+    if (!writeTo && buffered.length + text.length + (backlog === undefined ? 0 : backlog.length - backlogOffset) > MAX_BACKLOG_BYTES) {
+      droppedLines++;
+      droppedUnreported++;
+      return;
+    }
+    buffered += text;
+    // Past 64 KiB write now, unless stdout is behind: then the scheduled retry writes.
+    if (buffered.length >= FLUSH_AT_BYTES && backlog === undefined) drain();
+    else schedule();
+  };
+
   return {
     level,
     enabled: (candidate) => RANK[candidate] >= threshold,
@@ -75,6 +170,16 @@ export function createLogger(level: LogLevel, writeTo?: (text: string) => void):
     logMembers(candidate, msg, members) {
       if (RANK[candidate] >= threshold) append(candidate, msg, members);
     },
-    flush,
+    get droppedLines() {
+      return droppedLines;
+    },
+    flush() {
+      if (writeTo) {
+        drain();
+        return;
+      }
+      const deadline = performance.now() + EXIT_FLUSH_MS;
+      while (!writeStdout() && performance.now() < deadline) sleepSync(5);
+    },
   };
 }

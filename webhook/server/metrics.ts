@@ -3,6 +3,7 @@
 // (no label strings hashed per request); prom-client reads them when /metrics is scraped.
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DecisionReason, PodWarningReason } from '../engine';
+import type { Logger } from './logger';
 import type { MemoryBudget } from './memory-budget';
 
 /** Upper bounds in seconds; sub-millisecond buckets because an admission should take well under 1 ms. */
@@ -74,7 +75,7 @@ export class WebhookMetrics {
   private readonly reloads: Counter<'what' | 'result'>;
   lastConfigReloadSuccessful = 1;
 
-  constructor(budget?: MemoryBudget) {
+  constructor(budget?: MemoryBudget, logger?: Pick<Logger, 'droppedLines'>) {
     const registers = [this.registry];
     const metrics = this;
     collectDefaultMetrics({ register: this.registry });
@@ -131,6 +132,17 @@ export class WebhookMetrics {
         this.set(metrics.lastConfigReloadSuccessful);
       },
     });
+    if (logger) {
+      new Counter({
+        name: 'sidecar_injector_log_lines_dropped_total',
+        help: 'Log lines dropped because stdout was not read fast enough (more than 1 MiB waiting).',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(logger.droppedLines);
+        },
+      });
+    }
     if (budget) {
       new Gauge({
         name: 'sidecar_injector_memory_budget_bytes',

@@ -58,7 +58,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   const logger = createLogger(settings.logLevel, settings.writeLog);
   const memory = settings.memory ?? memorySizing(RUNTIME_DEFAULTS.memoryLimitBytes);
   const budget = new MemoryBudget(memory);
-  const metrics = new WebhookMetrics(budget);
+  const metrics = new WebhookMetrics(budget, logger);
   const maxConnections = settings.maxConnections ?? RUNTIME_DEFAULTS.maxConnections;
   let config: ResolvedInjectorConfig | undefined;
   let configError: string | undefined;
