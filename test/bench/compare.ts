@@ -3,7 +3,8 @@
 // and bytes allocated per request (from --trace-gc-nvp). Much shorter than `npm run bench`; writes
 // nothing. COMPARE_ROUNDS (default 3) and COMPARE_SECONDS (default 4) per round;
 // COMPARE_PROFILE=<dir> also writes .cpuprofiles of both servers under saturation to <dir>/webhook and
-// <dir>/baseline (summarize them with test/bench/cpu-profile.ts).
+// <dir>/baseline (summarize them with test/bench/cpu-profile.ts). COMPARE_WEBHOOK_ENV='{"INJECTOR_LOG_LEVEL":"warn"}'
+// starts the compared webhook with those settings over the Deployment's (what-ifs without a code change).
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -30,6 +31,8 @@ const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 3);
 const SECONDS = Number(process.env.COMPARE_SECONDS ?? 4);
 const CONNECTIONS = 10;
 const PROFILE_DIR = process.env.COMPARE_PROFILE;
+/** Settings over the Deployment's for the compared webhook, for what-ifs without a code change. */
+const WEBHOOK_ENV: Record<string, string> = JSON.parse(process.env.COMPARE_WEBHOOK_ENV ?? '{}');
 
 /** CPU time of a process's main thread (JavaScript runs there; GC helpers and the like do not), ms. */
 function mainThreadCpuMs(pid: number): number {
@@ -89,7 +92,8 @@ async function main(): Promise<void> {
     allocation[name] = allocated / Math.max(1, result.answeredTotal);
   }
 
-  const webhook = await startServer(await webhookSpec(deployed, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/webhook`] : []), pinning);
+  const webhookBase = await webhookSpec(deployed, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/webhook`] : []);
+  const webhook = await startServer({ ...webhookBase, env: { ...webhookBase.env, ...WEBHOOK_ENV } }, pinning);
   const baselineBase = await baselineSpec(deployed);
   const baseline = await startServer(PROFILE_DIR ? { ...baselineBase, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/baseline`, ...baselineBase.nodeArgs] } : baselineBase, pinning);
   const answered: Record<string, number> = { webhook: 0, baseline: 0 };
