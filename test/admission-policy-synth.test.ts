@@ -4,6 +4,8 @@
 // that, like the kube-apiserver, requires homogeneous aggregate literals).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { App, Chart, Testing } from 'cdk8s';
 import { Environment, parse } from '@marcbachmann/cel-js';
 import { Injection, resolveInjectorConfig } from '../webhook/config';
@@ -23,7 +25,8 @@ import { POLICY_TEST_INJECTIONS, injectionsOfPolicy } from './support/admission-
 const PREFIX = 'sidecar-injector.io';
 
 function synth(injections: Injection[], apiVersion?: AdmissionPolicyApiVersion): any[] {
-  const app: App = Testing.app();
+  // Not Testing.app(): it makes a temp outdir per call that nothing removes; toJson() writes nothing.
+  const app = new App({ outdir: path.join(os.tmpdir(), 'sidecar-injector-never-written') });
   const chart = new Chart(app, 'test');
   const config = resolveInjectorConfig({ annotationPrefix: PREFIX, injections });
   const policies = new InjectionAdmissionPolicies(chart, 'policies', {

@@ -9,7 +9,9 @@
 // each backend is measured through the apiserver, against a namespace neither touches.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Chart, Testing } from 'cdk8s';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { App, Chart, Testing } from 'cdk8s';
 import { resolveInjectorConfig } from '../../webhook/config';
 import { AdmissionPolicyApiVersion, InjectionAdmissionPolicies } from '../../charts/admission-policy';
 import { POLICY_TEST_INJECTIONS, TEST_ANNOTATION_PREFIX, triggerVariants } from '../support/admission-policy-config';
@@ -75,7 +77,8 @@ async function dryRunCreate(namespace: string, object: any) {
 }
 
 function policyObjects(): any[] {
-  const chart = new Chart(Testing.app(), 'e2e');
+  // Not Testing.app(): it makes a temp outdir that nothing removes; toJson() writes nothing.
+  const chart = new Chart(new App({ outdir: path.join(os.tmpdir(), 'sidecar-injector-never-written') }), 'e2e');
   const policies = new InjectionAdmissionPolicies(chart, 'policies', {
     apiVersion,
     namePrefix: 'e2e',
