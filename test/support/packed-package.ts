@@ -45,6 +45,7 @@ export function packTarball(): string {
   try {
     const earlier = shared && fs.existsSync(shared) ? fs.readFileSync(shared, 'utf8') : '';
     if (earlier && fs.existsSync(earlier)) return (packed = earlier);
+    removeFinishedRuns();
     const out = fs.mkdtempSync(path.join(PACK_DIR, 'pack-'));
     const output = run(NPM, ['pack', '--silent', '--pack-destination', out], REPO_ROOT);
     const name = output.trim().split('\n').pop()!;
@@ -61,6 +62,31 @@ export function packTarball(): string {
 export function peerDependencies(): Record<string, string> {
   const manifest = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8'));
   return Object.fromEntries(Object.keys(manifest.peerDependencies).map((name) => [name, manifest.devDependencies[name] ?? manifest.peerDependencies[name]]));
+}
+
+/**
+ * Removes the tarballs of test runs that have ended (their runner's pid is gone or now belongs to
+ * another process), so runs do not pile tarballs up in the temp dir. Called under the lock.
+ */
+function removeFinishedRuns(): void {
+  for (const file of fs.readdirSync(PACK_DIR)) {
+    const match = /^run-(\d+)-(\d+)\.path$/.exec(file);
+    if (!match || runnerAlive(match[1], match[2])) continue;
+    const recorded = path.join(PACK_DIR, file);
+    const tarball = fs.readFileSync(recorded, 'utf8');
+    // Only a directory of our own, never a path someone edited into the file.
+    if (path.dirname(path.dirname(tarball)) === PACK_DIR) fs.rmSync(path.dirname(tarball), { recursive: true, force: true });
+    fs.rmSync(recorded, { force: true });
+  }
+}
+
+function runnerAlive(pid: string, startTime: string): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] === startTime;
+  } catch {
+    return false;
+  }
 }
 
 /** The parent process (the test runner) as pid and start time, so a later run with a reused pid never
