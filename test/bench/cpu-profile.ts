@@ -35,6 +35,8 @@ export interface ProfileSummary {
   readonly idleMs: number;
   readonly self: FunctionTime[];
   readonly inclusive: FunctionTime[];
+  /** Inclusive time of every function, not only the top ones, for looking one up by name. */
+  readonly allInclusive: FunctionTime[];
   readonly categories: { category: string; ms: number; percent: number }[];
 }
 
@@ -131,11 +133,11 @@ export function summarizeProfile(file: string, repoRoot: string, top = 15): Prof
   };
   walk(root.id);
 
-  const toRows = (map: Map<string, { label: string; category: string; us: number }>) =>
+  const toRows = (map: Map<string, { label: string; category: string; us: number }>, count = top) =>
     [...map.values()]
       .filter((entry) => entry.category !== 'idle')
       .sort((a, b) => b.us - a.us)
-      .slice(0, top)
+      .slice(0, count)
       .map((entry) => ({ label: entry.label, category: entry.category, ms: entry.us / 1000, percent: (entry.us / busyUs) * 100 }));
 
   const categories = new Map<string, number>();
@@ -147,6 +149,7 @@ export function summarizeProfile(file: string, repoRoot: string, top = 15): Prof
     idleMs: idleUs / 1000,
     self: toRows(selfByKey),
     inclusive: toRows(inclusiveByKey),
+    allInclusive: toRows(inclusiveByKey, Infinity),
     categories: [...categories.entries()]
       .sort((a, b) => b[1] - a[1])
       .map(([category, us]) => ({ category, ms: us / 1000, percent: (us / busyUs) * 100 })),
