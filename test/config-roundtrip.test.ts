@@ -107,6 +107,15 @@ describe('the config the construct writes into the ConfigMap', () => {
     assert.deepEqual(proxy?.resizePolicy, [{ resourceName: 'cpu', restartPolicy: 'NotRequired' }]);
   });
 
+  test('keeps a key named "__proto__" inside an unknown container field (the property test\'s counterexample)', () => {
+    // JSON.parse makes "__proto__" an ordinary key; a key-by-key copy with plain assignment drops it.
+    const value = JSON.parse('{"":{"__proto__":0},"constructor":{"__proto__":{"x":1}}}');
+    const injection: Injection = { name: 'proxy', trigger: { type: 'always' }, containers: [{ name: 'proxy', image: 'proxy:1', futureField: value }] };
+    const { text } = configMapOf({ checkKubernetesSchema: false, injections: [injection] });
+    const loaded = loadInjectorConfig(text);
+    assert.equal(JSON.stringify(loaded.injections[0].containers?.[0].futureField), '{"":{"__proto__":0},"constructor":{"__proto__":{"x":1}}}');
+  });
+
   test('keeps any JSON value of an unknown container field untouched (property)', () => {
     const futureValue = fc.jsonValue({ maxDepth: 3 }).filter((value) => !JSON.stringify(value).includes('{{'));
     fc.assert(

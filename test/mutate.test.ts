@@ -373,3 +373,32 @@ describe('patch construction', () => {
     assert.deepEqual(result.pod.spec.containers[1].resizePolicy, [{ resourceName: 'cpu', restartPolicy: 'NotRequired' }]);
   });
 });
+
+describe('keys named like Object.prototype members', () => {
+  // JSON.parse makes "__proto__" an ordinary key, and so does the apiserver; a plain `out[key] = value`
+  // copy would drop it (or make it the copy's prototype). Found by the config round-trip property test.
+  test('a "__proto__" key inside an injected container survives placeholder rendering', () => {
+    const futureField = JSON.parse('{"__proto__":{"owner":"{{name}}"},"constructor":"x"}');
+    const config = resolveInjectorConfig({
+      injections: [{ name: 'proxy', trigger: { type: 'always' }, containers: [{ name: 'proxy', image: 'proxy:1', futureField }] } as Injection],
+    });
+    const review = loadReview('pod-create-demoapp');
+    const result = evaluate(review.request, config);
+    const added = decodePatch(result.response).find((operation) => operation.path === '/spec/containers/-') as { value: Record<string, unknown> };
+    assert.ok(added, 'the proxy container is added');
+    assert.equal(JSON.stringify(added.value.futureField), `{"__proto__":{"owner":"${review.request.object.metadata.name}"},"constructor":"x"}`);
+  });
+
+  test('a "__proto__" object set by one merge is merged into by the next', () => {
+    const config = resolveInjectorConfig({
+      injections: [
+        { name: 'first', trigger: { type: 'always' }, merges: [{ containerNames: ['my-container'], whenMissing: 'create', fields: JSON.parse('{"readinessProbe":{"__proto__":{"a":1}}}') }] },
+        { name: 'second', trigger: { type: 'always' }, merges: [{ containerNames: ['my-container'], fields: JSON.parse('{"readinessProbe":{"__proto__":{"b":2}}}') }] },
+      ] as Injection[],
+    });
+    const result = evaluate(myAppPod(true).request, config);
+    const operations = decodePatch(result.response).filter((operation) => operation.path.startsWith('/spec/containers/0/readinessProbe/__proto__'));
+    // The second merge finds the object the first one created (it skips only what is missing).
+    assert.equal(JSON.stringify(operations), '[{"op":"add","path":"/spec/containers/0/readinessProbe/__proto__","value":{"a":1}},{"op":"add","path":"/spec/containers/0/readinessProbe/__proto__/b","value":2}]');
+  });
+});

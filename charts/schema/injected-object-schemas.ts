@@ -5,6 +5,7 @@
 import { Lazy } from 'cdk8s';
 // Imported rather than read, so tsc copies it into lib/ with the code that needs it.
 import generatedSchemas from './kubernetes-schemas.json';
+import { hasOwnKey, setOwn } from '../../webhook/config/own-property';
 import { OpenApiSchemaValidator, SchemaViolation } from './openapi-schema-validator';
 
 /** The kinds of objects an injection carries, each checked against its Kubernetes schema. */
@@ -80,8 +81,8 @@ function toJson(value: unknown, schema: Schema | undefined, file: SchemaFile): u
   for (const [key, field] of Object.entries(value)) {
     if (field === undefined) continue;
     let name = key;
-    if (properties && !(key in properties) && file.typedNames[key] && file.typedNames[key] in properties) name = file.typedNames[key];
-    out[name] = toJson(field, properties ? properties[name] : valuesSchema, file);
+    if (properties && !hasOwnKey(properties, key) && hasOwnKey(file.typedNames, key) && hasOwnKey(properties, file.typedNames[key])) name = file.typedNames[key];
+    setOwn(out, name, toJson(field, properties ? (hasOwnKey(properties, name) ? properties[name] : undefined) : valuesSchema, file));
   }
   return out;
 }

@@ -3,6 +3,7 @@
 // uses it at synth on every injected object (with the trimmed schemas shipped in this folder); the tests
 // use it on every synthesized and mutated object (with the full 1.32 documents). The webhook never loads it.
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { setOwn } from '../../webhook/config/own-property';
 
 /** One way a value does not match its schema, at a field path such as `resources.limits.cpu`. */
 export interface SchemaViolation {
@@ -111,7 +112,7 @@ function withoutNulls(value: unknown): unknown {
   if (!isObject(value)) return value;
   const out: JsonObject = {};
   for (const [key, v] of Object.entries(value)) {
-    if (v !== null) out[key] = withoutNulls(v);
+    if (v !== null) setOwn(out, key, withoutNulls(v));
   }
   return out;
 }

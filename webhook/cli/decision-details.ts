@@ -18,7 +18,8 @@ export interface DecisionDetail {
 type StringMap = Record<string, string>;
 
 function stringMap(value: unknown): StringMap {
-  const map: StringMap = {};
+  // No prototype: a key such as "constructor" or "__proto__" is just a key.
+  const map: StringMap = Object.create(null);
   if (value && typeof value === 'object' && !Array.isArray(value)) {
     for (const [key, item] of Object.entries(value)) if (typeof item === 'string') map[key] = item;
   }

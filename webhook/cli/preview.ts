@@ -73,7 +73,8 @@ export function groupVersionKindOf(object: KubernetesObject): GroupVersionKind {
 }
 
 function stringMap(value: unknown): Record<string, string> {
-  const map: Record<string, string> = {};
+  // No prototype: a key such as "constructor" or "__proto__" is just a key.
+  const map: Record<string, string> = Object.create(null);
   if (value && typeof value === 'object' && !Array.isArray(value)) {
     for (const [key, item] of Object.entries(value)) if (typeof item === 'string') map[key] = item;
   }

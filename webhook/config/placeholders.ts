@@ -1,5 +1,7 @@
 // The template syntax of injections: `{{ name }}` placeholders in string values, nothing else.
 // Substitution is plain string replacement: no expressions, no code execution, no recursion.
+import { setOwn } from './own-property';
+
 
 /** The placeholders an injection's strings may use. */
 export const PLACEHOLDERS = {
@@ -53,7 +55,7 @@ export function mapJsonStrings<T>(value: T, visit: (text: string) => string): T 
   if (Array.isArray(value)) return value.map((item) => mapJsonStrings(item, visit)) as unknown as T;
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) out[key] = mapJsonStrings(item, visit);
+    for (const [key, item] of Object.entries(value)) setOwn(out, key, mapJsonStrings(item, visit));
     return out as T;
   }
   return value;

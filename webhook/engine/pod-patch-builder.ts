@@ -7,6 +7,7 @@
 import type { ContainerMerge, Injection, JsonObject, NativeSidecarPosition } from '../config';
 import { pointer } from './json-pointer';
 import { Json, isJsonObject as isObject } from './json-object';
+import { setOwn } from '../config/own-property';
 import type { PodTemplate } from './pod-template';
 
 /** One RFC 6902 JSON Patch operation of the admission response's patch; the injector only adds. */
@@ -340,7 +341,7 @@ export class PodPatchBuilder {
 function overlaid(base: unknown, overlay: unknown): unknown {
   if (!isObject(overlay) || !isObject(base)) return overlay;
   const out: Json = { ...base };
-  for (const [key, value] of Object.entries(overlay)) out[key] = overlaid(base[key], value);
+  for (const [key, value] of Object.entries(overlay)) setOwn(out, key, overlaid(hasOwn(base, key) ? base[key] : undefined, value));
   return out;
 }
 
@@ -371,13 +372,13 @@ function planMerge(
       if (current === undefined || current === null) {
         if (whenMissing === 'skip') return 'missing';
         plan.operations.push({ op: 'add', path, value });
-        plan.commits.push(() => (overlay[key] = structuredClone(value)));
+        plan.commits.push(() => setOwn(overlay, key, structuredClone(value)));
       } else if (isObject(current)) {
         let childOverlay = isObject(fromOverlay) ? fromOverlay : undefined;
         if (!childOverlay) {
           const created: Json = {};
           childOverlay = created;
-          plan.commits.unshift(() => (overlay[key] = created));
+          plan.commits.unshift(() => setOwn(overlay, key, created));
         }
         const outcome = planMerge(path, isObject(fromOriginal) ? fromOriginal : undefined, childOverlay, value as JsonObject, whenMissing, plan);
         if (outcome !== 'ok') return outcome;
@@ -386,7 +387,7 @@ function planMerge(
       }
     } else if (!jsonEqual(current, value)) {
       plan.operations.push({ op: 'add', path, value });
-      plan.commits.push(() => (overlay[key] = value));
+      plan.commits.push(() => setOwn(overlay, key, value));
     }
   }
   return 'ok';
