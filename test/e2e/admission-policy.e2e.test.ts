@@ -17,7 +17,7 @@ import { AdmissionPolicyApiVersion, InjectionAdmissionPolicies } from '../../cha
 import { POLICY_TEST_INJECTIONS, TEST_ANNOTATION_PREFIX, triggerVariants } from '../support/admission-policy-config';
 import { loadReview, podOf, reviewNames } from '../support/recorded-reviews';
 import { InProcessWebhook, startInProcess } from '../support/webhook-harness';
-import { ControlPlane, binaryVersion, findBinaries } from './support/control-plane';
+import { ControlPlane, binaryVersion, findBinaries, policyApiVersionFor, policyApiserverFlags } from './support/control-plane';
 
 const binaries = findBinaries();
 const skip = typeof binaries === 'string' ? binaries : false;
@@ -31,14 +31,6 @@ let plane: ControlPlane | undefined;
 let webhook: InProcessWebhook | undefined;
 let apiVersion: AdmissionPolicyApiVersion = 'v1alpha1';
 let versionLine = '';
-
-/** The admissionregistration version a release serves MutatingAdmissionPolicy in. */
-function policyVersionFor(version: string): AdmissionPolicyApiVersion {
-  const match = /v1\.(\d+)/.exec(version);
-  const minor = match ? Number(match[1]) : 0;
-  if (minor < 32) throw new Error(`${version} has no MutatingAdmissionPolicy (alpha since 1.32)`);
-  return minor >= 36 ? 'v1' : minor >= 34 ? 'v1beta1' : 'v1alpha1';
-}
 
 const RESOURCE_PATH: Record<string, string> = {
   Pod: '/api/v1/namespaces/NS/pods',
@@ -171,9 +163,9 @@ before(async () => {
   if (skip) return;
   const bins = binaries as Exclude<typeof binaries, string>;
   versionLine = binaryVersion(bins.kubeApiserver);
-  apiVersion = (process.env.E2E_POLICY_API_VERSION as AdmissionPolicyApiVersion | undefined) ?? policyVersionFor(versionLine);
+  apiVersion = (process.env.E2E_POLICY_API_VERSION as AdmissionPolicyApiVersion | undefined) ?? policyApiVersionFor(versionLine);
   plane = await ControlPlane.start(bins, {
-    apiserverFlags: ['--feature-gates=MutatingAdmissionPolicy=true', `--runtime-config=admissionregistration.k8s.io/${apiVersion}=true`],
+    apiserverFlags: policyApiserverFlags(apiVersion),
   });
   const server = await plane.ok('GET', '/version');
   versionLine = `${versionLine} (/version: ${server.gitVersion}, ${server.platform})`;

@@ -11,12 +11,15 @@
 //    init containers as a native sidecar.
 // 4. The control: seed 000's plain Envoy (no securityContext), injected the same way into the same
 //    kind of namespace, is rejected by Pod Security admission, while the pod alone is admitted.
+// 5. The same injections as MutatingAdmissionPolicies (backend: 'admissionPolicy', in the version the
+//    apiserver serves), created as synthesized, inject the same pods in a namespace enforcing restricted.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { Injection, resolveInjectorConfig } from '../../webhook/config';
-import { Manifest, describeManifest, findManifest, synthDefaultAppToTemp } from '../support/synth-helpers';
+import { Manifest, describeManifest, findManifest, synthChart, synthDefaultAppToTemp } from '../support/synth-helpers';
 import { InProcessWebhook, startInProcess } from '../support/webhook-harness';
-import { ControlPlane, binaryVersion, findBinaries } from './support/control-plane';
+import { ControlPlane, binaryVersion, findBinaries, policyApiVersionFor, policyApiserverFlags } from './support/control-plane';
 
 const binaries = findBinaries();
 const skip = typeof binaries === 'string' ? binaries : false;
@@ -24,6 +27,7 @@ if (skip) console.log(`npm run e2e (default app) ${skip}`);
 
 const PREFIX = 'sidecar-injector.io';
 const SEED_000_LABEL = 'e2e.sidecar-injector.io/seed-000';
+const POLICY_LABEL = 'e2e.sidecar-injector.io/policy';
 const NAMESPACES = {
   /** Selected by the synthesized webhook configuration; enforces restricted. */
   injected: 'e2e-apps-restricted',
@@ -31,6 +35,8 @@ const NAMESPACES = {
   seed000: 'e2e-seed000-restricted',
   /** Selected by neither; enforces restricted. */
   plain: 'e2e-plain-restricted',
+  /** Selected by the admission policies' bindings only; enforces restricted. */
+  policy: 'e2e-policy-restricted',
 } as const;
 const ENFORCE_RESTRICTED = { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' };
 
@@ -40,6 +46,7 @@ const SEED_000: Injection[] = [{ name: 'envoy', trigger: { type: 'always' }, con
 let plane: ControlPlane | undefined;
 let webhook: InProcessWebhook | undefined;
 let seed000Webhook: InProcessWebhook | undefined;
+let policyApiVersion: 'v1' | 'v1beta1' | 'v1alpha1' = 'v1alpha1';
 const manifests: Manifest[] = [];
 
 /** Resource paths by apiVersion and kind, from the apiserver's discovery documents. */
@@ -107,7 +114,7 @@ async function waitUntilInjecting(namespace: string): Promise<void> {
   let last = '';
   while (Date.now() < deadline) {
     const response = await dryRunCreate(namespace, restrictedPod('e2e-probe'));
-    if (response.status === 201 && response.body.metadata?.annotations?.[`${PREFIX}/status`]) return;
+    if (response.status === 201 && response.body.metadata?.annotations?.[`${PREFIX}/status`]?.includes('envoy')) return;
     // Seed 000's injection is rejected by Pod Security once the webhook is called: that is also a sign.
     if (response.status === 403 && /envoy/.test(response.body?.message ?? '')) return;
     last = describe(response);
@@ -120,8 +127,10 @@ before(async () => {
   if (skip) return;
   const bins = binaries as Exclude<typeof binaries, string>;
   manifests.push(...synthDefaultAppToTemp().manifests);
-  plane = await ControlPlane.start(bins, { apiserverFlags: [] });
-  console.log(`kube-apiserver ${binaryVersion(bins.kubeApiserver)}; etcd ${binaryVersion(bins.etcd)}`);
+  const version = binaryVersion(bins.kubeApiserver);
+  policyApiVersion = policyApiVersionFor(version);
+  plane = await ControlPlane.start(bins, { apiserverFlags: policyApiserverFlags(policyApiVersion) });
+  console.log(`kube-apiserver ${version}; etcd ${binaryVersion(bins.etcd)}; policies as admissionregistration.k8s.io/${policyApiVersion}`);
 });
 
 after(async () => {
@@ -246,4 +255,39 @@ test("the control: seed 000's plain Envoy makes Pod Security admission refuse th
   assert.equal(injected.status, 403, describe(injected));
   assert.match(injected.body.message, /violates PodSecurity "restricted:latest"/);
   assert.match(injected.body.message, /container "envoy"/);
+});
+
+test('the same injections as admission policies, created as synthesized, inject the same pods under restricted', { skip }, async () => {
+  // qos 'preserve-guaranteed' needs the pod's QoS class, which the policies do not compute yet: synth
+  // refuses it for this backend (both-where-possible keeps such an injection on the webhook), so it is left out.
+  const injections = DEFAULT_INJECTIONS.map(({ qos: _qos, ...rest }) => rest);
+  const policies = synthChart({
+    backend: 'admissionPolicy',
+    admissionPolicyApiVersion: policyApiVersion,
+    injections,
+    namespaceSelector: { matchLabels: { [POLICY_LABEL]: 'true' } },
+  }).manifests;
+  assert.ok(policies.some((object) => object.kind === 'MutatingAdmissionPolicy'), `no policies in ${policies.map(describeManifest).join(', ')}`);
+  assert.ok(!policies.some((object) => object.kind === 'Deployment' || object.kind === 'MutatingWebhookConfiguration'), 'the policy backend makes no webhook objects');
+  const failures: string[] = [];
+  for (const object of policies) {
+    const response = await plane!.request('POST', `${await collectionPath(object)}?fieldValidation=Strict`, object);
+    if (response.status !== 201) failures.push(`${describeManifest(object)}: ${describe(response)}`);
+  }
+  assert.deepEqual(failures, []);
+  await plane!.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACES.policy, labels: { [POLICY_LABEL]: 'true', ...ENFORCE_RESTRICTED } } });
+  await waitUntilInjecting(NAMESPACES.policy);
+
+  const app = restrictedPod('everything', { labels: { app: 'myApp' }, annotations: { 'sidecar-injector-webhook.morven.me/inject': 'true' } });
+  app.spec.containers[0].readinessProbe = { httpGet: { path: '/healthz', port: 8080 } };
+  const everything = await dryRunCreate(NAMESPACES.policy, app);
+  assert.equal(everything.status, 201, describe(everything));
+  assert.deepEqual(containerNames(everything.body.spec, 'containers'), ['my-container', 'envoy', 'sidecar-nginx']);
+  assert.equal(everything.body.spec.containers[0].readinessProbe?.initialDelaySeconds, 10);
+
+  const jobOwner = { apiVersion: 'batch/v1', kind: 'Job', name: 'batch', uid: '6f0c7a52-0a6e-4c35-9a5e-3d4f1f0e2b11', controller: true };
+  const jobPod = await dryRunCreate(NAMESPACES.policy, restrictedPod('batch-x7k2p', { ownerReferences: [jobOwner] }));
+  assert.equal(jobPod.status, 201, describe(jobPod));
+  assert.deepEqual(containerNames(jobPod.body.spec, 'containers'), ['my-container']);
+  assert.equal(jobPod.body.spec.initContainers?.find((c: any) => c.name === 'envoy')?.restartPolicy, 'Always');
 });

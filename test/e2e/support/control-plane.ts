@@ -36,6 +36,19 @@ function isExecutable(file: string): boolean {
   }
 }
 
+/** The admissionregistration version a release serves MutatingAdmissionPolicy in, from its --version line. */
+export function policyApiVersionFor(version: string): 'v1' | 'v1beta1' | 'v1alpha1' {
+  const match = /v1\.(\d+)/.exec(version);
+  const minor = match ? Number(match[1]) : 0;
+  if (minor < 32) throw new Error(`${version} has no MutatingAdmissionPolicy (alpha since 1.32)`);
+  return minor >= 36 ? 'v1' : minor >= 34 ? 'v1beta1' : 'v1alpha1';
+}
+
+/** The kube-apiserver flags that serve MutatingAdmissionPolicy in `apiVersion` (the feature gate, the runtime config). */
+export function policyApiserverFlags(apiVersion: string): string[] {
+  return ['--feature-gates=MutatingAdmissionPolicy=true', `--runtime-config=admissionregistration.k8s.io/${apiVersion}=true`];
+}
+
 export function binaryVersion(file: string): string {
   const result = spawnSync(file, ['--version'], { encoding: 'utf8', timeout: 10_000 });
   return (result.stdout || result.stderr).trim().split('\n')[0];
