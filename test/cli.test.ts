@@ -308,4 +308,18 @@ describe('cdk8s-sidecar-injector, against the default app as synthesized', () =>
     const text = await runInProcess(['explain', '-f', '-', '--config', configFile], JSON.stringify(object));
     assert.match(text.stdout, /Pod default\/solo .*\n {2}webhook: not evaluated \(no webhook configuration/);
   });
+  test('inject keeps keys named "__proto__", in the user\'s objects and in injected content', async () => {
+    // YAML and JSON make "__proto__" an ordinary key; the apiserver keeps it too.
+    const configFile = path.join(work, 'proto-config.json');
+    fs.writeFileSync(
+      configFile,
+      '{"injections":[{"name":"proxy","trigger":{"type":"always"},"containers":[{"name":"proxy","image":"proxy:1","futureField":{"__proto__":{"owner":"{{name}}"}}}]}]}',
+    );
+    const input = 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: app\nspec:\n  containers:\n    - name: app\n      image: app:1\n      extra:\n        __proto__: {kept: true}\n';
+    const run = await runInProcess(['inject', '-f', '-', '--config', configFile], input);
+    assert.equal(run.code, 0, run.stderr);
+    const [output] = parseStream(run.stdout);
+    assert.equal(JSON.stringify(output.spec.containers[0].extra), '{"__proto__":{"kept":true}}');
+    assert.equal(JSON.stringify(output.spec.containers[1].futureField), '{"__proto__":{"owner":"app"}}');
+  });
 });
