@@ -16,6 +16,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
+import type { AdmissionPolicyApiVersion } from '../../charts/admission-policy';
 import { Injection, resolveInjectorConfig } from '../../webhook/config';
 import { Manifest, describeManifest, findManifest, synthChart, synthDefaultAppToTemp } from '../support/synth-helpers';
 import { InProcessWebhook, startInProcess } from '../support/webhook-harness';
@@ -46,7 +47,7 @@ const SEED_000: Injection[] = [{ name: 'envoy', trigger: { type: 'always' }, con
 let plane: ControlPlane | undefined;
 let webhook: InProcessWebhook | undefined;
 let seed000Webhook: InProcessWebhook | undefined;
-let policyApiVersion: 'v1' | 'v1beta1' | 'v1alpha1' = 'v1alpha1';
+let policyApiVersion: AdmissionPolicyApiVersion = 'v1alpha1';
 const manifests: Manifest[] = [];
 
 /** Resource paths by apiVersion and kind, from the apiserver's discovery documents. */
@@ -123,6 +124,42 @@ async function waitUntilInjecting(namespace: string): Promise<void> {
   throw new Error(`namespace ${namespace}: no injection within 60 s (last: ${last})`);
 }
 
+/** Creates every object as it is, with strict field validation; the ones the apiserver refused, with why. */
+async function createAsSynthesized(objects: readonly Manifest[]): Promise<string[]> {
+  const failures: string[] = [];
+  for (const object of objects) {
+    const response = await plane!.request('POST', `${await collectionPath(object)}?fieldValidation=Strict`, object);
+    if (response.status !== 201) failures.push(`${describeManifest(object)}: ${describe(response)}`);
+  }
+  return failures;
+}
+
+/** The webhook on 127.0.0.1 with `config`, serving the control plane's certificate. */
+function startLocalWebhook(config: Parameters<typeof startInProcess>[0]): Promise<InProcessWebhook> {
+  return startInProcess(config, { caCertificate: plane!.pki.caCertificate, certificate: plane!.pki.serving.certificate, privateKey: plane!.pki.serving.privateKey });
+}
+
+/**
+ * In `namespace` (enforcing restricted): a pod that meets every pod injection of the default app at
+ * once (Envoy always, nginx by annotation, the probe merge by label) is admitted with all of them, and
+ * a Job's pod gets Envoy as a native sidecar, so the Job can complete.
+ */
+async function assertSeedPodsInjected(namespace: string): Promise<void> {
+  const app = restrictedPod('everything', { labels: { app: 'myApp' }, annotations: { 'sidecar-injector-webhook.morven.me/inject': 'true' } });
+  app.spec.containers[0].readinessProbe = { httpGet: { path: '/healthz', port: 8080 } };
+  const everything = await dryRunCreate(namespace, app);
+  assert.equal(everything.status, 201, describe(everything));
+  assert.deepEqual(containerNames(everything.body.spec, 'containers'), ['my-container', 'envoy', 'sidecar-nginx']);
+  assert.equal(everything.body.spec.containers[0].readinessProbe?.initialDelaySeconds, 10);
+  assert.equal(everything.body.spec.containers[0].readinessProbe?.httpGet?.path, '/healthz');
+
+  const jobOwner = { apiVersion: 'batch/v1', kind: 'Job', name: 'batch', uid: '6f0c7a52-0a6e-4c35-9a5e-3d4f1f0e2b11', controller: true };
+  const jobPod = await dryRunCreate(namespace, restrictedPod('batch-x7k2p', { ownerReferences: [jobOwner] }));
+  assert.equal(jobPod.status, 201, describe(jobPod));
+  assert.deepEqual(containerNames(jobPod.body.spec, 'containers'), ['my-container']);
+  assert.equal(jobPod.body.spec.initContainers?.find((c: any) => c.name === 'envoy')?.restartPolicy, 'Always');
+}
+
 before(async () => {
   if (skip) return;
   const bins = binaries as Exclude<typeof binaries, string>;
@@ -140,12 +177,7 @@ after(async () => {
 });
 
 test('every object the default app synthesizes is created as it is, with strict field validation', { skip }, async () => {
-  const failures: string[] = [];
-  for (const object of manifests) {
-    const response = await plane!.request('POST', `${await collectionPath(object)}?fieldValidation=Strict`, object);
-    if (response.status !== 201) failures.push(`${describeManifest(object)}: ${describe(response)}`);
-  }
-  assert.deepEqual(failures, []);
+  assert.deepEqual(await createAsSynthesized(manifests), []);
   assert.ok(manifests.length >= 9, `expected the whole default app, got ${manifests.map(describeManifest).join(', ')}`);
 });
 
@@ -168,11 +200,7 @@ test("the webhook's own pod passes Pod Security restricted in its namespace, whi
 test('injected through the apiserver: pods and Deployments in a namespace enforcing restricted are admitted with their sidecars', { skip }, async () => {
   const configMap = manifests.find((m) => m.kind === 'ConfigMap' && m.data?.['config.json']);
   assert.ok(configMap, 'no ConfigMap with config.json in the synthesized output');
-  webhook = await startInProcess(configMap.data['config.json'], {
-    caCertificate: plane!.pki.caCertificate,
-    certificate: plane!.pki.serving.certificate,
-    privateKey: plane!.pki.serving.privateKey,
-  });
+  webhook = await startLocalWebhook(configMap.data['config.json']);
   const synthesized = findManifest(manifests, 'MutatingWebhookConfiguration');
   // The Service has no endpoints here: the copy registered above (created in the first test) would
   // only add a timeout to every call.
@@ -182,14 +210,7 @@ test('injected through the apiserver: pods and Deployments in a namespace enforc
   await plane!.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACES.injected, labels: { ...injectionLabels, ...ENFORCE_RESTRICTED } } });
   await waitUntilInjecting(NAMESPACES.injected);
 
-  // Every pod injection of the default app at once: Envoy (always), nginx (annotation), the probe merge (label).
-  const app = restrictedPod('everything', { labels: { app: 'myApp' }, annotations: { 'sidecar-injector-webhook.morven.me/inject': 'true' } });
-  app.spec.containers[0].readinessProbe = { httpGet: { path: '/healthz', port: 8080 } };
-  const everything = await dryRunCreate(NAMESPACES.injected, app);
-  assert.equal(everything.status, 201, describe(everything));
-  assert.deepEqual(containerNames(everything.body.spec, 'containers'), ['my-container', 'envoy', 'sidecar-nginx']);
-  assert.equal(everything.body.spec.containers[0].readinessProbe?.initialDelaySeconds, 10);
-  assert.equal(everything.body.spec.containers[0].readinessProbe?.httpGet?.path, '/healthz');
+  await assertSeedPodsInjected(NAMESPACES.injected);
 
   // A Guaranteed pod stays Guaranteed, as the apiserver itself classifies it.
   const exact = { cpu: '500m', memory: '256Mi' };
@@ -197,14 +218,6 @@ test('injected through the apiserver: pods and Deployments in a namespace enforc
   assert.equal(guaranteed.status, 201, describe(guaranteed));
   assert.deepEqual(containerNames(guaranteed.body.spec, 'containers'), ['my-container', 'envoy']);
   assert.equal(guaranteed.body.status?.qosClass, 'Guaranteed');
-
-  // A Job's pod gets Envoy as a native sidecar, so the Job can complete.
-  const jobOwner = { apiVersion: 'batch/v1', kind: 'Job', name: 'batch', uid: '6f0c7a52-0a6e-4c35-9a5e-3d4f1f0e2b11', controller: true };
-  const jobPod = await dryRunCreate(NAMESPACES.injected, restrictedPod('batch-x7k2p', { ownerReferences: [jobOwner] }));
-  assert.equal(jobPod.status, 201, describe(jobPod));
-  assert.deepEqual(containerNames(jobPod.body.spec, 'containers'), ['my-container']);
-  const nativeEnvoy = jobPod.body.spec.initContainers?.find((c: any) => c.name === 'envoy');
-  assert.equal(nativeEnvoy?.restartPolicy, 'Always');
 
   // A Deployment's template gets wait-for-it (it targets Deployments only); Envoy targets pods (the
   // default), so a pod made from the stored template gets it then, and is admitted in the same namespace.
@@ -232,11 +245,7 @@ test('injected through the apiserver: pods and Deployments in a namespace enforc
 });
 
 test("the control: seed 000's plain Envoy makes Pod Security admission refuse the same pod, which alone is admitted", { skip }, async () => {
-  seed000Webhook = await startInProcess(resolveInjectorConfig({ annotationPrefix: PREFIX, injections: SEED_000 }), {
-    caCertificate: plane!.pki.caCertificate,
-    certificate: plane!.pki.serving.certificate,
-    privateKey: plane!.pki.serving.privateKey,
-  });
+  seed000Webhook = await startLocalWebhook(resolveInjectorConfig({ annotationPrefix: PREFIX, injections: SEED_000 }));
   const synthesized = findManifest(manifests, 'MutatingWebhookConfiguration');
   await plane!.ok(
     'POST',
@@ -269,25 +278,9 @@ test('the same injections as admission policies, created as synthesized, inject 
   }).manifests;
   assert.ok(policies.some((object) => object.kind === 'MutatingAdmissionPolicy'), `no policies in ${policies.map(describeManifest).join(', ')}`);
   assert.ok(!policies.some((object) => object.kind === 'Deployment' || object.kind === 'MutatingWebhookConfiguration'), 'the policy backend makes no webhook objects');
-  const failures: string[] = [];
-  for (const object of policies) {
-    const response = await plane!.request('POST', `${await collectionPath(object)}?fieldValidation=Strict`, object);
-    if (response.status !== 201) failures.push(`${describeManifest(object)}: ${describe(response)}`);
-  }
-  assert.deepEqual(failures, []);
+  assert.deepEqual(await createAsSynthesized(policies), []);
   await plane!.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACES.policy, labels: { [POLICY_LABEL]: 'true', ...ENFORCE_RESTRICTED } } });
   await waitUntilInjecting(NAMESPACES.policy);
 
-  const app = restrictedPod('everything', { labels: { app: 'myApp' }, annotations: { 'sidecar-injector-webhook.morven.me/inject': 'true' } });
-  app.spec.containers[0].readinessProbe = { httpGet: { path: '/healthz', port: 8080 } };
-  const everything = await dryRunCreate(NAMESPACES.policy, app);
-  assert.equal(everything.status, 201, describe(everything));
-  assert.deepEqual(containerNames(everything.body.spec, 'containers'), ['my-container', 'envoy', 'sidecar-nginx']);
-  assert.equal(everything.body.spec.containers[0].readinessProbe?.initialDelaySeconds, 10);
-
-  const jobOwner = { apiVersion: 'batch/v1', kind: 'Job', name: 'batch', uid: '6f0c7a52-0a6e-4c35-9a5e-3d4f1f0e2b11', controller: true };
-  const jobPod = await dryRunCreate(NAMESPACES.policy, restrictedPod('batch-x7k2p', { ownerReferences: [jobOwner] }));
-  assert.equal(jobPod.status, 201, describe(jobPod));
-  assert.deepEqual(containerNames(jobPod.body.spec, 'containers'), ['my-container']);
-  assert.equal(jobPod.body.spec.initContainers?.find((c: any) => c.name === 'envoy')?.restartPolicy, 'Always');
+  await assertSeedPodsInjected(NAMESPACES.policy);
 });

@@ -81,24 +81,24 @@ function removeFinishedRuns(): void {
 }
 
 function runnerAlive(pid: string, startTime: string): boolean {
+  return startTimeOf(pid) === startTime;
+}
+
+/** A process's start time (field 22 of /proc/<pid>/stat), or undefined when there is no such process or no /proc. */
+function startTimeOf(pid: string | number): string | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] === startTime;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] || undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
 /** The parent process (the test runner) as pid and start time, so a later run with a reused pid never
  * picks up this run's tarball; undefined where /proc is not there (each file then packs its own). */
 function testRunnerIdentity(): string | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${process.ppid}/stat`, 'utf8');
-    const startTime = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-    return startTime ? `${process.ppid}-${startTime}` : undefined;
-  } catch {
-    return undefined;
-  }
+  const startTime = startTimeOf(process.ppid);
+  return startTime ? `${process.ppid}-${startTime}` : undefined;
 }
 
 export interface ConsumerProject {

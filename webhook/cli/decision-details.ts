@@ -4,6 +4,7 @@
 
 import { annotationKeys, type InjectionTrigger, type ResolvedInjection, type ResolvedInjectorConfig } from '../config';
 import type { DecisionReason } from '../engine/mutate';
+import { ownStringMap } from '../engine/pod-patch-builder';
 import { findPodTemplate } from '../engine/pod-template';
 import { selectorMismatch } from '../engine/webhook-match';
 import type { ObjectPreview } from './preview';
@@ -16,15 +17,6 @@ export interface DecisionDetail {
 }
 
 type StringMap = Record<string, string>;
-
-function stringMap(value: unknown): StringMap {
-  // No prototype: a key such as "constructor" or "__proto__" is just a key.
-  const map: StringMap = Object.create(null);
-  if (value && typeof value === 'object' && !Array.isArray(value)) {
-    for (const [key, item] of Object.entries(value)) if (typeof item === 'string') map[key] = item;
-  }
-  return map;
-}
 
 /** The annotations and labels the engine reads: the pod's, or a workload's own overlaid with its template's. */
 interface ObjectView {
@@ -39,16 +31,16 @@ function viewOf(preview: ObjectPreview, object = preview.object): ObjectView | u
   if (!preview.targetKind) return undefined;
   const pod = findPodTemplate(preview.targetKind, object);
   if (typeof pod === 'string') return undefined;
-  const podAnnotations = stringMap(pod.metadata?.annotations);
-  const podLabels = stringMap(pod.metadata?.labels);
+  const podAnnotations = ownStringMap(pod.metadata?.annotations);
+  const podLabels = ownStringMap(pod.metadata?.labels);
   if (preview.targetKind === 'Pod') {
     return { kind: 'Pod', annotations: podAnnotations, labels: podLabels, injectAnnotationOn: () => 'the Pod' };
   }
-  const ownAnnotations = stringMap(pod.objectMetadata?.annotations);
+  const ownAnnotations = ownStringMap(pod.objectMetadata?.annotations);
   return {
     kind: preview.targetKind,
     annotations: { ...ownAnnotations, ...podAnnotations },
-    labels: { ...stringMap(pod.objectMetadata?.labels), ...podLabels },
+    labels: { ...ownStringMap(pod.objectMetadata?.labels), ...podLabels },
     injectAnnotationOn: (key) => (key in podAnnotations ? `the ${preview.targetKind}'s pod template` : `the ${preview.targetKind}`),
   };
 }

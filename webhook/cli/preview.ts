@@ -7,6 +7,7 @@ import type { ResolvedInjectorConfig, TargetKind } from '../config';
 import { TARGET_KINDS } from '../config';
 import type { AdmissionRequest, GroupVersionKind, KubernetesObject } from '../engine/admission-review';
 import { evaluate, type MutationResult } from '../engine/mutate';
+import { ownStringMap } from '../engine/pod-patch-builder';
 import { targetKindOf } from '../engine/pod-template';
 import { matchWebhookConfiguration, type WebhookMatch } from '../engine/webhook-match';
 import type { InjectorSource } from './injector-source';
@@ -72,15 +73,6 @@ export function groupVersionKindOf(object: KubernetesObject): GroupVersionKind {
   };
 }
 
-function stringMap(value: unknown): Record<string, string> {
-  // No prototype: a key such as "constructor" or "__proto__" is just a key.
-  const map: Record<string, string> = Object.create(null);
-  if (value && typeof value === 'object' && !Array.isArray(value)) {
-    for (const [key, item] of Object.entries(value)) if (typeof item === 'string') map[key] = item;
-  }
-  return map;
-}
-
 function metadataOf(object: KubernetesObject): Record<string, unknown> {
   const metadata = object.metadata;
   return metadata && typeof metadata === 'object' && !Array.isArray(metadata) ? (metadata as Record<string, unknown>) : {};
@@ -93,7 +85,7 @@ function namespaceLabelsInInput(documents: readonly InputDocument[]): Map<string
   for (const object of objects) {
     if (object.apiVersion !== 'v1' || object.kind !== 'Namespace') continue;
     const metadata = metadataOf(object);
-    if (typeof metadata.name === 'string') labels.set(metadata.name, stringMap(metadata.labels));
+    if (typeof metadata.name === 'string') labels.set(metadata.name, ownStringMap(metadata.labels));
   }
   return labels;
 }
@@ -181,7 +173,7 @@ function previewObject(
         operation: 'CREATE',
         namespace,
         namespaceLabels,
-        objectLabels: stringMap(metadata.labels),
+        objectLabels: ownStringMap(metadata.labels),
       })
     : undefined;
   const sentToWebhook = webhooks ? webhooks.some((webhook) => webhook.called) : true;

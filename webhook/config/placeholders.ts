@@ -2,7 +2,6 @@
 // Substitution is plain string replacement: no expressions, no code execution, no recursion.
 import { setOwn } from './own-property';
 
-
 /** The placeholders an injection's strings may use. */
 export const PLACEHOLDERS = {
   /** The value of the annotation that triggered the injection (annotation triggers only). */

@@ -7,7 +7,7 @@
 import type { ContainerMerge, Injection, JsonObject, NativeSidecarPosition } from '../config';
 import { pointer } from './json-pointer';
 import { Json, isJsonObject as isObject } from './json-object';
-import { setOwn } from '../config/own-property';
+import { hasOwnKey as hasOwn, setOwn } from '../config/own-property';
 import type { PodTemplate } from './pod-template';
 
 /** One RFC 6902 JSON Patch operation of the admission response's patch; the injector only adds. */
@@ -52,8 +52,6 @@ function listPointer(specPointer: string, list: PodList): string {
 }
 /** `regularContainersAdded` when the last `apply` added none (never pushed to: replaced on first add). */
 const NO_NAMES: string[] = [];
-
-const hasOwn = (object: object, key: string) => Object.prototype.hasOwnProperty.call(object, key);
 
 function jsonEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;

@@ -8,6 +8,7 @@ import * as https from 'node:https';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import type { AdmissionPolicyApiVersion } from '../../../charts/admission-policy';
 import { createTestPki, TestPki } from './pki';
 
 export interface ControlPlaneBinaries {
@@ -37,7 +38,7 @@ function isExecutable(file: string): boolean {
 }
 
 /** The admissionregistration version a release serves MutatingAdmissionPolicy in, from its --version line. */
-export function policyApiVersionFor(version: string): 'v1' | 'v1beta1' | 'v1alpha1' {
+export function policyApiVersionFor(version: string): AdmissionPolicyApiVersion {
   const match = /v1\.(\d+)/.exec(version);
   const minor = match ? Number(match[1]) : 0;
   if (minor < 32) throw new Error(`${version} has no MutatingAdmissionPolicy (alpha since 1.32)`);
