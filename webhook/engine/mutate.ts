@@ -17,6 +17,7 @@ import type { AdmissionRequest, AdmissionResponse } from './admission-review';
 import { matchesLabelSelector } from './label-selector';
 import { ContainerPlacement, PatchOperation, PodPatchBuilder, RenderedInjection, ownStringMap } from './pod-patch-builder';
 import { Json, isJsonObject } from './json-object';
+import { PatchEncoder, markStable } from './patch-encoding';
 import { PodTemplate, findPodTemplate, targetKindOf } from './pod-template';
 import { QosClass, QosTally, hasPodLevelResources, qosClassOf, withLimitsAtRequests } from './qos';
 
@@ -83,7 +84,7 @@ export function mutate(request: AdmissionRequest, config: ResolvedInjectorConfig
 export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConfig): MutationResult {
   const decideAll = (reason: DecisionReason, warnings: string[] = []): MutationResult => ({
     response: allowed(request.uid, [], warnings),
-    decisions: config.injections.map((injection) => ({ injection: injection.name, reason })),
+    decisions: config.injections.map((injection) => decisionOf(injection, reason)),
     patch: [],
     podWarnings: [],
   });
@@ -102,7 +103,6 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   const prepared = preparedOf(config);
   const keys = prepared.keys;
   const objectAnnotations = kind === 'Pod' ? undefined : ownStringMap(pod.objectMetadata?.annotations);
-  const objectLabels = kind === 'Pod' ? undefined : ownStringMap(pod.objectMetadata?.labels);
   const podAnnotations = ownStringMap(pod.metadata?.annotations);
   // A workload's own metadata and its pod template's both count; the template's wins on a clash.
   const annotations = objectAnnotations ? merged(objectAnnotations, podAnnotations) : podAnnotations;
@@ -155,10 +155,12 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   for (let progressed = pending.length > 0; progressed; ) {
     progressed = false;
     const currentAnnotations = objectAnnotations ? merged(objectAnnotations, builder.annotations) : builder.annotations;
-    const currentLabels = objectLabels ? merged(objectLabels, builder.labels) : builder.labels;
+    // Read only for a label selector: most configs have none.
+    let currentLabels: Record<string, string> | undefined;
+    const labelsNow = () => (currentLabels ??= kind === 'Pod' ? builder.labels : merged(ownStringMap(pod.objectMetadata?.labels), builder.labels));
     for (let index = 0; index < pending.length; index++) {
       const injection = pending[index];
-      const trigger = triggerMet(injection, currentAnnotations, currentLabels, requested);
+      const trigger = triggerMet(injection, currentAnnotations, labelsNow, requested);
       if (trigger === false) continue;
       pending.splice(index, 1);
       progressed = true;
@@ -198,10 +200,9 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
             after = tally!.qosClass();
           }
           if (qosClass && after && after !== qosClass) {
-            const advice = qosClass === 'Guaranteed' && injection.qos !== 'preserve-guaranteed' ? '; set qos: "preserve-guaranteed" on the injection to keep it' : '';
-            const message = `injection "${injection.name}" changes the pod's QoS class from ${qosClass} to ${after}${advice}`;
-            warnings.push(message);
-            podWarnings.push({ injection: injection.name, reason: 'qos-class-changed', message, qosClass: { before: qosClass, after } });
+            const warning = qosWarningOf(injection, qosClass, after);
+            warnings.push(warning.message);
+            podWarnings.push(warning);
           }
           qosClass = after;
         }
@@ -220,8 +221,35 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   for (const injection of pending) reasons.set(injection.name, 'trigger-not-met');
   builder.finish();
   if (injectedNow.length > 0) builder.setStatus(keys.status, formatStatus([...alreadyInjected, ...injectedNow]));
-  const decisions = config.injections.map((injection) => ({ injection: injection.name, reason: reasons.get(injection.name)! }));
-  return { response: allowed(request.uid, builder.operations, warnings), decisions, patch: builder.operations, podWarnings };
+  const decisions = config.injections.map((injection) => decisionOf(injection, reasons.get(injection.name)!));
+  return { response: allowed(request.uid, builder.operations, warnings, prepared.encoder), decisions, patch: builder.operations, podWarnings };
+}
+
+/** QoS warnings by injection and classes, made once each (a config's injections change the same
+ * classes of pod the same way, request after request). */
+const qosWarningCache = new WeakMap<ResolvedInjection, Map<string, PodWarning>>();
+
+function qosWarningOf(injection: ResolvedInjection, before: QosClass, after: QosClass): PodWarning {
+  let byClasses = qosWarningCache.get(injection);
+  if (byClasses === undefined) qosWarningCache.set(injection, (byClasses = new Map()));
+  const key = `${before}>${after}`;
+  let warning = byClasses.get(key);
+  if (warning === undefined) {
+    const advice = before === 'Guaranteed' && injection.qos !== 'preserve-guaranteed' ? '; set qos: "preserve-guaranteed" on the injection to keep it' : '';
+    const message = `injection "${injection.name}" changes the pod's QoS class from ${before} to ${after}${advice}`;
+    warning = Object.freeze({ injection: injection.name, reason: 'qos-class-changed', message, qosClass: Object.freeze({ before, after }) });
+    byClasses.set(key, warning);
+  }
+  return warning;
+}
+
+/** The decisions an injection can get, made once each: the same answer on every request allocates nothing. */
+const decisionCache = new WeakMap<ResolvedInjection, Partial<Record<DecisionReason, InjectionDecision>>>();
+
+function decisionOf(injection: ResolvedInjection, reason: DecisionReason): InjectionDecision {
+  let byReason = decisionCache.get(injection);
+  if (byReason === undefined) decisionCache.set(injection, (byReason = {}));
+  return (byReason[reason] ??= Object.freeze({ injection: injection.name, reason }));
 }
 
 /** A Job's pod: the pod template of a Job or CronJob, or a Pod whose owner is a Job. */
@@ -271,48 +299,11 @@ function boundedWarnings(warnings: string[]): string[] {
   return out;
 }
 
-/**
- * JSON text of the objects patch operations add, by identity. Nearly every value is an object of the
- * config (a container, a volume, a merge's fields), the same on every request, so its text is made
- * once; the config is never changed in place (a reload brings new objects). Values made per request
- * (metadata maps, a native sidecar's copy) are collected with their entries.
- */
-const valueTextCache = new WeakMap<object, string>();
-
-function valueText(value: unknown): string {
-  if (typeof value !== 'object' || value === null) return JSON.stringify(value);
-  let text = valueTextCache.get(value);
-  if (text === undefined) valueTextCache.set(value, (text = JSON.stringify(value)));
-  return text;
-}
-
-/** `JSON.stringify(operations)`, with each value's text from the cache above. */
-function patchText(operations: readonly PatchOperation[]): string {
-  let text = '[';
-  for (let i = 0; i < operations.length; i++) {
-    const operation = operations[i];
-    text += `${i === 0 ? '' : ','}{"op":"${operation.op}","path":${JSON.stringify(operation.path)},"value":${valueText(operation.value)}}`;
-  }
-  return text + ']';
-}
-
-/** Reused for encoding patches, so base64 costs no buffer per request; a larger patch gets its own. */
-const scratch = Buffer.allocUnsafe(64 * 1024);
-
-/** Base64 of the patch text through the reused buffer (one write: per-piece writes cost more in
- * Buffer.write's per-call overhead than the flattening of the concatenated text saves). */
-function patchBase64(operations: readonly PatchOperation[]): string {
-  const text = patchText(operations);
-  if (text.length * 3 > scratch.length) return Buffer.from(text).toString('base64');
-  const length = scratch.write(text, 0);
-  return scratch.toString('base64', 0, length);
-}
-
-function allowed(uid: string, operations: readonly PatchOperation[], warnings: string[]): AdmissionResponse {
+function allowed(uid: string, operations: readonly PatchOperation[], warnings: string[], encoder?: PatchEncoder): AdmissionResponse {
   const response: AdmissionResponse = { uid, allowed: true };
   if (operations.length > 0) {
     response.patchType = 'JSONPatch';
-    response.patch = patchBase64(operations);
+    response.patch = encoder ? encoder.encode(operations) : new PatchEncoder().encode(operations);
   }
   if (warnings.length > 0) response.warnings = boundedWarnings(warnings);
   return response;
@@ -344,7 +335,7 @@ const patternCache = new WeakMap<ResolvedInjection, { matches(value: string): bo
 function triggerMet(
   injection: ResolvedInjection,
   annotations: Record<string, string>,
-  labels: Record<string, string>,
+  labels: () => Record<string, string>,
   requested: Set<string>,
 ): boolean | string {
   const trigger = injection.trigger;
@@ -354,7 +345,7 @@ function triggerMet(
     case 'requested':
       return requested.has(injection.name);
     case 'labelSelector':
-      return matchesLabelSelector(trigger, labels);
+      return matchesLabelSelector(trigger, labels());
     case 'annotation': {
       const value = annotations[trigger.key];
       if (typeof value !== 'string') return false;
@@ -382,6 +373,8 @@ interface PreparedConfig {
   readonly changesContainers: ReadonlyMap<ResolvedInjection, boolean>;
   /** Whether each injection merges resources into existing containers (then the QoS is tallied again). */
   readonly mergesResources: ReadonlyMap<ResolvedInjection, boolean>;
+  /** This config's patches seen before, by their operations. */
+  readonly encoder: PatchEncoder;
 }
 
 const preparedCache = new WeakMap<ResolvedInjectorConfig, PreparedConfig>();
@@ -395,7 +388,10 @@ function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
       templated: new Set(config.injections.filter((injection) => RENDERED_FIELDS.some((field) => containsPlaceholder(injection[field])))),
       changesContainers: new Map(config.injections.map((injection) => [injection, addsContainers(injection) || mergesResources(injection)])),
       mergesResources: new Map(config.injections.map((injection) => [injection, mergesResources(injection)])),
+      encoder: new PatchEncoder(),
     };
+    // Its objects are what patches add (or, templated, what renders them): keys of the encoder's cache.
+    markStable(config.injections);
     preparedCache.set(config, prepared);
   }
   return prepared;

@@ -6,6 +6,7 @@
 
 import type { ContainerMerge, Injection, JsonObject, NativeSidecarPosition } from '../config';
 import { pointer } from './json-pointer';
+import { singletonList, stableCopy, stableRecord } from './patch-encoding';
 import { Json, isJsonObject as isObject } from './json-object';
 import { hasOwnKey as hasOwn, setOwn } from '../config/own-property';
 import type { PodTemplate } from './pod-template';
@@ -85,17 +86,44 @@ export function ownStringMap(value: unknown): Record<string, string> {
 
 type ContainerList = 'containers' | 'initContainers';
 
+/**
+ * The names in some of the pod's lists, plus those this patch adds. Looked up by scanning: a pod has
+ * a handful of containers and volumes, and an injection adds a few, so a scan costs less than the Set
+ * it would otherwise build on every request (and stays linear in the pod for each name added).
+ */
+class ListNames {
+  private added: string[] | undefined;
+
+  constructor(private readonly lists: readonly unknown[]) {}
+
+  has(name: string): boolean {
+    for (const list of this.lists) {
+      if (!Array.isArray(list)) continue;
+      for (const item of list) if (isObject(item) && item.name === name) return true;
+    }
+    return this.added !== undefined && this.added.includes(name);
+  }
+
+  add(name: string): void {
+    (this.added ??= []).push(name);
+  }
+}
+
 export class PodPatchBuilder {
   readonly operations: PatchOperation[] = [];
-  /** The pod's labels and annotations as they stand after the operations so far. */
-  readonly labels: Record<string, string>;
+  /** The pod's annotations as they stand after the operations so far. */
   readonly annotations: Record<string, string>;
+  /** The pod's labels likewise: read from the pod when first asked for (most triggers never look). */
+  private labelsMap?: Record<string, string>;
+  get labels(): Record<string, string> {
+    return (this.labelsMap ??= ownStringMap(this.pod.metadata?.labels));
+  }
   private readonly specPointer: string;
   private readonly metadataPointer: string;
   /** Arrays and maps this patch has already created, so later additions append instead of replacing. */
   private readonly created = new Set<string>();
-  private readonly containerNames: Set<string>;
-  private readonly volumeNames: Set<string>;
+  private readonly containerNames: ListNames;
+  private readonly volumeNames: ListNames;
   private pullSecretNames: Set<string> | undefined;
   // Made on first use: most pods get no env, mounts or merges, and a Map per request is not free.
   private envNamesMap?: Map<string, Set<string>>;
@@ -137,10 +165,8 @@ export class PodPatchBuilder {
   ) {
     this.specPointer = SPEC_POINTERS[pod.pointer] ??= pod.pointer + '/spec';
     this.metadataPointer = METADATA_POINTERS[pod.pointer] ??= pod.pointer + '/metadata';
-    this.containerNames = namesOf(pod.spec.containers);
-    for (const name of namesOf(pod.spec.initContainers)) this.containerNames.add(name);
-    this.volumeNames = namesOf(pod.spec.volumes);
-    this.labels = ownStringMap(pod.metadata?.labels);
+    this.containerNames = new ListNames([pod.spec.containers, pod.spec.initContainers]);
+    this.volumeNames = new ListNames([pod.spec.volumes]);
     this.annotations = annotations ?? ownStringMap(pod.metadata?.annotations);
   }
 
@@ -161,7 +187,7 @@ export class PodPatchBuilder {
         }
         this.containerNames.add(name);
         if (list === 'containers' && placement.native) {
-          const sidecar = { ...container, restartPolicy: 'Always' };
+          const sidecar = stableCopy(container as Json, 'native-sidecar', { restartPolicy: 'Always' });
           this.added.push(sidecar);
           if (placement.position === 'first') this.firstInitContainers.push(sidecar);
           else this.append(this.listPointer('initContainers'), this.pod.spec.initContainers, sidecar);
@@ -277,7 +303,7 @@ export class PodPatchBuilder {
       this.operations.push({ op: 'add', path: arrayPointer + '/-', value: item });
     } else {
       // Creates the list, replacing a null or absent field, and never an existing list.
-      this.operations.push({ op: 'add', path: arrayPointer, value: [item] });
+      this.operations.push({ op: 'add', path: arrayPointer, value: singletonList(item) });
       this.created.add(arrayPointer);
     }
   }
@@ -293,11 +319,11 @@ export class PodPatchBuilder {
     const metadata = this.pod.metadata;
     const mapPointer = pointer(this.metadataPointer, map);
     if (!metadata && !this.created.has(this.metadataPointer)) {
-      this.operations.push({ op: 'add', path: this.metadataPointer, value: { [map]: { [key]: value } } });
+      this.operations.push({ op: 'add', path: this.metadataPointer, value: stableRecord(map, stableRecord(key, value)) });
       this.created.add(this.metadataPointer);
       this.created.add(mapPointer);
     } else if (!isObject(metadata?.[map]) && !this.created.has(mapPointer)) {
-      this.operations.push({ op: 'add', path: mapPointer, value: { [key]: value } });
+      this.operations.push({ op: 'add', path: mapPointer, value: stableRecord(key, value) });
       this.created.add(mapPointer);
     } else {
       this.operations.push({ op: 'add', path: pointer(mapPointer, key), value });
