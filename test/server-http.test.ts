@@ -9,7 +9,15 @@ import * as tls from 'node:tls';
 import { InjectorConfig, generateWebhookCertificate } from '../charts';
 import { DEFAULT_INJECTIONS } from '../app/default-injections';
 import { HttpsResult, InProcessWebhook, TEST_SERVER_NAME, httpsRequest, keepAliveAgent, postAdmission, startInProcess } from './support/webhook-harness';
-import { Review, applyResponse, decodePatch, loadReview, names, podOf } from './support/recorded-reviews';
+import { Review, applyResponse, decodePatch, loadReview, names, podOf, reviewNames } from './support/recorded-reviews';
+import { resolveInjectorConfig } from '../charts';
+import { decodeAdmissionReview, evaluate } from '../webhook/engine';
+
+function loadReviewWithUid(name: string, uid: string): Review {
+  const review = loadReview(name);
+  review.request.uid = uid;
+  return review;
+}
 
 const certificate = generateWebhookCertificate({ serviceName: 'sidecar-injector', namespace: 'sidecar-injector' });
 const ca = certificate.caCertificate;
@@ -320,6 +328,21 @@ describe('the webhook server over HTTPS', () => {
   });
 
   describe('admission answers', () => {
+    test('every recorded review, sent three times with new uids, gets exactly the engine\'s answer and a Content-Length that counts its bytes', async () => {
+      const config = resolveInjectorConfig(CONFIG);
+      for (const name of reviewNames()) {
+        for (let round = 0; round < 3; round++) {
+          const review = loadReview(name);
+          review.request.uid = `${review.request.uid.slice(0, 24)}-round-${round}`;
+          const result = await post(review);
+          assert.equal(result.status, 200, `${name}: ${result.text.slice(0, 300)}`);
+          assert.equal(Number(result.headers['content-length']), Buffer.byteLength(result.text), `${name}: Content-Length`);
+          const expected = evaluate(decodeAdmissionReview(loadReviewWithUid(name, review.request.uid)).request, config).response;
+          assert.deepEqual(result.json(), { apiVersion: review.apiVersion, kind: 'AdmissionReview', response: expected }, `${name}, round ${round}`);
+        }
+      }
+    });
+
     test('answers a v1beta1 review as admission.k8s.io/v1beta1 with its uid', async () => {
       const review = loadReview('pod-create-demoapp-v1beta1');
       const result = await post(review);
