@@ -82,12 +82,7 @@ export function mutate(request: AdmissionRequest, config: ResolvedInjectorConfig
 
 /** `mutate`, with the per-injection decisions and the patch as operations (for logs and metrics). */
 export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConfig): MutationResult {
-  const decideAll = (reason: DecisionReason, warnings: string[] = []): MutationResult => ({
-    response: allowed(request.uid, [], warnings),
-    decisions: config.injections.map((injection) => decisionOf(injection, reason)),
-    patch: [],
-    podWarnings: [],
-  });
+  const decideAll = (reason: DecisionReason, warnings: string[] = []) => decidedAll(request, config, reason, warnings);
   if (!config.enabled) return decideAll('disabled');
 
   const kind = targetKindOf(request.kind);
@@ -110,7 +105,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   const warnings: string[] = [];
   const injectValue = annotations[keys.inject]?.trim();
   const optedOut = injectValue?.toLowerCase() === 'false';
-  const requested = requestedNames(injectValue);
+  const requested = injectValue ? requestedNames(injectValue) : NO_NAMES;
   if (!optedOut) {
     const unknown = [...requested].filter((name) => !config.injections.some((injection) => injection.name === name));
     if (unknown.length > 0) {
@@ -119,27 +114,34 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
       warnings.push(`${keys.inject} names ${shown}${more}, which ${unknown.length === 1 ? 'is not a configured injection' : 'are not configured injections'}`);
     }
   }
-  const alreadyInjected = parseStatus(podAnnotations[keys.status]);
-  const objectMetadata = pod.objectMetadata ?? {};
-  const placeholderValues: PlaceholderValues = {
-    name: stringOrUndefined(objectMetadata.name) || stringOrUndefined(objectMetadata.generateName),
-    namespace: request.namespace || stringOrUndefined(objectMetadata.namespace),
+  const statusValue = podAnnotations[keys.status];
+  const alreadyInjected: ReadonlySet<string> = statusValue ? parseStatus(statusValue) : NO_NAMES;
+  // Made when a templated injection first needs them.
+  let placeholderValues: PlaceholderValues | undefined;
+  const placeholdersFor = (): PlaceholderValues => {
+    if (placeholderValues) return placeholderValues;
+    const objectMetadata = pod.objectMetadata ?? {};
+    return (placeholderValues = {
+      name: stringOrUndefined(objectMetadata.name) || stringOrUndefined(objectMetadata.generateName),
+      namespace: request.namespace || stringOrUndefined(objectMetadata.namespace),
+    });
   };
 
   const reasons = new Map<string, DecisionReason>();
   const pending: ResolvedInjection[] = [];
-  const injectedContainerNames = new Set<string>();
+  let injectedContainerNames: Set<string> | undefined;
   for (const injection of config.injections) {
     if (!injection.targetKinds.includes(kind)) reasons.set(injection.name, 'out-of-scope');
     else if (optedOut) reasons.set(injection.name, 'opted-out');
     else if (alreadyInjected.has(injection.name)) {
       reasons.set(injection.name, 'already-injected');
+      injectedContainerNames ??= new Set();
       for (const container of [...(injection.containers ?? []), ...(injection.initContainers ?? [])]) injectedContainerNames.add(container.name);
     } else pending.push(injection);
   }
 
   // podAnnotations is not read again here: the builder takes it over as its running copy.
-  const builder = new PodPatchBuilder(pod, warnings, injectedContainerNames, podAnnotations);
+  const builder = new PodPatchBuilder(pod, warnings, injectedContainerNames ?? NO_NAMES, podAnnotations);
   const injectedNow: string[] = [];
   const podWarnings: PodWarning[] = [];
   const jobPod = isJobPod(pod);
@@ -167,7 +169,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
       let rendered: RenderedInjection;
       try {
         rendered = prepared.templated.has(injection)
-          ? renderInjection(injection, { ...placeholderValues, annotation: typeof trigger === 'string' ? trigger : undefined })
+          ? renderInjection(injection, { ...placeholdersFor(), annotation: typeof trigger === 'string' ? trigger : undefined })
           : (injection as unknown as RenderedInjection);
       } catch (error) {
         if (!(error instanceof PlaceholderRenderError)) throw error;
@@ -227,18 +229,18 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
 
 /** QoS warnings by injection and classes, made once each (a config's injections change the same
  * classes of pod the same way, request after request). */
-const qosWarningCache = new WeakMap<ResolvedInjection, Map<string, PodWarning>>();
+const qosWarningCache = new WeakMap<ResolvedInjection, Partial<Record<QosClass, Partial<Record<QosClass, PodWarning>>>>>();
 
 function qosWarningOf(injection: ResolvedInjection, before: QosClass, after: QosClass): PodWarning {
   let byClasses = qosWarningCache.get(injection);
-  if (byClasses === undefined) qosWarningCache.set(injection, (byClasses = new Map()));
-  const key = `${before}>${after}`;
-  let warning = byClasses.get(key);
+  if (byClasses === undefined) qosWarningCache.set(injection, (byClasses = {}));
+  const byAfter = (byClasses[before] ??= {});
+  let warning = byAfter[after];
   if (warning === undefined) {
     const advice = before === 'Guaranteed' && injection.qos !== 'preserve-guaranteed' ? '; set qos: "preserve-guaranteed" on the injection to keep it' : '';
     const message = `injection "${injection.name}" changes the pod's QoS class from ${before} to ${after}${advice}`;
     warning = Object.freeze({ injection: injection.name, reason: 'qos-class-changed', message, qosClass: Object.freeze({ before, after }) });
-    byClasses.set(key, warning);
+    byAfter[after] = warning;
   }
   return warning;
 }
@@ -250,6 +252,16 @@ function decisionOf(injection: ResolvedInjection, reason: DecisionReason): Injec
   let byReason = decisionCache.get(injection);
   if (byReason === undefined) decisionCache.set(injection, (byReason = {}));
   return (byReason[reason] ??= Object.freeze({ injection: injection.name, reason }));
+}
+
+/** The same decision for every injection, and nothing to change. */
+function decidedAll(request: AdmissionRequest, config: ResolvedInjectorConfig, reason: DecisionReason, warnings: string[]): MutationResult {
+  return {
+    response: allowed(request.uid, [], warnings),
+    decisions: config.injections.map((injection) => decisionOf(injection, reason)),
+    patch: [],
+    podWarnings: [],
+  };
 }
 
 /** A Job's pod: the pod template of a Job or CronJob, or a Pod whose owner is a Job. */
@@ -309,6 +321,9 @@ function allowed(uid: string, operations: readonly PatchOperation[], warnings: s
   return response;
 }
 
+/** No names: shared, never added to. */
+const NO_NAMES: ReadonlySet<string> = new Set<string>();
+
 function requestedNames(value: string | undefined): Set<string> {
   const names = new Set<string>();
   if (!value) return names;
@@ -336,7 +351,7 @@ function triggerMet(
   injection: ResolvedInjection,
   annotations: Record<string, string>,
   labels: () => Record<string, string>,
-  requested: Set<string>,
+  requested: ReadonlySet<string>,
 ): boolean | string {
   const trigger = injection.trigger;
   switch (trigger.type) {
