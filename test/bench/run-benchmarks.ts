@@ -572,6 +572,8 @@ interface Target {
 const us = (value: number) => `${fmt(value)} µs`;
 const ms = (value: number) => `${fmt(value)} ms`;
 const CLOSED_KEY = `closed-${CLOSED_CONNECTIONS}`;
+/** A server's CPU per request in a round more than this factor above its own median over the rounds marks the round an outlier. */
+const OUTLIER_FACTOR = 1.15;
 
 function engineCase(engine: EngineResults, name: string, mode: EngineCase['mode']): EngineCase {
   const found = engine.cases.find((c) => c.name === name && c.mode === mode);
@@ -884,16 +886,24 @@ function render(report: Report): string {
     '',
     '### Saturation, round by round',
     '',
-    'Each round is one closed-loop segment per server, back to back, so the webhook is compared with the baseline measured right after it.',
+    'Each round is one closed-loop segment per server, back to back, so the webhook is compared with the baseline measured right after it. ' +
+      `A hypervisor need not report steal (the steal column above may read 0 regardless), so a segment slowed by a neighbour may show only against the same server's other rounds: "Outlier" names a server whose CPU per request in that round is more than ${Math.round((OUTLIER_FACTOR - 1) * 100)}% above its own median over the rounds. ` +
+      'The verdicts above count every round, outliers included.',
     '',
     table(
-      ['Round', 'webhook (req/s)', 'baseline (req/s)', 'Throughput ratio', 'webhook CPU/request (µs)', 'baseline CPU/request (µs)', 'CPU ratio'],
-      [...new Set(report.rounds.filter((r) => r.scenario === CLOSED_KEY).map((r) => r.round))].map((round) => {
-        const of = (server: ServerName) => report.rounds.find((r) => r.scenario === CLOSED_KEY && r.round === round && r.server === server)!;
-        const w = of('webhook');
-        const b = of('baseline');
-        return [String(round + 1), fmt(w.throughput), fmt(b.throughput), ratio(w.throughput, b.throughput), fmt(w.cpuUsPerRequest), fmt(b.cpuUsPerRequest), ratio(w.cpuUsPerRequest, b.cpuUsPerRequest)];
-      }),
+      ['Round', 'webhook (req/s)', 'baseline (req/s)', 'Throughput ratio', 'webhook CPU/request (µs)', 'baseline CPU/request (µs)', 'CPU ratio', 'Outlier'],
+      (() => {
+        const closed = report.rounds.filter((r) => r.scenario === CLOSED_KEY);
+        const medianCpu = (server: ServerName) => median(closed.filter((r) => r.server === server).map((r) => r.cpuUsPerRequest));
+        const medians = { webhook: medianCpu('webhook'), baseline: medianCpu('baseline') };
+        return [...new Set(closed.map((r) => r.round))].map((round) => {
+          const of = (server: ServerName) => closed.find((r) => r.round === round && r.server === server)!;
+          const w = of('webhook');
+          const b = of('baseline');
+          const outliers = (['webhook', 'baseline'] as const).filter((server) => of(server).cpuUsPerRequest > medians[server] * OUTLIER_FACTOR);
+          return [String(round + 1), fmt(w.throughput), fmt(b.throughput), ratio(w.throughput, b.throughput), fmt(w.cpuUsPerRequest), fmt(b.cpuUsPerRequest), ratio(w.cpuUsPerRequest, b.cpuUsPerRequest), outliers.join(', ') || 'none'];
+        });
+      })(),
     ),
     '',
     'Open loop, time from the scheduled to the actual send (waiting for an idle connection, or for the generator), p99: ' +
