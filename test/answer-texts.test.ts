@@ -43,3 +43,15 @@ test('the kept texts stay bounded under ever-new patches', () => {
   }
   assert.ok(answers.size <= 256, `at most 256 kept, saw ${answers.size}`);
 });
+
+test('the kept texts stay under 1 MiB with large patches', () => {
+  const answers = new AnswerTexts();
+  let largest = 0;
+  for (let i = 0; i < 200; i++) {
+    const patch = Buffer.from(`[{"op":"add","path":"/metadata/labels/a","value":"${String(i).padEnd(40_000, 'x')}"}]`).toString('base64');
+    const response: AdmissionResponse = { uid: `u${i}`, allowed: true, patchType: 'JSONPatch', patch };
+    assert.equal(answers.answer('admission.k8s.io/v1', result(response)).text, expected('admission.k8s.io/v1', response));
+    largest = Math.max(largest, answers.keptBytes);
+  }
+  assert.ok(largest > 0 && largest <= 1024 * 1024, `kept at most 1 MiB, saw ${largest} bytes`);
+});

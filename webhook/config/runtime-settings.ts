@@ -44,8 +44,9 @@ export const TLS_FILES = { certificate: 'tls.crt', privateKey: 'tls.key', caCert
 const MiB = 1024 * 1024;
 
 /** The webhook's own memory when busy, before any request body: code, V8's young generation (it
- * grows to ~48 MiB under fast allocation), TLS buffers, the idle heap. Measured: ~100 MiB peak RSS
- * at saturation with small reviews (BENCHMARKS.md). */
+ * grows to ~48 MiB under fast allocation), TLS buffers, the idle heap, the log backlog (at most
+ * 1 MiB) and the kept patch and answer texts (at most 1 MiB each). Measured: ~100 MiB peak RSS at
+ * saturation with small reviews (BENCHMARKS.md). */
 export const MEMORY_RESERVED_BYTES = 96 * MiB;
 /** Bytes of memory one held request body byte costs at the peak: the body read into one buffer, its
  * string, and the parsed object (measured ~3x, 4x leaves room for the GC to lag behind). */

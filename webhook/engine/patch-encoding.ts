@@ -117,7 +117,7 @@ function encodeUncached(operations: readonly EncodedOperation[]): string {
 /** Bounds of one cache: nodes of the operation tree, and bytes of the kept base64. Past either it
  * starts over empty (a workload of ever-new patches, such as rendered per-pod values, pays only that). */
 export const PATCH_CACHE_MAX_NODES = 4096;
-export const PATCH_CACHE_MAX_BYTES = 4 * 1024 * 1024;
+export const PATCH_CACHE_MAX_BYTES = 1024 * 1024;
 /** Patches larger than this are encoded every time, not kept. */
 const MAX_CACHED_PATCH_BYTES = 64 * 1024;
 

@@ -65,12 +65,20 @@ function field(value: unknown): string | undefined {
 export class AnswerTexts {
   private readonly tails = new Map<string, { warnings: readonly string[] | undefined; text: string; bytes: number }[]>();
   private entries = 0;
+  private bytes = 0;
+  /** Bounds of what is kept: it is part of the server's own memory (MEMORY_RESERVED_BYTES), never
+   * request memory, so it stays small; past either bound it starts over empty. */
   private static readonly MAX_ENTRIES = 256;
+  private static readonly MAX_BYTES = 1024 * 1024;
   private static readonly MAX_TAIL_BYTES = 64 * 1024;
 
-  /** Tails kept (for tests of the bound). */
+  /** Tails kept, and their bytes (for tests of the bounds). */
   get size(): number {
     return this.entries;
+  }
+
+  get keptBytes(): number {
+    return this.bytes;
   }
 
   /** The answer's text and its length in bytes. */
@@ -89,14 +97,16 @@ export class AnswerTexts {
     if (known !== undefined) for (const entry of known) if (sameWarnings(entry.warnings, warnings)) return entry;
     const entry = { warnings: warnings && [...warnings], ...AnswerTexts.measured(AnswerTexts.tailText(response)) };
     if (entry.bytes > AnswerTexts.MAX_TAIL_BYTES) return entry;
-    if (this.entries >= AnswerTexts.MAX_ENTRIES) {
+    if (this.entries >= AnswerTexts.MAX_ENTRIES || this.bytes + entry.bytes > AnswerTexts.MAX_BYTES) {
       this.tails.clear();
       this.entries = 0;
+      this.bytes = 0;
     }
     const list = this.tails.get(key);
     if (list === undefined) this.tails.set(key, [entry]);
     else list.push(entry);
     this.entries++;
+    this.bytes += entry.bytes;
     return entry;
   }
 
