@@ -62,6 +62,9 @@ export interface GeneratorResult {
   readonly ok: number;
   readonly errors: GeneratorErrors;
   readonly errorCount: number;
+  /** The first few measured answers that were not a 200 with the request's uid (status, head and
+   * the start of the body), so an error can be traced to its cause. */
+  readonly badAnswers: readonly string[];
   /** Open loop: scheduled send -> full response. Closed loop: send -> full response. Microseconds. */
   readonly latencyUs: Distribution;
   /** Actual send -> full response, microseconds. */
@@ -99,6 +102,7 @@ class Connection {
   private buffer: Buffer | undefined;
   private headerEnd = -1;
   private status = 0;
+  private head = '';
   private contentLength = -1;
   private closeAfter = false;
   current: InFlight | undefined;
@@ -109,7 +113,7 @@ class Connection {
     config: GeneratorConfig,
     ca: string,
     private readonly onReady: (connection: Connection) => void,
-    private readonly onResponse: (connection: Connection, request: InFlight, status: number, body: Buffer) => void,
+    private readonly onResponse: (connection: Connection, request: InFlight, status: number, body: Buffer, head: string) => void,
     private readonly onDead: (connection: Connection, request: InFlight | undefined, reason: 'connect' | 'socket') => void,
   ) {
     this.socket = tls.connect({ host: '127.0.0.1', port: config.port, ca, servername: config.servername, minVersion: 'TLSv1.2' });
@@ -153,6 +157,7 @@ class Connection {
         this.headerEnd = end;
         const head = buffer.toString('latin1', 0, end);
         this.status = Number(head.slice(9, 12));
+        this.head = head;
         const length = /\r\ncontent-length:\s*(\d+)/i.exec(head);
         this.contentLength = length ? Number(length[1]) : -1;
         this.closeAfter = /\r\nconnection:\s*close/i.test(head);
@@ -168,7 +173,7 @@ class Connection {
       this.headerEnd = -1;
       const request = this.current;
       this.current = undefined;
-      if (request) this.onResponse(this, request, this.status, body);
+      if (request) this.onResponse(this, request, this.status, body, this.head);
       if (this.closeAfter) {
         this.die();
         return;
@@ -239,7 +244,12 @@ export async function runGenerator(config: GeneratorConfig): Promise<GeneratorRe
     if (request.record) errors[request.timedOut ? 'timeout' : kind]++;
   };
 
-  const finish = (request: InFlight, status: number, body: Buffer) => {
+  const badAnswers: string[] = [];
+  const keepBadAnswer = (status: number, head: string, body: Buffer, serviceMs: number) => {
+    if (badAnswers.length >= 5) return;
+    badAnswers.push(`status ${status} after ${serviceMs.toFixed(1)} ms; head ${JSON.stringify(head.slice(0, 400))}; body ${JSON.stringify(body.toString('utf8', 0, Math.min(body.length, 300)))}`);
+  };
+  const finish = (request: InFlight, status: number, body: Buffer, head = '') => {
     outstanding--;
     inFlight.delete(request);
     answeredTotal++;
@@ -247,10 +257,12 @@ export async function runGenerator(config: GeneratorConfig): Promise<GeneratorRe
     const done = performance.now();
     if (status !== 200) {
       errors.status++;
+      keepBadAnswer(status, head, body, done - request.sent);
       return;
     }
     if (body.indexOf(request.uid) < 0 || (config.expectPatch && body.indexOf(PATCH_MARK) < 0)) {
       errors.badResponse++;
+      keepBadAnswer(status, head, body, done - request.sent);
       return;
     }
     ok++;
@@ -280,8 +292,8 @@ export async function runGenerator(config: GeneratorConfig): Promise<GeneratorRe
         opening--;
         afterResponse(c);
       },
-      (c, request, status, body) => {
-        finish(request, status, body);
+      (c, request, status, body, head) => {
+        finish(request, status, body, head);
         if (!c.dead) afterResponse(c);
       },
       (c, request, reason) => {
@@ -480,6 +492,7 @@ export async function runGenerator(config: GeneratorConfig): Promise<GeneratorRe
     ok,
     errors,
     errorCount,
+    badAnswers,
     latencyUs: distribution(latency, recorded),
     serviceUs: distribution(service, recorded),
     sendDelayUs: distribution(sendDelay, recorded),

@@ -173,6 +173,7 @@ async function main(): Promise<number> {
       '',
       `Server log lines: ${logs.lines.toLocaleString('en-US')}, ${logs.warnOrError} at warn or error.`,
       '',
+      ...(result.badAnswers.length > 0 ? ['Failed answers (the first few, as received):', '', ...result.badAnswers.map((answer) => `- ${answer}`), ''] : []),
       growthOk && errorsOk ? 'PASS' : 'FAIL',
       '',
     ].join('\n');
