@@ -391,6 +391,73 @@ describe('the bundled webhook under keep-alive load', () => {
     assert.match(stall.received.split('\r\n')[0], /^HTTP\/1\.1 408 /, 'the status line sent to the stalled client');
   });
 
+  test('a connection that sends nothing for longer than the header timeout is left open and serves the request it carries later, as a pooled connection of the apiserver does', async () => {
+    const { webhook, stop } = await startWebhook();
+    const ca = certificate.caCertificate;
+    const review = loadReview('pod-create-sleep');
+    const payload = JSON.stringify(review);
+    const idleMs = (REQUEST_TIMEOUT_SECONDS + 2) * 1000;
+    try {
+      const seen = await new Promise<{ beforeRequest: string; received: string }>((resolve, reject) => {
+        let received = '';
+        let beforeRequest: string | undefined;
+        const socket = tls.connect({ host: '127.0.0.1', port: webhook.port, ca, servername: TEST_SERVER_NAME }, () => {
+          setTimeout(() => {
+            beforeRequest = received;
+            socket.write(
+              `POST /mutate?timeout=10s HTTP/1.1\r\nHost: sidecar-injector.sidecar-injector.svc\r\nContent-Type: application/json\r\n` +
+                `Content-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`,
+            );
+          }, idleMs);
+        });
+        socket.setEncoding('utf8');
+        socket.on('data', (chunk: string) => (received += chunk));
+        socket.on('error', () => undefined);
+        socket.on('close', () => resolve({ beforeRequest: beforeRequest ?? `(closed after ${received.length} bytes, before the request was sent)`, received }));
+        setTimeout(() => {
+          socket.destroy();
+          reject(new Error(`no answer within ${idleMs + 8000} ms; received ${JSON.stringify(received.slice(0, 200))}`));
+        }, idleMs + 8000).unref();
+      });
+      assert.equal(seen.beforeRequest, '', 'what the idle connection was sent before it carried a request (Node writes an unsolicited 408 there)');
+      assert.match(seen.received.split('\r\n')[0], /^HTTP\/1\.1 200 /, `the answer: ${seen.received.slice(0, 200)}`);
+      assert.ok(seen.received.includes(review.request.uid), 'the answer echoes the request uid');
+    } finally {
+      await stop();
+    }
+  });
+
+  test('near the connection cap, connections silent for longer than the header timeout are closed to make room', async () => {
+    const { webhook, stop } = await startWebhook({ [RUNTIME_ENV.maxConnections]: '10' });
+    const ca = certificate.caCertificate;
+    const open = (): Promise<tls.TLSSocket & { closedAt?: number }> =>
+      new Promise((resolve, reject) => {
+        const socket: tls.TLSSocket & { closedAt?: number } = tls.connect({ host: '127.0.0.1', port: webhook.port, ca, servername: TEST_SERVER_NAME }, () => resolve(socket));
+        socket.on('error', () => undefined);
+        socket.on('close', () => (socket.closedAt ??= performance.now()));
+        setTimeout(() => reject(new Error('connect timed out')), 5000).unref();
+      });
+    const sockets: (tls.TLSSocket & { closedAt?: number })[] = [];
+    try {
+      for (let i = 0; i < 6; i++) sockets.push(await open());
+      await sleep((REQUEST_TIMEOUT_SECONDS + 1.5) * 1000);
+      assert.deepEqual(sockets.filter((socket) => socket.closedAt !== undefined).length, 0, 'silent connections stay open past the header timeout while there is room');
+      // 6 silent + 3 new = 9 of 10: past 90% of the cap, the sweep runs.
+      const sweptAt = performance.now();
+      const fresh = [await open(), await open(), await open()];
+      await sleep(500);
+      const closed = sockets.filter((socket) => socket.closedAt !== undefined && socket.closedAt >= sweptAt);
+      assert.equal(closed.length, sockets.length, `the old silent connections closed by the sweep: ${closed.length} of ${sockets.length}`);
+      assert.equal(fresh.filter((socket) => socket.closedAt !== undefined).length, 0, 'the new connections stay open');
+      const answer = await httpsRequest(webhook.port, '/healthz', undefined, { ca, method: 'GET' });
+      assert.equal(answer.status, 200, 'the server still answers');
+      for (const socket of fresh) socket.destroy();
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await stop();
+    }
+  });
+
   test('counts the stalled client as a client that gave up, not as an internal error', () => {
     assert.ok(stall, 'the stalling test ran');
     assert.deepEqual(stall.errorLogs, [], 'error-level log lines (what pages an operator)');
