@@ -249,7 +249,7 @@ export async function runGenerator(config: GeneratorConfig): Promise<GeneratorRe
     if (badAnswers.length >= 5) return;
     badAnswers.push(`status ${status} after ${serviceMs.toFixed(1)} ms; head ${JSON.stringify(head.slice(0, 400))}; body ${JSON.stringify(body.toString('utf8', 0, Math.min(body.length, 300)))}`);
   };
-  const finish = (request: InFlight, status: number, body: Buffer, head = '') => {
+  const finish = (request: InFlight, status: number, body: Buffer, head: string) => {
     outstanding--;
     inFlight.delete(request);
     answeredTotal++;

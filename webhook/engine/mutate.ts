@@ -82,18 +82,17 @@ export function mutate(request: AdmissionRequest, config: ResolvedInjectorConfig
 
 /** `mutate`, with the per-injection decisions and the patch as operations (for logs and metrics). */
 export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConfig): MutationResult {
-  const decideAll = (reason: DecisionReason, warnings: string[] = []) => decidedAll(request, config, reason, warnings);
-  if (!config.enabled) return decideAll('disabled');
+  if (!config.enabled) return decidedAll(request, config, 'disabled');
 
   const kind = targetKindOf(request.kind);
   const object = request.object;
   // Pods cannot change their containers after creation, so only workloads are injected on UPDATE.
   const operationInScope = request.operation === 'CREATE' || (request.operation === 'UPDATE' && kind !== 'Pod');
   if (!kind || !object || !operationInScope || !config.injections.some((i) => i.targetKinds.includes(kind))) {
-    return decideAll('out-of-scope');
+    return decidedAll(request, config, 'out-of-scope');
   }
   const pod = findPodTemplate(kind, object);
-  if (typeof pod === 'string') return decideAll('out-of-scope', [`not injected: ${pod}`]);
+  if (typeof pod === 'string') return decidedAll(request, config, 'out-of-scope', [`not injected: ${pod}`]);
 
   const prepared = preparedOf(config);
   const keys = prepared.keys;
@@ -224,7 +223,9 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   builder.finish();
   if (injectedNow.length > 0) builder.setStatus(keys.status, formatStatus([...alreadyInjected, ...injectedNow]));
   const decisions = config.injections.map((injection) => decisionOf(injection, reasons.get(injection.name)!));
-  return { response: allowed(request.uid, builder.operations, warnings, prepared.encoder), decisions, patch: builder.operations, podWarnings };
+  const operations = builder.operations;
+  const patch = operations.length > 0 ? prepared.encoder.encode(operations) : undefined;
+  return { response: allowed(request.uid, patch, warnings), decisions, patch: operations, podWarnings };
 }
 
 /** QoS warnings by injection and classes, made once each (a config's injections change the same
@@ -255,9 +256,9 @@ function decisionOf(injection: ResolvedInjection, reason: DecisionReason): Injec
 }
 
 /** The same decision for every injection, and nothing to change. */
-function decidedAll(request: AdmissionRequest, config: ResolvedInjectorConfig, reason: DecisionReason, warnings: string[]): MutationResult {
+function decidedAll(request: AdmissionRequest, config: ResolvedInjectorConfig, reason: DecisionReason, warnings: string[] = []): MutationResult {
   return {
-    response: allowed(request.uid, [], warnings),
+    response: allowed(request.uid, undefined, warnings),
     decisions: config.injections.map((injection) => decisionOf(injection, reason)),
     patch: [],
     podWarnings: [],
@@ -311,11 +312,12 @@ function boundedWarnings(warnings: string[]): string[] {
   return out;
 }
 
-function allowed(uid: string, operations: readonly PatchOperation[], warnings: string[], encoder?: PatchEncoder): AdmissionResponse {
+/** The response allowing the object, with its base64 patch when there is one. */
+function allowed(uid: string, patch: string | undefined, warnings: string[]): AdmissionResponse {
   const response: AdmissionResponse = { uid, allowed: true };
-  if (operations.length > 0) {
+  if (patch !== undefined) {
     response.patchType = 'JSONPatch';
-    response.patch = encoder ? encoder.encode(operations) : new PatchEncoder().encode(operations);
+    response.patch = patch;
   }
   if (warnings.length > 0) response.warnings = boundedWarnings(warnings);
   return response;

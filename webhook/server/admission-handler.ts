@@ -101,10 +101,9 @@ export class AnswerTexts {
       this.tails.clear();
       this.entries = 0;
       this.bytes = 0;
-    }
-    const list = this.tails.get(key);
-    if (list === undefined) this.tails.set(key, [entry]);
-    else list.push(entry);
+      this.tails.set(key, [entry]);
+    } else if (known === undefined) this.tails.set(key, [entry]);
+    else known.push(entry);
     this.entries++;
     this.bytes += entry.bytes;
     return entry;
