@@ -1070,6 +1070,12 @@ function whatStandsInTheWay(report: Report, missed: Target[]): string[] {
     'reading the body 5.9 vs 4.3, and only in the webhook `evaluate()` 8.8 (4.6 in process: between requests the TLS, HTTP and stream code runs, and the engine ' +
     'meets cold caches), the log line 3.8, metrics 0.7, decoding 0.3. The same work costs the webhook more because it does more around it; a 4x larger ' +
     'semi-space (fewer scavenges) changed CPU per request by under 3%, so the allocation is not the lever. ' +
+    'A second set of builds (2026-11-25, 12 interleaved 2 s rounds each, minimum CPU per request; not part of this benchmark) took the product work out instead: ' +
+    'with `evaluate()` replaced by a precomputed answer, no log line and no metrics counted, the webhook server still took 75.5 µs against the baseline\'s 65.0 (1.16x), ' +
+    'so the HTTPS shell, its 1.6 KB answer and the libraries it loads use most of the 1.2x allowance before any admission work; loading Express and prom-client\'s ' +
+    'default metrics into the baseline alone cost it 3.3 µs. Put back one at a time, `evaluate()` cost about 14 µs in the server and the log line about 8 µs ' +
+    '(single runs on a noisy machine: sizes, not exact figures). `--single-threaded-gc` saved 4 to 5 µs in two of three runs (the benchmark pins all of the ' +
+    'server\'s threads to one core, where GC helper threads only add switching); it is not set, since the Deployment sets no CPU limit and it lengthens GC pauses. ' +
     '**What is left** is work the baseline does not do: the evaluation with its patch (`evaluate` above: trigger checks, the QoS class before and after ' +
     'each injection, Pod Security-minded containers with resources and a securityContext, so a larger patch), a response several times larger, and the log line.';
   for (const target of missed) {
