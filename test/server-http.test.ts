@@ -456,7 +456,7 @@ describe('the webhook server over HTTPS', () => {
       const emit = socket.emit;
       socket.emit = function (this: Socket, event: string | symbol, ...args: unknown[]) {
         if (event === 'data') dataEvents.set(socket, dataEvents.get(socket)! + 1);
-        return emit.call(this, event, ...args);
+        return Reflect.apply(emit, this, [event, ...args]) as boolean;
       } as typeof socket.emit;
     };
     diagnostics.subscribe('http.server.request.start', onRequest);
