@@ -95,6 +95,13 @@ describe('injections are rejected, naming the path and the reason, when', () => 
     assertInjectionsRejected([untyped({ ...envoy, trigger: { type: 'sometimes' } })], 'injections[0].trigger.type', /"sometimes" is not one of (?=.*\balways\b)(?=.*\bannotation\b)(?=.*\blabelSelector\b)(?=.*\brequested\b)/);
   });
 
+  test('a trigger has no type, or a match expression no operator: the reason says the field is missing, never "undefined"', () => {
+    const { trigger: _trigger, ...noTrigger } = envoy as unknown as Record<string, unknown>;
+    assertInjectionsRejected([untyped({ ...noTrigger, trigger: { key: 'example.com/logs' } })], 'injections[0].trigger.type', /^is missing: must be one of (?=.*\balways\b)(?=.*\bannotation\b)/);
+    assertInjectionsRejected([untyped({ ...noTrigger, trigger: { type: 'labelSelector', matchExpressions: [{ key: 'tier' }] } })], 'injections[0].trigger.matchExpressions[0].operator', /^is missing: must be one of In, NotIn, Exists, DoesNotExist$/);
+    assertInjectionsRejected([untyped({ ...noTrigger })], 'injections[0].trigger', /got nothing \(the field is missing\)$/);
+  });
+
   test('a target kind is not one the injector can change', () => {
     assertInjectionsRejected([untyped({ ...envoy, targetKinds: ['Pod', 'Service'] })], 'injections[0].targetKinds[1]', /"Service" is not one of Pod, Deployment/);
   });

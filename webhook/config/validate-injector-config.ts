@@ -62,9 +62,17 @@ function isPlainObject(value: unknown): value is Plain {
 }
 
 function describe(value: unknown): string {
+  if (value === undefined) return 'nothing (the field is missing)';
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)}`;
+  if (typeof value === 'object') return 'an object';
+  if (typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') return `a ${typeof value}`;
+  return `${typeof value} ${JSON.stringify(value)}`;
+}
+
+/** The reason a value is not one of `allowed`, for a missing value as well as a wrong one. */
+function notOneOf(value: unknown, allowed: readonly string[]): string {
+  return value === undefined ? `is missing: must be one of ${allowed.join(', ')}` : `${describe(value)} is not one of ${allowed.join(', ')}`;
 }
 
 class IssueCollector {
@@ -167,7 +175,7 @@ function validateInjection(
       const seen = new Set<unknown>();
       injection.targetKinds.forEach((kind: unknown, index: number) => {
         if (!TARGET_KINDS.includes(kind as TargetKind)) {
-          out.add(`${path}.targetKinds[${index}]`, `${describe(kind)} is not one of ${TARGET_KINDS.join(', ')}`);
+          out.add(`${path}.targetKinds[${index}]`, notOneOf(kind, TARGET_KINDS));
         } else if (seen.has(kind)) {
           out.add(`${path}.targetKinds[${index}]`, `"${kind}" is listed twice`);
         }
@@ -204,7 +212,7 @@ function validateInjection(
 function validateEnum<T extends string>(value: unknown, path: string, allowed: readonly T[], out: IssueCollector): T | undefined {
   if (value === undefined) return undefined;
   if (!allowed.includes(value as T)) {
-    out.add(path, `${describe(value)} is not one of ${allowed.join(', ')}`);
+    out.add(path, notOneOf(value, allowed));
     return undefined;
   }
   return value as T;
@@ -293,7 +301,7 @@ function validateTrigger(trigger: unknown, path: string, out: IssueCollector): s
   };
   const type = trigger.type;
   if (typeof type !== 'string' || !(type in known)) {
-    out.add(`${path}.type`, `${describe(type)} is not one of ${Object.keys(known).join(', ')}`);
+    out.add(`${path}.type`, notOneOf(type, Object.keys(known)));
     return undefined;
   }
   for (const key of Object.keys(trigger)) {
@@ -383,7 +391,7 @@ function validateRequirement(expression: unknown, path: string, out: IssueCollec
       out.add(`${path}.values`, `must be empty for operator ${operator}`);
     }
   } else {
-    out.add(`${path}.operator`, `${describe(operator)} is not one of In, NotIn, Exists, DoesNotExist`);
+    out.add(`${path}.operator`, notOneOf(operator, ['In', 'NotIn', 'Exists', 'DoesNotExist']));
   }
 }
 
