@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ResolvedInjectorConfig } from '../config';
 import { AdmissionRequest, AdmissionResponse, BadAdmissionReview, InjectionDecision, MutationResult, decodeAdmissionReview, evaluate } from '../engine';
+import { jsonString } from './json-text';
 import type { Logger } from './logger';
 import type { MemoryBudget } from './memory-budget';
 import type { RequestOutcome, WebhookMetrics } from './metrics';
@@ -84,7 +85,7 @@ export class AnswerTexts {
   /** The answer's text and its length in bytes. */
   answer(apiVersion: string, result: MutationResult): { text: string; bytes: number } {
     const response = result.response;
-    const head = `{"apiVersion":"${apiVersion}","kind":"AdmissionReview","response":{"uid":${JSON.stringify(response.uid)}`;
+    const head = `{"apiVersion":"${apiVersion}","kind":"AdmissionReview","response":{"uid":${jsonString(response.uid)}`;
     const tail = this.tail(response);
     return { text: head + tail.text, bytes: Buffer.byteLength(head) + tail.bytes };
   }
@@ -129,15 +130,17 @@ function sameWarnings(a: readonly string[] | undefined, b: readonly string[] | u
   return true;
 }
 
-function injectedNames(decisions: readonly InjectionDecision[]): string[] {
-  const names: string[] = [];
-  for (const decision of decisions) if (decision.reason === 'injected') names.push(decision.injection);
-  return names;
+/** The JSON list of the injections a result injected (config names: DNS labels, nothing to escape,
+ * but written through jsonString all the same). */
+function injectedNamesJson(decisions: readonly InjectionDecision[]): string {
+  let text = '';
+  for (const decision of decisions) if (decision.reason === 'injected') text += (text === '' ? '' : ',') + jsonString(decision.injection);
+  return `[${text}]`;
 }
 
 /** `,"key":<JSON>` for a defined value, nothing for undefined (as JSON.stringify leaves it out). */
 function member(key: string, value: string | undefined): string {
-  return value === undefined ? '' : `,"${key}":${JSON.stringify(value)}`;
+  return value === undefined ? '' : `,"${key}":${jsonString(value)}`;
 }
 
 /** The fields of the line logged for each admission, written as JSON members without an object. */
@@ -151,7 +154,7 @@ function admissionLogMembers(request: AdmissionRequest, uid: string | undefined,
     member('namespace', field(request.namespace)) +
     member('name', field(request.name) ?? field(meta.name) ?? field(meta.generateName)) +
     member('operation', field(request.operation)) +
-    `,"dryRun":${request.dryRun === true},"injected":${JSON.stringify(injectedNames(result.decisions))},"warnings":${warnings},"durationMs":${durationMs}`
+    `,"dryRun":${request.dryRun === true},"injected":${injectedNamesJson(result.decisions)},"warnings":${warnings},"durationMs":${durationMs}`
   );
 }
 

@@ -16,6 +16,7 @@
 // is left, waiting up to EXIT_FLUSH_MS for a slow reader; only a SIGKILL loses lines without a count.
 import * as fs from 'node:fs';
 import type { LogLevel } from '../config';
+import { jsonString } from './json-text';
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -96,7 +97,7 @@ export function createLogger(level: LogLevel, writeTo?: (text: string) => void):
       lastMillis = now;
       lastTime = new Date(now).toISOString();
     }
-    return `{"time":"${lastTime}","level":"${candidate}","msg":${JSON.stringify(msg)}${members}}\n`;
+    return `{"time":"${lastTime}","level":"${candidate}","msg":${jsonString(msg)}${members}}\n`;
   };
 
   /** One attempt to hand everything waiting to stdout; true when nothing is left waiting. The
