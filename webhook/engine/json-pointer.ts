@@ -22,3 +22,31 @@ export function pointer(base: string, ...tokens: (string | number)[]): string {
   for (const token of tokens) out += '/' + (typeof token === 'number' ? String(token) : escapePointerToken(token));
   return out;
 }
+
+/** Pointers made by `childPointer`, by base and token. Bounded; cleared when full. */
+const children = new Map<string, Map<string, string>>();
+let childCount = 0;
+const MAX_CHILDREN = 1024;
+
+/**
+ * `pointer(base, token)`, the same string each time for the same base and token. A patch's paths are
+ * keys of the per-config patch cache (patch-encoding.ts), and a string built anew on each request is
+ * hashed anew at each lookup; the config's own tokens under the few bases a pod has give the same few
+ * strings, request after request, whose hashes V8 keeps.
+ */
+export function childPointer(base: string, token: string): string {
+  let byToken = children.get(base);
+  let text = byToken?.get(token);
+  if (text === undefined) {
+    if (childCount >= MAX_CHILDREN) {
+      children.clear();
+      childCount = 0;
+      byToken = undefined;
+    }
+    if (byToken === undefined) children.set(base, (byToken = new Map()));
+    text = pointer(base, token);
+    byToken.set(token, text);
+    childCount++;
+  }
+  return text;
+}

@@ -5,7 +5,7 @@
 // call reaches the same result a second call would: reinvocation never finds anything left to do.
 
 import type { ContainerMerge, Injection, JsonObject, NativeSidecarPosition } from '../config';
-import { pointer } from './json-pointer';
+import { childPointer, pointer } from './json-pointer';
 import { singletonList, stableCopy, stableRecord } from './patch-encoding';
 import { Json, isJsonObject as isObject } from './json-object';
 import { hasOwnKey as hasOwn, setOwn } from '../config/own-property';
@@ -300,7 +300,7 @@ export class PodPatchBuilder {
 
   private append(arrayPointer: string, existing: unknown, item: unknown): void {
     if (Array.isArray(existing) || this.created.has(arrayPointer)) {
-      this.operations.push({ op: 'add', path: arrayPointer + '/-', value: item });
+      this.operations.push({ op: 'add', path: childPointer(arrayPointer, '-'), value: item });
     } else {
       // Creates the list, replacing a null or absent field, and never an existing list.
       this.operations.push({ op: 'add', path: arrayPointer, value: singletonList(item) });
@@ -317,7 +317,7 @@ export class PodPatchBuilder {
     }
     current[key] = value;
     const metadata = this.pod.metadata;
-    const mapPointer = pointer(this.metadataPointer, map);
+    const mapPointer = childPointer(this.metadataPointer, map);
     if (!metadata && !this.created.has(this.metadataPointer)) {
       this.operations.push({ op: 'add', path: this.metadataPointer, value: stableRecord(map, stableRecord(key, value)) });
       this.created.add(this.metadataPointer);
@@ -326,7 +326,7 @@ export class PodPatchBuilder {
       this.operations.push({ op: 'add', path: mapPointer, value: stableRecord(key, value) });
       this.created.add(mapPointer);
     } else {
-      this.operations.push({ op: 'add', path: pointer(mapPointer, key), value });
+      this.operations.push({ op: 'add', path: childPointer(mapPointer, key), value });
     }
   }
 
