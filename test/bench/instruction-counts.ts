@@ -110,7 +110,12 @@ export async function countInstructions(spec: ServerSpec, bodyFile: string, warm
     const probe = spec.name === 'baseline' ? '/' : '/readyz';
     const deadline = performance.now() + 120_000;
     while ((await httpsGet(spec.port, probe, ca, spec.servername, 5000)).status !== 200) {
-      if (child.exitCode !== null || performance.now() > deadline) throw new Error(`${spec.name} did not start under valgrind:\n${stderr}`);
+      if (child.exitCode !== null || performance.now() > deadline) {
+        // The program's own last words, not valgrind's banner.
+        const lines = stderr.split('\n').filter((line) => line.trim() !== '' && !/^==\d+==/.test(line));
+        const said = lines.find((line) => /Error/.test(line)) ?? lines.slice(-3).join(' / ');
+        throw new Error(`${spec.name} did not start under valgrind: ${said || 'it printed nothing'}`);
+      }
       await sleep(200);
     }
     const template = fs.readFileSync(bodyFile, 'utf8');
