@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
-import { MAX_BACKLOG_BYTES } from '../webhook/server/logger';
+import { MAX_BACKLOG_BYTES, MAX_LATER_LINES, createLogger } from '../webhook/server/logger';
 
 const REPO_ROOT = path.resolve(__dirname, '..');
 /** How long the reader sleeps before it reads anything. */
@@ -77,5 +77,61 @@ describe('log lines when stdout is read slowly', () => {
     );
     assert.ok(reports.every((entry) => entry.level === 'warn'));
     assert.ok(report.longestDelayMs < STALL_BOUND_MS, `the event loop was held up ${report.longestDelayMs.toFixed(0)} ms while the reader slept ${READER_SLEEP_SECONDS} s`);
+  });
+});
+
+describe('lines formatted later (logLater, the per-admission line)', () => {
+  const collect = () => {
+    const written: string[] = [];
+    return { written, entries: () => written.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>) };
+  };
+
+  test('come out in the order they were logged, among immediate lines, with the time they were logged at', () => {
+    const out = collect();
+    const logger = createLogger('info', (text) => out.written.push(text));
+    const loggedAt = Date.now();
+    logger.logLater('info', 'admission', (fields: { n: number }) => `,"n":${fields.n}`, { n: 1 });
+    logger.log('warn', 'immediate', { n: 2 });
+    logger.logLater('info', 'admission', (fields: { n: number }) => `,"n":${fields.n}`, { n: 3 });
+    // Formatted 60 ms later, by flush(), without yielding to the event loop (whose turn would format them).
+    const until = Date.now() + 60;
+    while (Date.now() < until);
+    logger.flush();
+    const entries = out.entries();
+    assert.deepEqual(entries.map((entry) => [entry.msg, entry.n]), [['admission', 1], ['immediate', 2], ['admission', 3]]);
+    const lastTime = Date.parse(String(entries[2].time));
+    assert.ok(lastTime - loggedAt < 50, `expected the time of the logLater call (${new Date(loggedAt).toISOString()}), not of the write 60 ms later; got ${entries[2].time}`);
+  });
+
+  test('a line whose formatting throws becomes an error line, and the lines around it are kept', () => {
+    const out = collect();
+    const logger = createLogger('info', (text) => out.written.push(text));
+    logger.logLater('info', 'admission', () => `,"n":1`, undefined);
+    logger.logLater('info', 'admission', () => {
+      throw new Error('broken formatter');
+    }, undefined);
+    logger.logLater('info', 'admission', () => `,"n":3`, undefined);
+    logger.flush();
+    assert.deepEqual(out.entries().map((entry) => [entry.level, entry.msg, entry.n ?? entry.error]), [
+      ['info', 'admission', 1],
+      ['error', 'could not write a log line', 'broken formatter'],
+      ['info', 'admission', 3],
+    ]);
+  });
+
+  test('below the level nothing is formatted; past MAX_LATER_LINES waiting, they are formatted at once', () => {
+    const logger = createLogger('info', () => undefined);
+    let formatted = 0;
+    const members = () => {
+      formatted++;
+      return '';
+    };
+    logger.logLater('debug', 'decisions', members, undefined);
+    logger.flush();
+    assert.equal(formatted, 0, 'a debug line at level info must not be formatted');
+    for (let i = 0; i < MAX_LATER_LINES - 1; i++) logger.logLater('info', 'admission', members, undefined);
+    assert.equal(formatted, 0, 'lines below the bound wait for the flush');
+    logger.logLater('info', 'admission', members, undefined);
+    assert.equal(formatted, MAX_LATER_LINES, 'the line that reaches the bound formats every waiting line');
   });
 });

@@ -143,18 +143,45 @@ function member(key: string, value: string | undefined): string {
   return value === undefined ? '' : `,"${key}":${jsonString(value)}`;
 }
 
-/** The fields of the line logged for each admission, written as JSON members without an object. */
-function admissionLogMembers(request: AdmissionRequest, uid: string | undefined, result: MutationResult, started: number): string {
+/** What the line logged for each admission says, taken when the admission is answered. Only short
+ * strings (bounded by `field`), numbers and the result's decisions: the logger keeps it until the
+ * line is written, and none of the request may stay alive that long. */
+interface AdmissionLogFields {
+  readonly uid: string | undefined;
+  readonly kind: string | undefined;
+  readonly namespace: string | undefined;
+  readonly name: string | undefined;
+  readonly operation: string | undefined;
+  readonly dryRun: boolean;
+  readonly decisions: readonly InjectionDecision[];
+  readonly warnings: number;
+  readonly elapsedMs: number;
+}
+
+function admissionLogFields(request: AdmissionRequest, uid: string | undefined, result: MutationResult, started: number): AdmissionLogFields {
   const meta = (request.object?.metadata ?? {}) as Record<string, unknown>;
-  const warnings = result.response.warnings?.length ?? 0;
-  const durationMs = Math.round((performance.now() - started) * 1e3) / 1e3;
+  return {
+    uid,
+    kind: field(request.kind.kind),
+    namespace: field(request.namespace),
+    name: field(request.name) ?? field(meta.name) ?? field(meta.generateName),
+    operation: field(request.operation),
+    dryRun: request.dryRun === true,
+    decisions: result.decisions,
+    warnings: result.response.warnings?.length ?? 0,
+    elapsedMs: performance.now() - started,
+  };
+}
+
+/** The admission line's fields as JSON members without an object (written when the logger flushes). */
+function admissionLogMembers(fields: AdmissionLogFields): string {
   return (
-    member('uid', uid) +
-    member('kind', field(request.kind.kind)) +
-    member('namespace', field(request.namespace)) +
-    member('name', field(request.name) ?? field(meta.name) ?? field(meta.generateName)) +
-    member('operation', field(request.operation)) +
-    `,"dryRun":${request.dryRun === true},"injected":${injectedNamesJson(result.decisions)},"warnings":${warnings},"durationMs":${durationMs}`
+    member('uid', fields.uid) +
+    member('kind', fields.kind) +
+    member('namespace', fields.namespace) +
+    member('name', fields.name) +
+    member('operation', fields.operation) +
+    `,"dryRun":${fields.dryRun},"injected":${injectedNamesJson(fields.decisions)},"warnings":${fields.warnings},"durationMs":${Math.round(fields.elapsedMs * 1e3) / 1e3}`
   );
 }
 
@@ -224,7 +251,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       if (held > 0) budget.release(held);
       metrics.countRequest(result.patch.length > 0 ? 'patched' : 'unchanged', (performance.now() - started) / 1000);
       try {
-        if (logger.enabled('info')) logger.logMembers('info', 'admission', admissionLogMembers(request, uid, result, started));
+        if (logger.enabled('info')) logger.logLater('info', 'admission', admissionLogMembers, admissionLogFields(request, uid, result, started));
         if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid, decisions: result.decisions, warnings: result.response.warnings });
       } catch (error) {
         // Logging must never turn an answered request into a failure.

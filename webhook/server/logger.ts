@@ -5,7 +5,8 @@
 // so under load one write(2) carries hundreds of admissions instead of one or two each (stdout is a
 // pipe in a container, and each write wakes the reader: about a tenth of the server's CPU per request
 // when written every event-loop turn). A `write` function given by the caller is called once per
-// event-loop turn instead.
+// event-loop turn instead. The per-admission line goes further (logLater): it is formatted with the
+// batch, not when it is logged.
 //
 // Stdout never blocks the event loop: a log reader that falls behind (a container runtime on a slow
 // disk, a full pipe) must not hold up admissions, which the apiserver times out. Stdout is made
@@ -27,7 +28,16 @@ export interface Logger {
   /** `log` with the fields already written as JSON members, each starting with a comma
    * (`,"uid":"abc","dryRun":false`): for the line logged on every admission. */
   logMembers(level: LogLevel, msg: string, members: string): void;
-  /** Lines dropped since start because stdout did not take them (its reader fell too far behind). */
+  /**
+   * `logMembers` with the members written later: `members(fields)` runs when the buffered lines are
+   * written out (within STDOUT_FLUSH_MS, or once MAX_LATER_LINES wait), in order with every other
+   * line and with the time of this call. For the line logged on every admission: formatted in a batch,
+   * its code stays in the CPU's instruction cache instead of being evicted between admissions by the
+   * HTTP, TLS and JSON code. `fields` is kept until then, so it must hold only small values.
+   */
+  logLater<T>(level: LogLevel, msg: string, members: (fields: T) => string, fields: T): void;
+  /** Lines dropped since start because stdout did not take them (its reader fell too far behind),
+   * counting every line logged so far, logLater's included. */
   readonly droppedLines: number;
   /** Writes buffered lines now, waiting a little for a slow stdout reader (before exit). */
   flush(): void;
@@ -39,6 +49,8 @@ const FLUSH_AT_BYTES = 64 * 1024;
 /** Log text held while stdout's reader is behind (about 3,500 admission lines): part of the memory
  * the sizing rule reserves for the server itself (MEMORY_RESERVED_BYTES), never request memory. */
 export const MAX_BACKLOG_BYTES = 1024 * 1024;
+/** Most lines waiting to be formatted (logLater); past it they are formatted at once. */
+export const MAX_LATER_LINES = 256;
 /** The longest exit waits for a stdout reader that is behind. */
 const EXIT_FLUSH_MS = 2000;
 
@@ -91,8 +103,10 @@ export function createLogger(level: LogLevel, writeTo?: (text: string) => void):
   let droppedLines = 0;
   let droppedUnreported = 0;
 
-  const line = (candidate: LogLevel, msg: string, members: string): string => {
-    const now = Date.now();
+  /** Lines to format later, five entries each: level, msg, time, members function, fields. */
+  const later: unknown[] = [];
+
+  const line = (candidate: LogLevel, msg: string, members: string, now: number): string => {
     if (now !== lastMillis) {
       lastMillis = now;
       lastTime = new Date(now).toISOString();
@@ -122,7 +136,7 @@ export function createLogger(level: LogLevel, writeTo?: (text: string) => void):
         return true;
       }
       if (droppedUnreported > 0) {
-        buffered += line('warn', 'log lines dropped: stdout was not read fast enough', `,"dropped":${droppedUnreported},"droppedSinceStart":${droppedLines}`);
+        buffered += line('warn', 'log lines dropped: stdout was not read fast enough', `,"dropped":${droppedUnreported},"droppedSinceStart":${droppedLines}`, Date.now());
         droppedUnreported = 0;
       }
     }
@@ -137,6 +151,7 @@ export function createLogger(level: LogLevel, writeTo?: (text: string) => void):
 
   function drain(): void {
     scheduled = false;
+    if (later.length > 0) formatLater();
     if (writeTo) {
       if (buffered === '') return;
       const text = buffered;
@@ -147,17 +162,45 @@ export function createLogger(level: LogLevel, writeTo?: (text: string) => void):
     if (!writeStdout()) schedule();
   }
 
-  const append = (candidate: LogLevel, msg: string, members: string): void => {
-    const text = line(candidate, msg, members);
+  /** Adds a line to what is buffered, or counts it dropped when stdout's reader is too far behind. */
+  const push = (text: string): void => {
     if (!writeTo && buffered.length + text.length + (backlog === undefined ? 0 : backlog.length - backlogOffset) > MAX_BACKLOG_BYTES) {
       droppedLines++;
       droppedUnreported++;
       return;
     }
     buffered += text;
-    // Past 64 KiB write now, unless stdout is behind: then the scheduled retry writes.
+  };
+
+  /** Past 64 KiB write now, unless stdout is behind: then the scheduled retry writes. */
+  const afterPush = (): void => {
     if (buffered.length >= FLUSH_AT_BYTES && backlog === undefined) drain();
     else schedule();
+  };
+
+  /** Writes the waiting logLater lines into the buffer, in order. */
+  function formatLater(): void {
+    for (let i = 0; i < later.length; i += 5) {
+      const candidate = later[i] as LogLevel;
+      const msg = later[i + 1] as string;
+      const time = later[i + 2] as number;
+      let members: string;
+      try {
+        members = (later[i + 3] as (fields: unknown) => string)(later[i + 4]);
+      } catch (error) {
+        // A line that cannot be written must not take the others with it.
+        push(line('error', 'could not write a log line', `,"line":${jsonString(msg)},"error":${jsonString(String((error as Error)?.message))}`, time));
+        continue;
+      }
+      push(line(candidate, msg, members, time));
+    }
+    later.length = 0;
+  }
+
+  const append = (candidate: LogLevel, msg: string, members: string): void => {
+    if (later.length > 0) formatLater(); // lines keep the order they were logged in
+    push(line(candidate, msg, members, Date.now()));
+    afterPush();
   };
 
   return {
@@ -171,10 +214,22 @@ export function createLogger(level: LogLevel, writeTo?: (text: string) => void):
     logMembers(candidate, msg, members) {
       if (RANK[candidate] >= threshold) append(candidate, msg, members);
     },
+    logLater(candidate, msg, members, fields) {
+      if (RANK[candidate] < threshold) return;
+      later.push(candidate, msg, Date.now(), members, fields);
+      if (later.length >= MAX_LATER_LINES * 5) {
+        formatLater();
+        afterPush();
+      } else schedule();
+    },
     get droppedLines() {
+      // Lines still waiting to be formatted are formatted now (their flush is already scheduled), so
+      // the count covers every line logged so far: each is buffered, written, or counted here.
+      if (later.length > 0) formatLater();
       return droppedLines;
     },
     flush() {
+      if (later.length > 0) formatLater();
       if (writeTo) {
         drain();
         return;
