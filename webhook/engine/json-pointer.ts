@@ -1,3 +1,5 @@
+import { TwoLevelCache } from './bounded-cache';
+
 // RFC 6901: "~" and "/" inside a token must be escaped, or an annotation key such as
 // "sidecar-injector.io/status" would address a nested path and the apiserver would reject the patch.
 
@@ -23,10 +25,8 @@ export function pointer(base: string, ...tokens: (string | number)[]): string {
   return out;
 }
 
-/** Pointers made by `childPointer`, by base and token. Bounded; cleared when full. */
-const children = new Map<string, Map<string, string>>();
-let childCount = 0;
-const MAX_CHILDREN = 1024;
+/** Pointers made by `childPointer`, by base and token. */
+const children = new TwoLevelCache<string, string, string>(1024);
 
 /**
  * `pointer(base, token)`, the same string each time for the same base and token. A patch's paths are
@@ -35,18 +35,7 @@ const MAX_CHILDREN = 1024;
  * strings, request after request, whose hashes V8 keeps.
  */
 export function childPointer(base: string, token: string): string {
-  let byToken = children.get(base);
-  let text = byToken?.get(token);
-  if (text === undefined) {
-    if (childCount >= MAX_CHILDREN) {
-      children.clear();
-      childCount = 0;
-      byToken = undefined;
-    }
-    if (byToken === undefined) children.set(base, (byToken = new Map()));
-    text = pointer(base, token);
-    byToken.set(token, text);
-    childCount++;
-  }
+  let text = children.get(base, token);
+  if (text === undefined) children.set(base, token, (text = pointer(base, token)));
   return text;
 }

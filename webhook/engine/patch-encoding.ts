@@ -10,6 +10,8 @@
 // is never changed in place, a reload brings new objects) and the wrappers made of them here, frozen.
 // A patch with any other object (a templated injection's rendered container) is encoded every time.
 
+import { TwoLevelCache } from './bounded-cache';
+
 /** Objects whose identity stands for their content: a config's, and wrappers of those. */
 const stable = new WeakSet<object>();
 /** `[item]` by item: the list a patch creates around a config's container or volume. */
@@ -54,24 +56,14 @@ export function stableCopy<T extends object>(source: T, key: string, extra: Part
 
 /** `{ [key]: value }` for a primitive or stable value: the same object each time, stable itself (the
  * label or annotation map a patch creates on a pod without one). Bounded; cleared when full. */
-const records = new Map<string, Map<unknown, object>>();
-let recordCount = 0;
-const MAX_RECORDS = 1024;
+const records = new TwoLevelCache<string, unknown, object>(1024);
 export function stableRecord(key: string, value: unknown): Record<string, unknown> {
   if (typeof value === 'object' && value !== null && !stable.has(value)) return { [key]: value };
-  let byValue = records.get(key);
-  let record = byValue?.get(value);
+  let record = records.get(key, value);
   if (record === undefined) {
-    if (recordCount >= MAX_RECORDS) {
-      records.clear();
-      recordCount = 0;
-      byValue = undefined;
-    }
-    if (byValue === undefined) records.set(key, (byValue = new Map()));
     record = Object.freeze({ [key]: value });
     stable.add(record);
-    byValue.set(value, record);
-    recordCount++;
+    records.set(key, value, record);
   }
   return record as Record<string, unknown>;
 }
