@@ -158,7 +158,7 @@ interface AdmissionLogFields {
   readonly elapsedMs: number;
 }
 
-function admissionLogFields(request: AdmissionRequest, uid: string | undefined, result: MutationResult, started: number): AdmissionLogFields {
+function admissionLogFields(request: AdmissionRequest, uid: string | undefined, result: MutationResult, elapsedMs: number): AdmissionLogFields {
   const meta = (request.object?.metadata ?? {}) as Record<string, unknown>;
   return {
     uid,
@@ -169,7 +169,7 @@ function admissionLogFields(request: AdmissionRequest, uid: string | undefined, 
     dryRun: request.dryRun === true,
     decisions: result.decisions,
     warnings: result.response.warnings?.length ?? 0,
-    elapsedMs: performance.now() - started,
+    elapsedMs,
   };
 }
 
@@ -249,9 +249,10 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       for (const decision of result.decisions) metrics.countInjection(decision.injection, decision.reason);
       for (const warning of result.podWarnings) metrics.countPodWarning(warning.injection, warning.reason);
       if (held > 0) budget.release(held);
-      metrics.countRequest(result.patch.length > 0 ? 'patched' : 'unchanged', (performance.now() - started) / 1000);
+      const elapsedMs = performance.now() - started;
+      metrics.countRequest(result.patch.length > 0 ? 'patched' : 'unchanged', elapsedMs / 1000);
       try {
-        if (logger.enabled('info')) logger.logLater('info', 'admission', admissionLogMembers, admissionLogFields(request, uid, result, started));
+        if (logger.enabled('info')) logger.logLater('info', 'admission', admissionLogMembers, admissionLogFields(request, uid, result, elapsedMs));
         if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid, decisions: result.decisions, warnings: result.response.warnings });
       } catch (error) {
         // Logging must never turn an answered request into a failure.
