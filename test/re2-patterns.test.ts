@@ -4,7 +4,10 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { RE2JS } from 're2js';
 import { Injection, InjectorConfigError, SidecarInjectorPropsError, loadInjectorConfig, resolveInjectorConfig } from '../charts';
+import { compileValuePattern } from '../webhook/config/validate-injector-config';
 import { evaluate } from '../webhook/engine';
 import { buildChart } from './support/synth-helpers';
 import { loadReview } from './support/recorded-reviews';
@@ -67,6 +70,31 @@ describe('valuePattern matching, with RE2', () => {
       assert.equal(decisionFor(pattern, value), expected);
     });
   }
+
+  test('a pattern without metacharacters, compared as a string, matches exactly what RE2 matches', () => {
+    // Literal patterns and values drawn from the same few characters, so that equal, prefixed and
+    // near values all come up; metacharacters among them make the pattern go to RE2 on both sides.
+    const text = fc.string({ unit: fc.constantFrom('a', 'b', 'T', '-', '/', '.', '*', '(', ')', '|', '\\', '[', ']', 'é', '😀', ' ', '\n'), maxLength: 6 });
+    fc.assert(
+      fc.property(text, text, fc.boolean(), (pattern, other, same) => {
+        const value = same ? pattern : other;
+        // A pattern RE2 rejects ("[", "a**") must still be rejected.
+        const outcome = (match: () => boolean) => {
+          try {
+            return match();
+          } catch {
+            return 'rejected';
+          }
+        };
+        assert.equal(
+          outcome(() => compileValuePattern(pattern).matches(value)),
+          outcome(() => RE2JS.compile(pattern).matches(value)),
+          `/${pattern}/ against ${JSON.stringify(value)}`,
+        );
+      }),
+      { numRuns: 3000 },
+    );
+  });
 });
 
 describe('a valuePattern RE2 does not accept fails synth, naming the prop path', () => {

@@ -346,8 +346,14 @@ function validateTrigger(trigger: unknown, path: string, out: IssueCollector): s
  */
 export function compileValuePattern(pattern: string): { matches(value: string): boolean } {
   const compiled = RE2JS.compile(pattern);
+  // A pattern without a metacharacter ("true", "enabled") matches only itself: a whole-value match is
+  // then a string comparison, without running RE2's matcher on every admission.
+  if (!RE2_METACHARACTER.test(pattern)) return { matches: (value) => value === pattern };
   return { matches: (value) => compiled.matches(value) };
 }
+
+/** Characters with a meaning in RE2 syntax; a pattern with none of them is a literal. */
+const RE2_METACHARACTER = /[\\.+*?()|[\]{}^$]/;
 
 function valuePatternError(pattern: string): string | undefined {
   try {
