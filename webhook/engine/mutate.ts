@@ -88,13 +88,13 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   const object = request.object;
   // Pods cannot change their containers after creation, so only workloads are injected on UPDATE.
   const operationInScope = request.operation === 'CREATE' || (request.operation === 'UPDATE' && kind !== 'Pod');
-  if (!kind || !object || !operationInScope || !config.injections.some((i) => i.targetKinds.includes(kind))) {
+  const prepared = preparedOf(config);
+  if (!kind || !object || !operationInScope || !prepared.targetKinds.has(kind)) {
     return decidedAll(request, config, 'out-of-scope');
   }
   const pod = findPodTemplate(kind, object);
   if (typeof pod === 'string') return decidedAll(request, config, 'out-of-scope', [`not injected: ${pod}`]);
 
-  const prepared = preparedOf(config);
   const keys = prepared.keys;
   const objectAnnotations = kind === 'Pod' ? undefined : ownStringMap(pod.objectMetadata?.annotations);
   const podAnnotations = ownStringMap(pod.metadata?.annotations);
@@ -105,7 +105,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   const injectValue = annotations[keys.inject]?.trim();
   const optedOut = injectValue?.toLowerCase() === 'false';
   const requested = injectValue ? requestedNames(injectValue) : NO_NAMES;
-  if (!optedOut) {
+  if (!optedOut && requested.size > 0) {
     const unknown = [...requested].filter((name) => !config.injections.some((injection) => injection.name === name));
     if (unknown.length > 0) {
       const shown = unknown.slice(0, 5).map((name) => `"${name.slice(0, 63)}"`).join(', ');
@@ -126,17 +126,19 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
     });
   };
 
-  const reasons = new Map<string, DecisionReason>();
-  const pending: ResolvedInjection[] = [];
+  // Each injection's decision, by its place in the config.
+  const decisions: InjectionDecision[] = new Array(prepared.injections.length);
+  const pending: PreparedInjection[] = [];
   let injectedContainerNames: Set<string> | undefined;
-  for (const injection of config.injections) {
-    if (!injection.targetKinds.includes(kind)) reasons.set(injection.name, 'out-of-scope');
-    else if (optedOut) reasons.set(injection.name, 'opted-out');
+  for (const entry of prepared.injections) {
+    const injection = entry.injection;
+    if (!injection.targetKinds.includes(kind)) decisions[entry.index] = entry.decisions['out-of-scope'];
+    else if (optedOut) decisions[entry.index] = entry.decisions['opted-out'];
     else if (alreadyInjected.has(injection.name)) {
-      reasons.set(injection.name, 'already-injected');
+      decisions[entry.index] = entry.decisions['already-injected'];
       injectedContainerNames ??= new Set();
       for (const container of [...(injection.containers ?? []), ...(injection.initContainers ?? [])]) injectedContainerNames.add(container.name);
-    } else pending.push(injection);
+    } else pending.push(entry);
   }
 
   // podAnnotations is not read again here: the builder takes it over as its running copy.
@@ -160,44 +162,47 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
     let currentLabels: Record<string, string> | undefined;
     const labelsNow = () => (currentLabels ??= kind === 'Pod' ? builder.labels : merged(ownStringMap(pod.objectMetadata?.labels), builder.labels));
     for (let index = 0; index < pending.length; index++) {
-      const injection = pending[index];
-      const trigger = triggerMet(injection, currentAnnotations, labelsNow, requested);
+      const entry = pending[index];
+      const injection = entry.injection;
+      const trigger = triggerMet(entry, currentAnnotations, labelsNow, requested);
       if (trigger === false) continue;
       pending.splice(index, 1);
       progressed = true;
       let rendered: RenderedInjection;
+      // Whether the containers added are the config's own objects, the same on every request (not
+      // rendered for this object, nor rewritten for a Guaranteed pod): their QoS figures are kept.
+      let configOwn = !entry.templated;
       try {
-        rendered = prepared.templated.has(injection)
+        rendered = entry.templated
           ? renderInjection(injection, { ...placeholdersFor(), annotation: typeof trigger === 'string' ? trigger : undefined })
           : (injection as unknown as RenderedInjection);
       } catch (error) {
         if (!(error instanceof PlaceholderRenderError)) throw error;
         warnings.push(`injection "${injection.name}" skipped: ${error.message}`);
-        reasons.set(injection.name, 'render-failed');
+        decisions[entry.index] = entry.decisions['render-failed'];
         index--; // the next pending injection moved into this place
         continue;
       }
-      const changesContainers = prepared.changesContainers.get(injection)!;
+      const changesContainers = entry.changesContainers;
       if (changesContainers && qosClass === null) {
         if (podLevelResources) qosClass = qosClassOf([], podResources);
         else qosClass = (tally = QosTally.over(builder.containersNow())).qosClass();
       }
       if (injection.qos === 'preserve-guaranteed' && qosClass === 'Guaranteed') {
         rendered = { ...rendered, containers: rendered.containers?.map(withLimitsAtRequests), initContainers: rendered.initContainers?.map(withLimitsAtRequests) };
+        configOwn = false;
       }
       const placement = placementFor(injection, jobPod);
       const addedBefore = builder.added.length;
       if (builder.apply(rendered, placement)) {
         injectedNow.push(injection.name);
-        reasons.set(injection.name, 'injected');
+        decisions[entry.index] = entry.decisions.injected;
         if (changesContainers) {
           let after: QosClass | undefined;
           if (podLevelResources) after = qosClass ?? undefined;
-          else if (prepared.mergesResources.get(injection)) after = (tally = QosTally.over(builder.containersNow())).qosClass();
+          else if (entry.mergesResources) after = (tally = QosTally.over(builder.containersNow())).qosClass();
           else {
-            // Rendered containers are made per request; the config's own are the same objects every time.
-            const cache = !prepared.templated.has(injection) && injection.qos !== 'preserve-guaranteed';
-            for (let i = addedBefore; i < builder.added.length; i++) tally!.add(builder.added[i], cache);
+            for (let i = addedBefore; i < builder.added.length; i++) tally!.add(builder.added[i], configOwn);
             after = tally!.qosClass();
           }
           if (qosClass && after && after !== qosClass) {
@@ -214,15 +219,14 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
           podWarnings.push({ injection: injection.name, reason: 'job-never-completes', message });
         }
       } else {
-        reasons.set(injection.name, 'no-change');
+        decisions[entry.index] = entry.decisions['no-change'];
       }
       break; // re-read labels and annotations before the next trigger
     }
   }
-  for (const injection of pending) reasons.set(injection.name, 'trigger-not-met');
+  for (const entry of pending) decisions[entry.index] = entry.decisions['trigger-not-met'];
   builder.finish();
-  if (injectedNow.length > 0) builder.setStatus(keys.status, formatStatus([...alreadyInjected, ...injectedNow]));
-  const decisions = config.injections.map((injection) => decisionOf(injection, reasons.get(injection.name)!));
+  if (injectedNow.length > 0) builder.setStatus(keys.status, alreadyInjected.size === 0 ? injectedNow.join(',') : formatStatus([...alreadyInjected, ...injectedNow]));
   const operations = builder.operations;
   const patch = operations.length > 0 ? prepared.encoder.encode(operations) : undefined;
   return { response: allowed(request.uid, patch, warnings), decisions, patch: operations, podWarnings };
@@ -246,20 +250,28 @@ function qosWarningOf(injection: ResolvedInjection, before: QosClass, after: Qos
   return warning;
 }
 
-/** The decisions an injection can get, made once each: the same answer on every request allocates nothing. */
-const decisionCache = new WeakMap<ResolvedInjection, Partial<Record<DecisionReason, InjectionDecision>>>();
+/** Every DecisionReason (the compiler checks that none is missing). */
+const DECISION_REASONS = Object.keys({
+  disabled: true,
+  'out-of-scope': true,
+  'opted-out': true,
+  'already-injected': true,
+  'trigger-not-met': true,
+  'render-failed': true,
+  'no-change': true,
+  injected: true,
+} satisfies Record<DecisionReason, true>) as DecisionReason[];
 
-function decisionOf(injection: ResolvedInjection, reason: DecisionReason): InjectionDecision {
-  let byReason = decisionCache.get(injection);
-  if (byReason === undefined) decisionCache.set(injection, (byReason = {}));
-  return (byReason[reason] ??= Object.freeze({ injection: injection.name, reason }));
+/** The decisions an injection can get, made once each: the same answer on every request allocates nothing. */
+function decisionsOf(injection: ResolvedInjection): Readonly<Record<DecisionReason, InjectionDecision>> {
+  return Object.freeze(Object.fromEntries(DECISION_REASONS.map((reason) => [reason, Object.freeze({ injection: injection.name, reason })]))) as Record<DecisionReason, InjectionDecision>;
 }
 
 /** The same decision for every injection, and nothing to change. */
 function decidedAll(request: AdmissionRequest, config: ResolvedInjectorConfig, reason: DecisionReason, warnings: string[] = []): MutationResult {
   return {
     response: allowed(request.uid, undefined, warnings),
-    decisions: config.injections.map((injection) => decisionOf(injection, reason)),
+    decisions: preparedOf(config).injections.map((entry) => entry.decisions[reason]),
     patch: [],
     podWarnings: [],
   };
@@ -346,32 +358,26 @@ export function formatStatus(names: readonly string[]): string {
   return [...new Set(names)].join(',');
 }
 
-const patternCache = new WeakMap<ResolvedInjection, { matches(value: string): boolean }>();
-
 /** Whether the injection's trigger is met: false, true, or for an annotation trigger the annotation's value. */
 function triggerMet(
-  injection: ResolvedInjection,
+  entry: PreparedInjection,
   annotations: Record<string, string>,
   labels: () => Record<string, string>,
   requested: ReadonlySet<string>,
 ): boolean | string {
-  const trigger = injection.trigger;
+  const trigger = entry.injection.trigger;
   switch (trigger.type) {
     case 'always':
       return true;
     case 'requested':
-      return requested.has(injection.name);
+      return requested.has(entry.injection.name);
     case 'labelSelector':
       return matchesLabelSelector(trigger, labels());
     case 'annotation': {
       const value = annotations[trigger.key];
       if (typeof value !== 'string') return false;
-      if (trigger.valuePattern !== undefined) {
-        // RE2: linear in the value's length, whatever the pattern; matches() is a whole-value match.
-        let pattern = patternCache.get(injection);
-        if (!pattern) patternCache.set(injection, (pattern = compileValuePattern(trigger.valuePattern)));
-        if (!pattern.matches(value)) return false;
-      }
+      // RE2: linear in the value's length, whatever the pattern; matches() is a whole-value match.
+      if (entry.valuePattern !== undefined && !entry.valuePattern.matches(value)) return false;
       return value;
     }
   }
@@ -384,14 +390,29 @@ const RENDERED_FIELDS = [
 /** What evaluate() works out once per config rather than on every request. */
 interface PreparedConfig {
   readonly keys: ReturnType<typeof annotationKeys>;
-  /** Injections whose rendered fields hold a placeholder. */
-  readonly templated: ReadonlySet<ResolvedInjection>;
-  /** Whether each injection adds containers or merges resources (then the QoS class may change). */
-  readonly changesContainers: ReadonlyMap<ResolvedInjection, boolean>;
-  /** Whether each injection merges resources into existing containers (then the QoS is tallied again). */
-  readonly mergesResources: ReadonlyMap<ResolvedInjection, boolean>;
+  /** The kinds some injection targets: other kinds are out of scope for all. */
+  readonly targetKinds: ReadonlySet<string>;
+  /** The config's injections, in order, with what is worked out once for each. */
+  readonly injections: readonly PreparedInjection[];
   /** This config's patches seen before, by their operations. */
   readonly encoder: PatchEncoder;
+}
+
+/** One injection of a config, with what evaluate() would otherwise work out on every request. */
+interface PreparedInjection {
+  readonly injection: ResolvedInjection;
+  /** Its place in the config's injections (and in the decisions). */
+  readonly index: number;
+  /** Its rendered fields hold a placeholder. */
+  readonly templated: boolean;
+  /** It adds containers or merges resources (then the QoS class may change). */
+  readonly changesContainers: boolean;
+  /** It merges resources into existing containers (then the QoS is tallied again). */
+  readonly mergesResources: boolean;
+  /** Its trigger's valuePattern, compiled. */
+  readonly valuePattern?: { matches(value: string): boolean };
+  /** The decisions it can get. */
+  readonly decisions: Readonly<Record<DecisionReason, InjectionDecision>>;
 }
 
 const preparedCache = new WeakMap<ResolvedInjectorConfig, PreparedConfig>();
@@ -402,9 +423,16 @@ function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
   if (!prepared) {
     prepared = {
       keys: annotationKeys(config.annotationPrefix),
-      templated: new Set(config.injections.filter((injection) => RENDERED_FIELDS.some((field) => containsPlaceholder(injection[field])))),
-      changesContainers: new Map(config.injections.map((injection) => [injection, addsContainers(injection) || mergesResources(injection)])),
-      mergesResources: new Map(config.injections.map((injection) => [injection, mergesResources(injection)])),
+      targetKinds: new Set(config.injections.flatMap((injection) => injection.targetKinds)),
+      injections: config.injections.map((injection, index) => ({
+        injection,
+        index,
+        templated: RENDERED_FIELDS.some((field) => containsPlaceholder(injection[field])),
+        changesContainers: addsContainers(injection) || mergesResources(injection),
+        mergesResources: mergesResources(injection),
+        valuePattern: injection.trigger.type === 'annotation' && injection.trigger.valuePattern !== undefined ? compileValuePattern(injection.trigger.valuePattern) : undefined,
+        decisions: decisionsOf(injection),
+      })),
       encoder: new PatchEncoder(),
     };
     // Its objects are what patches add (or, templated, what renders them): keys of the encoder's cache.
