@@ -107,6 +107,9 @@ export class QosTally {
       this.limitedEverywhere = false;
       return;
     }
+    // Burstable already (something requested or limited, not everywhere limited): sums only grow and
+    // the flag stays false, so nothing but an unreadable quantity can change the class now.
+    if (!this.limitedEverywhere && !this.isZero()) return;
     this.requestCpu += compute.requestCpu;
     this.requestMemory += compute.requestMemory;
     this.limitCpu += compute.limitCpu;
@@ -114,10 +117,14 @@ export class QosTally {
     if (compute.limitCpu === 0n || compute.limitMemory === 0n) this.limitedEverywhere = false;
   }
 
+  private isZero(): boolean {
+    return this.requestCpu === 0n && this.requestMemory === 0n && this.limitCpu === 0n && this.limitMemory === 0n;
+  }
+
   /** The class of the containers added so far; undefined when a quantity could not be read. */
   qosClass(): QosClass | undefined {
     if (this.unreadable) return undefined;
-    if (this.requestCpu === 0n && this.requestMemory === 0n && this.limitCpu === 0n && this.limitMemory === 0n) return 'BestEffort';
+    if (this.isZero()) return 'BestEffort';
     // Limited everywhere (so both limits are set), and every request equal to its limit.
     return this.limitedEverywhere && this.requestCpu === this.limitCpu && this.requestMemory === this.limitMemory ? 'Guaranteed' : 'Burstable';
   }
