@@ -5,6 +5,8 @@ import {
   PlaceholderRenderError,
   ResolvedInjection,
   ResolvedInjectorConfig,
+  TARGET_KINDS,
+  type TargetKind,
   annotationKeys,
   compileValuePattern,
   containsPlaceholder,
@@ -132,7 +134,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   let injectedContainerNames: Set<string> | undefined;
   for (const entry of prepared.injections) {
     const injection = entry.injection;
-    if (!injection.targetKinds.includes(kind)) decisions[entry.index] = entry.decisions['out-of-scope'];
+    if (!entry.targetsKind[kind]) decisions[entry.index] = entry.decisions['out-of-scope'];
     else if (optedOut) decisions[entry.index] = entry.decisions['opted-out'];
     else if (alreadyInjected.has(injection.name)) {
       decisions[entry.index] = entry.decisions['already-injected'];
@@ -166,7 +168,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
       const injection = entry.injection;
       const trigger = triggerMet(entry, currentAnnotations, labelsNow, requested);
       if (trigger === false) continue;
-      pending.splice(index, 1);
+      removeAt(pending, index);
       progressed = true;
       let rendered: RenderedInjection;
       // Whether the containers added are the config's own objects, the same on every request (not
@@ -226,10 +228,23 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   }
   for (const entry of pending) decisions[entry.index] = entry.decisions['trigger-not-met'];
   builder.finish();
-  if (injectedNow.length > 0) builder.setStatus(keys.status, alreadyInjected.size === 0 ? injectedNow.join(',') : formatStatus([...alreadyInjected, ...injectedNow]));
+  if (injectedNow.length > 0) builder.setStatus(keys.status, alreadyInjected.size === 0 ? commaJoined(injectedNow) : formatStatus([...alreadyInjected, ...injectedNow]));
   const operations = builder.operations;
   const patch = operations.length > 0 ? prepared.encoder.encode(operations) : undefined;
   return { response: allowed(request.uid, patch, warnings), decisions, patch: operations, podWarnings };
+}
+
+/** `list.splice(index, 1)` without the array of removed items splice makes. */
+function removeAt<T>(list: T[], index: number): void {
+  for (let i = index + 1; i < list.length; i++) list[i - 1] = list[i];
+  list.length--;
+}
+
+/** `names.join(',')` for a few names, without join's general machinery. */
+function commaJoined(names: readonly string[]): string {
+  let text = names[0];
+  for (let i = 1; i < names.length; i++) text += ',' + names[i];
+  return text;
 }
 
 /** QoS warnings by injection and classes, made once each (a config's injections change the same
@@ -319,6 +334,8 @@ const MAX_WARNINGS = 20;
 const MAX_WARNING_LENGTH = 256;
 
 function boundedWarnings(warnings: string[]): string[] {
+  // The common case, a warning or two of ordinary length, is kept as it is (the array is this request's own).
+  if (warnings.length <= MAX_WARNINGS && warnings.every((warning) => warning.length <= MAX_WARNING_LENGTH)) return warnings;
   const out = warnings.slice(0, MAX_WARNINGS).map((warning) => (warning.length > MAX_WARNING_LENGTH ? warning.slice(0, MAX_WARNING_LENGTH - 3) + '...' : warning));
   if (warnings.length > MAX_WARNINGS) out.push(`and ${warnings.length - MAX_WARNINGS} more warnings`);
   return out;
@@ -403,6 +420,8 @@ interface PreparedInjection {
   readonly injection: ResolvedInjection;
   /** Its place in the config's injections (and in the decisions). */
   readonly index: number;
+  /** Whether it targets each kind (its targetKinds, as a lookup). */
+  readonly targetsKind: Readonly<Record<TargetKind, boolean>>;
   /** Its rendered fields hold a placeholder. */
   readonly templated: boolean;
   /** It adds containers or merges resources (then the QoS class may change). */
@@ -427,6 +446,7 @@ function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
       injections: config.injections.map((injection, index) => ({
         injection,
         index,
+        targetsKind: Object.fromEntries(TARGET_KINDS.map((kind) => [kind, injection.targetKinds.includes(kind)])) as Record<TargetKind, boolean>,
         templated: RENDERED_FIELDS.some((field) => containsPlaceholder(injection[field])),
         changesContainers: addsContainers(injection) || mergesResources(injection),
         mergesResources: mergesResources(injection),

@@ -120,8 +120,15 @@ export class PodPatchBuilder {
   }
   private readonly specPointer: string;
   private readonly metadataPointer: string;
-  /** Arrays and maps this patch has already created, so later additions append instead of replacing. */
-  private readonly created = new Set<string>();
+  /** Arrays and maps this patch has already created, so later additions append instead of replacing
+   * (made on first use: most patches add to lists and maps the pod has). */
+  private createdSet?: Set<string>;
+  private created(path: string): boolean {
+    return this.createdSet !== undefined && this.createdSet.has(path);
+  }
+  private markCreated(path: string): void {
+    (this.createdSet ??= new Set()).add(path);
+  }
   private readonly containerNames: ListNames;
   private readonly volumeNames: ListNames;
   private pullSecretNames: Set<string> | undefined;
@@ -251,9 +258,9 @@ export class PodPatchBuilder {
   finish(): void {
     if (this.firstInitContainers.length === 0) return;
     const listPointer = pointer(this.specPointer, 'initContainers');
-    if (!Array.isArray(this.pod.spec.initContainers) && !this.created.has(listPointer)) {
+    if (!Array.isArray(this.pod.spec.initContainers) && !this.created(listPointer)) {
       this.operations.push({ op: 'add', path: listPointer, value: [...this.firstInitContainers] });
-      this.created.add(listPointer);
+      this.markCreated(listPointer);
     } else {
       this.firstInitContainers.forEach((container, index) => this.operations.push({ op: 'add', path: `${listPointer}/${index}`, value: container }));
     }
@@ -299,12 +306,12 @@ export class PodPatchBuilder {
   }
 
   private append(arrayPointer: string, existing: unknown, item: unknown): void {
-    if (Array.isArray(existing) || this.created.has(arrayPointer)) {
+    if (Array.isArray(existing) || this.created(arrayPointer)) {
       this.operations.push({ op: 'add', path: childPointer(arrayPointer, '-'), value: item });
     } else {
       // Creates the list, replacing a null or absent field, and never an existing list.
       this.operations.push({ op: 'add', path: arrayPointer, value: singletonList(item) });
-      this.created.add(arrayPointer);
+      this.markCreated(arrayPointer);
     }
   }
 
@@ -318,13 +325,13 @@ export class PodPatchBuilder {
     current[key] = value;
     const metadata = this.pod.metadata;
     const mapPointer = childPointer(this.metadataPointer, map);
-    if (!metadata && !this.created.has(this.metadataPointer)) {
+    if (!metadata && !this.created(this.metadataPointer)) {
       this.operations.push({ op: 'add', path: this.metadataPointer, value: stableRecord(map, stableRecord(key, value)) });
-      this.created.add(this.metadataPointer);
-      this.created.add(mapPointer);
-    } else if (!isObject(metadata?.[map]) && !this.created.has(mapPointer)) {
+      this.markCreated(this.metadataPointer);
+      this.markCreated(mapPointer);
+    } else if (!isObject(metadata?.[map]) && !this.created(mapPointer)) {
       this.operations.push({ op: 'add', path: mapPointer, value: stableRecord(key, value) });
-      this.created.add(mapPointer);
+      this.markCreated(mapPointer);
     } else {
       this.operations.push({ op: 'add', path: childPointer(mapPointer, key), value });
     }
