@@ -418,8 +418,11 @@ describe('the webhook server over HTTPS', () => {
     const images: string[] = review.request.object.spec.containers.map((c: { image: string }) => c.image);
     const from = webhook.logs.length;
     admissionResponse(await post(review), review);
+    // The line is written with its batch, shortly after the answer: wait for it (bounded).
+    const logged = () => webhook.logs.slice(from).map((line) => JSON.parse(line)).find((candidate) => candidate.msg === 'admission' && candidate.uid === review.request.uid);
+    for (let waited = 0; !logged() && waited < 2000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
     const lines = webhook.logs.slice(from);
-    const entry = lines.map((line) => JSON.parse(line)).find((candidate) => candidate.msg === 'admission' && candidate.uid === review.request.uid);
+    const entry = logged();
     assert.ok(entry, `expected an "admission" info line for uid ${review.request.uid}, got:\n${lines.join('')}`);
     assert.deepEqual({ kind: entry.kind, name: entry.name }, { kind: 'Pod', name: 'sleep' }, `expected the line to name the Pod sleep, got ${JSON.stringify(entry)}`);
     for (const forbidden of [secret, ...images]) {

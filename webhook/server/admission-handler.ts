@@ -3,8 +3,8 @@
 // can crash the process.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ResolvedInjectorConfig } from '../config';
-import { AdmissionRequest, AdmissionResponse, BadAdmissionReview, InjectionDecision, MutationResult, decodeAdmissionReview, evaluate } from '../engine';
+import { SMALL_BODY_BYTES, type ResolvedInjectorConfig } from '../config';
+import { AdmissionRequest, AdmissionResponse, AdmissionReview, BadAdmissionReview, InjectionDecision, MutationResult, decodeAdmissionReview, evaluate } from '../engine';
 import { jsonString } from './json-text';
 import type { Logger } from './logger';
 import type { MemoryBudget } from './memory-budget';
@@ -30,6 +30,26 @@ class HttpError extends Error {
   ) {
     super(message);
   }
+}
+
+/** One admission request on its way from its body to its answer. */
+interface Admission {
+  readonly res: ServerResponse;
+  readonly started: number;
+  /** Body bytes held in the memory budget until the answer is sent. */
+  readonly held: number;
+  /** Until it is parsed. */
+  body: Buffer | undefined;
+  uid: string | undefined;
+  review: (AdmissionReview & { request: AdmissionRequest }) | undefined;
+  result: MutationResult | undefined;
+  answer: { text: string; bytes: number } | undefined;
+  /** Set by the first stage that fails: the request is refused with it. */
+  error: HttpError | undefined;
+}
+
+function asHttpError(error: unknown): HttpError {
+  return error instanceof HttpError ? error : new HttpError(500, 'error', `internal error: ${(error as Error)?.message ?? String(error)}`);
 }
 
 function isJsonContentType(header: string | undefined): boolean {
@@ -217,8 +237,10 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
     );
   }
 
-  function answer(res: ServerResponse, started: number, held: number, body: Buffer): void {
-    let uid: string | undefined;
+  /** Reads the body into an AdmissionReview (stage 1 of an answer). */
+  function decodeStage(admission: Admission): void {
+    const body = admission.body!;
+    admission.body = undefined;
     try {
       if (body.length === 0) throw new HttpError(400, 'bad_request', 'body is empty: expected an AdmissionReview');
       let parsed: unknown;
@@ -229,39 +251,88 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
         const position = /position (\d+)/.exec((error as Error).message)?.[1];
         throw new HttpError(400, 'bad_request', `body is not JSON${position ? ` (syntax error at byte ${position})` : ' (unexpected end or invalid syntax)'}`);
       }
-      let review;
       try {
-        review = decodeAdmissionReview(parsed);
+        admission.review = decodeAdmissionReview(parsed);
       } catch (error) {
         if (error instanceof BadAdmissionReview) {
-          uid = field(error.uid);
+          admission.uid = field(error.uid);
           throw new HttpError(400, 'bad_request', `not an AdmissionReview: ${error.message}`);
         }
         throw error;
       }
-      const request = review.request;
-      uid = field(request.uid);
+      admission.uid = field(admission.review.request.uid);
+    } catch (error) {
+      admission.error = asHttpError(error);
+    }
+  }
+
+  /** Works out the answer (stage 2). */
+  function evaluateStage(admission: Admission): void {
+    const review = admission.review;
+    if (review === undefined) return;
+    try {
       const config = context.config();
       if (!config) throw new HttpError(503, 'error', 'no valid injector config loaded yet');
-      const result = evaluate(request, config);
-      const answerText = answers.answer(review.apiVersion, result);
-      sendText(res, 200, answerText.text, undefined, answerText.bytes);
+      admission.result = evaluate(review.request, config);
+      admission.answer = answers.answer(review.apiVersion, admission.result);
+    } catch (error) {
+      admission.error = asHttpError(error);
+    }
+  }
+
+  /** Sends the answer or the refusal, gives back the body's bytes, counts and logs (stage 3). */
+  function sendStage(admission: Admission): void {
+    const { res, started, held, result, answer } = admission;
+    if (admission.error !== undefined || result === undefined || answer === undefined) {
+      reject(res, started, held, admission.error ?? new HttpError(500, 'error', 'internal error: no answer'), admission.uid, false);
+      return;
+    }
+    try {
+      sendText(res, 200, answer.text, undefined, answer.bytes);
+    } catch (error) {
+      reject(res, started, held, asHttpError(error), admission.uid, false);
+      return;
+    }
+    if (held > 0) budget.release(held);
+    try {
       for (const decision of result.decisions) metrics.countInjection(decision.injection, decision.reason);
       for (const warning of result.podWarnings) metrics.countPodWarning(warning.injection, warning.reason);
-      if (held > 0) budget.release(held);
       const elapsedMs = performance.now() - started;
       metrics.countRequest(result.patch.length > 0 ? 'patched' : 'unchanged', elapsedMs / 1000);
-      try {
-        if (logger.enabled('info')) logger.logLater('info', 'admission', admissionLogMembers, admissionLogFields(request, uid, result, elapsedMs));
-        if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid, decisions: result.decisions, warnings: result.response.warnings });
-      } catch (error) {
-        // Logging must never turn an answered request into a failure.
-        logger.log('error', 'could not log an admission', { error: (error as Error)?.message });
-      }
+      if (logger.enabled('info')) logger.logLater('info', 'admission', admissionLogMembers, admissionLogFields(admission.review!.request, admission.uid, result, elapsedMs));
+      if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid: admission.uid, decisions: result.decisions, warnings: result.response.warnings });
     } catch (error) {
-      const httpError = error instanceof HttpError ? error : new HttpError(500, 'error', `internal error: ${(error as Error)?.message ?? String(error)}`);
-      reject(res, started, held, httpError, uid, false);
+      // Counting and logging must never turn an answered request into a failure.
+      logger.log('error', 'could not log an admission', { error: (error as Error)?.message });
     }
+  }
+
+  /**
+   * Small bodies received in the same turn of the event loop are answered together, stage by stage:
+   * every body parsed, then every review evaluated, then every answer sent. Each stage's code (V8's
+   * JSON parser, the engine, TLS and HTTP writing) then runs several times in a row while it is in the
+   * CPU's instruction cache, instead of each evicting the others once per request. An answer waits at
+   * most for the others of its turn; under light load a turn holds one. Large bodies are answered at
+   * once, one at a time, so their parsed objects never pile up.
+   */
+  let waiting: Admission[] = [];
+  function answerWaiting(): void {
+    const batch = waiting;
+    waiting = [];
+    for (const admission of batch) decodeStage(admission);
+    for (const admission of batch) evaluateStage(admission);
+    for (const admission of batch) sendStage(admission);
+  }
+
+  function answer(res: ServerResponse, started: number, held: number, body: Buffer): void {
+    const admission: Admission = { res, started, held, body, uid: undefined, review: undefined, result: undefined, answer: undefined, error: undefined };
+    if (body.length <= SMALL_BODY_BYTES) {
+      if (waiting.push(admission) === 1) setImmediate(answerWaiting);
+      return;
+    }
+    decodeStage(admission);
+    evaluateStage(admission);
+    sendStage(admission);
   }
 
   return function handleAdmission(req: IncomingMessage, res: ServerResponse): void {
