@@ -26,7 +26,7 @@ interface Answered {
   evaluatedBefore: number;
 }
 
-function harness() {
+function harness(options: { failOnEvaluation?: number } = {}) {
   const events: string[] = [];
   let evaluated = 0;
   const budget = new MemoryBudget(memorySizing(192 * 1024 * 1024));
@@ -34,6 +34,7 @@ function harness() {
   const handle = createAdmissionHandler({
     config: () => {
       evaluated++;
+      if (evaluated === options.failOnEvaluation) throw new Error('config store exploded');
       return config;
     },
     metrics: new WebhookMetrics(budget, logger),
@@ -110,6 +111,20 @@ describe('admission requests answered in batches', () => {
     assert.equal(JSON.parse(large.body).response.uid, 'uid-large');
     assert.equal(small.status, 0, 'the small one still waits for its turn');
     assert.ok(budget.held > 0 && budget.held < SMALL_BODY_BYTES, 'only the small body is still held');
+  });
+
+  test('an internal error in one admission of a batch refuses that one with 500; the others are answered and every body is given back', async () => {
+    const { request, budget } = harness({ failOnEvaluation: 2 });
+    const answered = ['uid-1', 'uid-2', 'uid-3'].map((uid) => request(JSON.stringify(reviewWithUid(uid)), uid));
+    await nextTurn();
+    assert.deepEqual(
+      answered.map((a) => a.status),
+      [200, 500, 200],
+    );
+    assert.match(JSON.parse(answered[1].body).error.message, /internal error: config store exploded/);
+    assert.equal(JSON.parse(answered[1].body).error.uid, 'uid-2');
+    assert.equal(JSON.parse(answered[2].body).response.uid, 'uid-3');
+    assert.equal(budget.held, 0);
   });
 
   test('a turn with one review answers it alone, on the next turn', async () => {

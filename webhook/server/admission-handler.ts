@@ -49,7 +49,14 @@ interface Admission {
 }
 
 function asHttpError(error: unknown): HttpError {
-  return error instanceof HttpError ? error : new HttpError(500, 'error', `internal error: ${(error as Error)?.message ?? String(error)}`);
+  if (error instanceof HttpError) return error;
+  let message: string;
+  try {
+    message = String((error as Error)?.message ?? error);
+  } catch {
+    message = 'an error that cannot be described';
+  }
+  return new HttpError(500, 'error', `internal error: ${message}`);
 }
 
 function isJsonContentType(header: string | undefined): boolean {
@@ -283,17 +290,25 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
   /** Sends the answer or the refusal, gives back the body's bytes, counts and logs (stage 3). */
   function sendStage(admission: Admission): void {
     const { res, started, held, result, answer } = admission;
-    if (admission.error !== undefined || result === undefined || answer === undefined) {
-      reject(res, started, held, admission.error ?? new HttpError(500, 'error', 'internal error: no answer'), admission.uid, false);
-      return;
-    }
-    try {
-      sendText(res, 200, answer.text, undefined, answer.bytes);
-    } catch (error) {
-      reject(res, started, held, asHttpError(error), admission.uid, false);
-      return;
-    }
+    // Given back first, so that nothing below, whatever it throws, can keep the bytes held.
     if (held > 0) budget.release(held);
+    try {
+      if (admission.error !== undefined || result === undefined || answer === undefined) {
+        reject(res, started, 0, admission.error ?? new HttpError(500, 'error', 'internal error: no answer'), admission.uid, false);
+        return;
+      }
+      try {
+        sendText(res, 200, answer.text, undefined, answer.bytes);
+      } catch (error) {
+        reject(res, started, 0, asHttpError(error), admission.uid, false);
+        return;
+      }
+    } catch {
+      // Not expected (the refusal itself failed): the client sees the connection close rather than
+      // waiting for its timeout, and the other answers of the batch are still sent.
+      res.destroy();
+      return;
+    }
     try {
       for (const decision of result.decisions) metrics.countInjection(decision.injection, decision.reason);
       for (const warning of result.podWarnings) metrics.countPodWarning(warning.injection, warning.reason);
