@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { InjectorConfig, ResolvedInjectorConfig, annotationKeys, injectorConfigIssues, podSecurityViolations, resolveInjectorConfig } from '../webhook/config';
-import { AdmissionRequest, BadAdmissionReview, InjectionDecision, MutationResult, decodeAdmissionReview, evaluate, parseStatus } from '../webhook/engine';
+import { AdmissionRequest, BadAdmissionReview, InjectionDecision, MutationResult, decodeAdmissionReview, evaluate, formatStatus, parseStatus } from '../webhook/engine';
 import {
   RESTRICTED_SECURITY_CONTEXT,
   Scenario,
@@ -399,6 +399,18 @@ function restrictedViolations(container: Json, podSecurityContext: Json = {}): s
   if (seccomp !== 'RuntimeDefault' && seccomp !== 'Localhost') violations.push(`seccompProfile.type must be RuntimeDefault or Localhost, got ${seccomp}`);
   return violations;
 }
+
+describe('the status annotation', () => {
+  test('formatStatus lists each name once, in the order first seen, for short and long lists alike', () => {
+    const name = fc.constantFrom('envoy', 'wait-for-it', 'nginx-sidecar', 'probe-defaults', 'a', 'b', 'c', 'd', 'e', 'f');
+    fc.assert(
+      fc.property(fc.array(name, { maxLength: 14 }), (names) => {
+        assert.equal(formatStatus(names), [...new Set(names)].join(','), JSON.stringify(names));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
 
 describe('the Pod Security "restricted" check of these tests', () => {
   test('passes the restricted securityContext and flags each field left out or weakened', () => {
