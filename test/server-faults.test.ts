@@ -12,7 +12,7 @@ import { InjectorConfig, generateWebhookCertificate } from '../charts';
 import { RUNTIME_ENV } from '../webhook/config';
 import { DEFAULT_INJECTIONS } from '../app/default-injections';
 import { decodePatch, loadReview } from './support/recorded-reviews';
-import { BundledWebhook, MountedDirs, TEST_SERVER_NAME, httpsRequest, keepAliveAgent, makeMountedDirs, startBundled } from './support/webhook-harness';
+import { BundledWebhook, MountedDirs, TEST_SERVER_NAME, httpsRequest, keepAliveAgent, makeMountedDirs, startBundled, until } from './support/webhook-harness';
 
 const certificate = generateWebhookCertificate({ serviceName: 'sidecar-injector', namespace: 'sidecar-injector' });
 const renewed = generateWebhookCertificate({ serviceName: 'sidecar-injector', namespace: 'sidecar-injector' });
@@ -163,16 +163,6 @@ function logMessages(webhook: BundledWebhook): { msg: string; [field: string]: u
       return [];
     }
   });
-}
-
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 /** The certificate a brand-new connection is served. */

@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 import * as tls from 'node:tls';
 import { InjectorConfig, generateWebhookCertificate } from '../charts';
 import { DEFAULT_INJECTIONS } from '../app/default-injections';
-import { HttpsResult, InProcessWebhook, TEST_SERVER_NAME, httpsRequest, keepAliveAgent, postAdmission, startInProcess } from './support/webhook-harness';
+import { HttpsResult, InProcessWebhook, TEST_SERVER_NAME, httpsRequest, keepAliveAgent, postAdmission, startInProcess, until } from './support/webhook-harness';
 import { Review, applyResponse, decodePatch, loadReview, names, podOf, reviewNames } from './support/recorded-reviews';
 import { resolveInjectorConfig } from '../charts';
 import { decodeAdmissionReview, evaluate } from '../webhook/engine';
@@ -419,10 +419,9 @@ describe('the webhook server over HTTPS', () => {
     const from = webhook.logs.length;
     admissionResponse(await post(review), review);
     // The line is written with its batch, shortly after the answer: wait for it (bounded).
-    const logged = () => webhook.logs.slice(from).map((line) => JSON.parse(line)).find((candidate) => candidate.msg === 'admission' && candidate.uid === review.request.uid);
-    for (let waited = 0; !logged() && waited < 2000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+    const logged = async () => webhook.logs.slice(from).map((line) => JSON.parse(line)).find((candidate) => candidate.msg === 'admission' && candidate.uid === review.request.uid);
+    const entry = await until('the admission line', 2000, logged).catch(() => undefined);
     const lines = webhook.logs.slice(from);
-    const entry = logged();
     assert.ok(entry, `expected an "admission" info line for uid ${review.request.uid}, got:\n${lines.join('')}`);
     assert.deepEqual({ kind: entry.kind, name: entry.name }, { kind: 'Pod', name: 'sleep' }, `expected the line to name the Pod sleep, got ${JSON.stringify(entry)}`);
     for (const forbidden of [secret, ...images]) {

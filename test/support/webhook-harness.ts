@@ -254,3 +254,14 @@ export function deployedEnvironment(manifests: Record<string, any>[], root: stri
   }
   return { ...deployed, env, container };
 }
+
+/** Probes every 50 ms until it returns a value; fails naming `what` after `timeoutMs`. */
+export async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
