@@ -217,12 +217,13 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
   const answers = new AnswerTexts();
 
   /** Answers a request that was decoded, evaluated or refused; counts it and logs it. */
-  function finish(started: number, held: number, outcome: RequestOutcome, log: (() => void) | undefined): void {
+  function finish(started: number, held: number, outcome: RequestOutcome, log: ((elapsedMs: number) => void) | undefined): void {
     if (held > 0) budget.release(held);
-    metrics.countRequest(outcome, (performance.now() - started) / 1000);
+    const elapsedMs = performance.now() - started;
+    metrics.countRequest(outcome, elapsedMs / 1000);
     if (!log) return;
     try {
-      log();
+      log(elapsedMs);
     } catch (error) {
       // Logging must never turn an answered request into a failure.
       logger.log('error', 'could not log an admission', { error: (error as Error)?.message });
@@ -287,7 +288,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
     }
   }
 
-  /** Sends the answer or the refusal, gives back the body's bytes, counts and logs (stage 3). */
+  /** Gives back the body's bytes, sends the answer or the refusal, counts and logs (stage 3). */
   function sendStage(admission: Admission): void {
     const { res, started, held, result, answer } = admission;
     // Given back first, so that nothing below, whatever it throws, can keep the bytes held.
@@ -309,17 +310,12 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       res.destroy();
       return;
     }
-    try {
-      for (const decision of result.decisions) metrics.countInjection(decision.injection, decision.reason);
-      for (const warning of result.podWarnings) metrics.countPodWarning(warning.injection, warning.reason);
-      const elapsedMs = performance.now() - started;
-      metrics.countRequest(result.patch.length > 0 ? 'patched' : 'unchanged', elapsedMs / 1000);
+    for (const decision of result.decisions) metrics.countInjection(decision.injection, decision.reason);
+    for (const warning of result.podWarnings) metrics.countPodWarning(warning.injection, warning.reason);
+    finish(started, 0, result.patch.length > 0 ? 'patched' : 'unchanged', (elapsedMs) => {
       if (logger.enabled('info')) logger.logLater('info', 'admission', admissionLogMembers, admissionLogFields(admission.review!.request, admission.uid, result, elapsedMs));
       if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid: admission.uid, decisions: result.decisions, warnings: result.response.warnings });
-    } catch (error) {
-      // Counting and logging must never turn an answered request into a failure.
-      logger.log('error', 'could not log an admission', { error: (error as Error)?.message });
-    }
+    });
   }
 
   /**
