@@ -1,4 +1,4 @@
-// A child process for test/logger.test.ts: writes `count` numbered, admission-sized lines through the
+// A child process for test/server/logger.test.ts: writes `count` numbered, admission-sized lines through the
 // stdout logger as fast as the event loop allows, waits `waitMs` for a slow reader to catch up, flushes
 // as the server does at exit, and reports on stderr: lines written, lines the logger dropped, and the
 // longest the event loop was held up meanwhile.

@@ -173,7 +173,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   // "Silent" is read from the TLS socket's count of cleartext bytes received. Never from a 'data'
   // listener on the socket: adding one makes Node's HTTP server stop parsing the socket natively and
   // feed it through JavaScript stream events instead, for the connection's whole life (about 6% more
-  // CPU per admission on a keep-alive connection; a test in test/server-http.test.ts counts the
+  // CPU per admission on a keep-alive connection; a test in test/server/http.test.ts counts the
   // socket's 'data' events to catch it).
   const connectedAt = new Map<TLSSocket, number>();
   const isSilent = (socket: Socket): boolean => socket.bytesRead === 0;

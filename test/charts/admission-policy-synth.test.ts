@@ -1,0 +1,295 @@
+// The MutatingAdmissionPolicy backend as cdk8s synthesizes it: every policy and binding validates against
+// the OpenAPI schema of the API version emitted (v1alpha1, v1beta1, v1), and each trigger's CEL is the
+// expected text with the expected structure (parsed and type-checked by a JavaScript CEL implementation
+// that, like the kube-apiserver, requires homogeneous aggregate literals).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { App, Chart, Testing } from 'cdk8s';
+import { Environment, parse } from '@marcbachmann/cel-js';
+import { Injection, resolveInjectorConfig } from '../../webhook/config';
+import {
+  ADMISSION_POLICY_API_VERSIONS,
+  AdmissionPolicyApiVersion,
+  AdmissionPolicyLimitationError,
+  InjectionAdmissionPolicies,
+  configPolicyLimitations,
+} from '../../charts/admission-policy';
+import { admissionPolicyViolations } from '../support/admission-policy-schemas';
+import { isCelFieldName } from '../../charts/admission-policy/cel-text';
+import { patchDataExpressions } from '../support/admission-policy-simulator';
+import { TO_JSON_PATCH, mutationGuard } from '../../charts/admission-policy/injection-policy';
+import { POLICY_TEST_INJECTIONS, injectionsOfPolicy } from '../support/admission-policy-config';
+
+const PREFIX = 'sidecar-injector.io';
+
+function synth(injections: Injection[], apiVersion?: AdmissionPolicyApiVersion): any[] {
+  // Not Testing.app(): it makes a temp outdir per call that nothing removes; toJson() writes nothing.
+  const app = new App({ outdir: path.join(os.tmpdir(), 'sidecar-injector-never-written') });
+  const chart = new Chart(app, 'test');
+  const config = resolveInjectorConfig({ annotationPrefix: PREFIX, injections });
+  const policies = new InjectionAdmissionPolicies(chart, 'policies', {
+    apiVersion,
+    namePrefix: 'sidecar-injector',
+    config: () => config,
+    namespaceSelector: { matchLabels: { injection: 'enabled' }, matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system'] }] },
+    objectSelector: { matchExpressions: [{ key: `${PREFIX}/webhook`, operator: 'DoesNotExist' }] },
+  });
+  for (const injection of config.injections) policies.addInjection(injection);
+  return Testing.synth(chart);
+}
+
+const policyOf = (objects: any[], name: string) => {
+  const found = objects.find((object) => object.kind === 'MutatingAdmissionPolicy' && object.metadata.name === name);
+  assert.ok(found, `no MutatingAdmissionPolicy ${name}; synthesized: ${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')}`);
+  return found;
+};
+const conditionOf = (policy: any, name: string): string | undefined => policy.spec.matchConditions.find((c: any) => c.name === name)?.expression;
+/** The guard of the mutation of `injection` in `policy`: its named conditions, read from the CEL text. */
+const guardOf = (policy: any, injection: string) => {
+  const index = injectionsOfPolicy(policy).indexOf(injection);
+  assert.ok(index >= 0, `${policy.metadata.name} has no mutation for ${injection}; it has ${injectionsOfPolicy(policy).join(', ')}`);
+  return mutationGuard(policy.spec.mutations[index].jsonPatch.expression);
+};
+const guardConditionOf = (policy: any, injection: string, name: string) => guardOf(policy, injection).find((c) => c.name === name)?.expression;
+
+for (const apiVersion of ADMISSION_POLICY_API_VERSIONS) {
+  test(`every policy and binding validates against the admissionregistration.k8s.io/${apiVersion} OpenAPI schema`, () => {
+    const objects = synth(POLICY_TEST_INJECTIONS, apiVersion);
+    const policies = objects.filter((o) => o.kind === 'MutatingAdmissionPolicy');
+    const bindings = objects.filter((o) => o.kind === 'MutatingAdmissionPolicyBinding');
+    assert.deepEqual(policies.map((p) => p.metadata.name), ['sidecar-injector.pods', 'sidecar-injector.workloads', 'sidecar-injector.cronjobs'], 'one policy per template shape');
+    const shapeCount = (kinds: readonly string[]) => [['Pod'], ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job'], ['CronJob']].filter((shape) => shape.some((k) => kinds.includes(k))).length;
+    const expectedMutations = POLICY_TEST_INJECTIONS.reduce((sum, i) => sum + shapeCount(i.targetKinds ?? ['Pod']), 0);
+    assert.equal(policies.reduce((sum, p) => sum + p.spec.mutations.length, 0), expectedMutations, 'one mutation per injection and template shape it targets');
+    assert.deepEqual(bindings.map((b) => b.spec.policyName).sort(), policies.map((p) => p.metadata.name).sort(), 'each policy has exactly one binding naming it');
+    for (const object of objects) {
+      assert.equal(object.apiVersion, `admissionregistration.k8s.io/${apiVersion}`);
+      assert.deepEqual(admissionPolicyViolations(object), [], `${object.kind} ${object.metadata.name} violates the ${apiVersion} schema`);
+    }
+  });
+}
+
+test('the schemas of the three versions differ where the API reference says: v1beta1 and v1 constrain patchType and reinvocationPolicy, v1alpha1 does not', () => {
+  const [policy] = synth([POLICY_TEST_INJECTIONS[0]], 'v1alpha1').filter((o) => o.kind === 'MutatingAdmissionPolicy');
+  const bogus = (version: string) => ({
+    ...policy,
+    apiVersion: `admissionregistration.k8s.io/${version}`,
+    spec: { ...policy.spec, reinvocationPolicy: 'Sometimes', mutations: [{ ...policy.spec.mutations[0], patchType: 'StrategicMerge' }] },
+  });
+  assert.deepEqual(admissionPolicyViolations(bogus('v1alpha1')), []);
+  for (const version of ['v1beta1', 'v1']) {
+    const violations = admissionPolicyViolations(bogus(version));
+    assert.ok(violations.some((v) => v.startsWith('/spec/reinvocationPolicy')), `${version}: ${violations.join('; ')}`);
+    assert.ok(violations.some((v) => v.startsWith('/spec/mutations/0/patchType')), `${version}: ${violations.join('; ')}`);
+  }
+  const unknownField = { ...policy, spec: { ...policy.spec, sideEffects: 'None' } };
+  assert.deepEqual(admissionPolicyViolations(unknownField), ['/spec: must NOT have additional properties (sideEffects)']);
+});
+
+test('one policy per place the pod template sits, matching the resources and operations the webhook uses for the kinds its injections target', () => {
+  const objects = synth(POLICY_TEST_INJECTIONS);
+  const [pods, workloads, cronjobs] = ['pods', 'workloads', 'cronjobs'].map((shape) => policyOf(objects, `sidecar-injector.${shape}`));
+  assert.deepEqual(pods.spec.matchConstraints.resourceRules, [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'], scope: 'Namespaced' }]);
+  assert.deepEqual(workloads.spec.matchConstraints.resourceRules, [
+    { apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments', 'statefulsets', 'daemonsets'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' },
+    { apiGroups: ['batch'], apiVersions: ['v1'], resources: ['jobs'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' },
+  ], 'no ReplicaSet: no test injection targets it');
+  assert.deepEqual(cronjobs.spec.matchConstraints.resourceRules, [{ apiGroups: ['batch'], apiVersions: ['v1'], resources: ['cronjobs'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' }]);
+  assert.deepEqual(injectionsOfPolicy(workloads), ['wait-for-it', 'debug', 'tier-limits', 'log-shipper'], 'config order');
+  assert.deepEqual(injectionsOfPolicy(cronjobs), ['debug', 'log-shipper']);
+  assert.equal(conditionOf(cronjobs, 'pod-spec-present')?.includes('object.spec.jobTemplate.spec.template.spec.containers'), true);
+  // An injection that targets fewer kinds than its shape's policy checks the kind in its guard.
+  assert.equal(guardConditionOf(workloads, 'debug', 'target-kind'), 'request.kind.kind in ["Deployment"]');
+  assert.equal(guardConditionOf(workloads, 'log-shipper', 'target-kind'), 'request.kind.kind in ["Job"]');
+  assert.equal(guardConditionOf(cronjobs, 'debug', 'target-kind'), undefined);
+  const binding = objects.find((o) => o.kind === 'MutatingAdmissionPolicyBinding' && o.metadata.name === 'sidecar-injector.pods');
+  assert.equal(binding.spec.policyName, 'sidecar-injector.pods');
+  assert.deepEqual(binding.spec.matchResources.namespaceSelector.matchLabels, { injection: 'enabled' });
+  for (const policy of [pods, workloads, cronjobs]) {
+    assert.equal(policy.spec.reinvocationPolicy, 'IfNeeded');
+    assert.equal(policy.spec.failurePolicy, 'Ignore');
+    assert.deepEqual(policy.spec.matchConditions.map((c: any) => c.name), ['pod-spec-present', 'not-opted-out', 'an-injection-applies']);
+    // The policy runs only when some mutation's guard holds: the guards, or-ed, in mutation order.
+    assert.equal(
+      conditionOf(policy, 'an-injection-applies'),
+      injectionsOfPolicy(policy).map((injection) => `(${guardOf(policy, injection).map((c) => `(${c.expression})`).join(' && ')})`).join(' || '),
+    );
+    for (const mutation of policy.spec.mutations) {
+      assert.equal(mutation.patchType, 'JSONPatch');
+      assert.ok(mutation.jsonPatch.expression.startsWith('((\n  // '), mutation.jsonPatch.expression.slice(0, 40));
+      assert.ok(mutation.jsonPatch.expression.endsWith(TO_JSON_PATCH));
+    }
+  }
+});
+
+/** Nodes of a cel-js AST (`{op, args}`) for which `match` holds. */
+function nodes(ast: any, match: (node: any) => boolean, out: any[] = []): any[] {
+  if (Array.isArray(ast)) ast.forEach((item) => nodes(item, match, out));
+  else if (ast && typeof ast === 'object' && 'op' in ast) {
+    if (match(ast)) out.push(ast);
+    nodes(ast.args, match, out);
+  }
+  return out;
+}
+const calls = (expression: string, name: string) => nodes(parse(expression).ast, (n) => (n.op === 'rcall' || n.op === 'call') && n.args[0] === name);
+const literals = (expression: string) => nodes(parse(expression).ast, (n) => n.op === 'value').map((n) => n.args);
+
+const triggerCases: { label: string; injection: Injection; text: string; structure: (expression: string) => void }[] = [
+  {
+    label: 'annotation with valuePattern: the whole value must match, via CEL matches() on the anchored pattern',
+    injection: { name: 'a', trigger: { type: 'annotation', key: 'example.com/port', valuePattern: '[0-9]+' }, containers: [{ name: 'x', image: 'x' }] },
+    text:
+      '(has(object.metadata) && has(object.metadata.annotations) && "example.com/port" in object.metadata.annotations) && ' +
+      'object.metadata.annotations["example.com/port"].matches("^(?:[0-9]+)$")',
+    structure: (e) => {
+      assert.equal(parse(e).ast.op, '&&');
+      assert.deepEqual(calls(e, 'matches').map((c) => c.args[2][0].args), ['^(?:[0-9]+)$']);
+    },
+  },
+  {
+    label: 'annotation without valuePattern: presence only',
+    injection: { name: 'a', trigger: { type: 'annotation', key: 'example.com/on' }, containers: [{ name: 'x', image: 'x' }] },
+    text: '(has(object.metadata) && has(object.metadata.annotations) && "example.com/on" in object.metadata.annotations)',
+    structure: (e) => assert.deepEqual(calls(e, 'matches'), []),
+  },
+  {
+    label: 'requested: <prefix>/inject lists the name, comma separated, spaces trimmed',
+    injection: { name: 'debug', trigger: { type: 'requested' }, containers: [{ name: 'x', image: 'x' }] },
+    text:
+      `(has(object.metadata) && has(object.metadata.annotations) && "${PREFIX}/inject" in object.metadata.annotations) && ` +
+      `object.metadata.annotations["${PREFIX}/inject"].split(",").exists(s, s.trim() == "debug")`,
+    structure: (e) => {
+      assert.deepEqual(calls(e, 'split').length, 1);
+      assert.ok(literals(e).includes('debug'));
+    },
+  },
+  {
+    label: 'labelSelector: matchLabels and every operator, with Kubernetes selector semantics',
+    injection: {
+      name: 'l',
+      trigger: {
+        type: 'labelSelector',
+        matchLabels: { app: 'web' },
+        matchExpressions: [
+          { key: 'tier', operator: 'In', values: ['a', 'b'] },
+          { key: 'env', operator: 'NotIn', values: ['dev'] },
+          { key: 'team', operator: 'Exists' },
+          { key: 'legacy', operator: 'DoesNotExist' },
+        ],
+      },
+      containers: [{ name: 'x', image: 'x' }],
+    },
+    text: [
+      '((has(object.metadata) && has(object.metadata.labels) && "app" in object.metadata.labels) && object.metadata.labels["app"] == "web")',
+      '((has(object.metadata) && has(object.metadata.labels) && "tier" in object.metadata.labels) && object.metadata.labels["tier"] in ["a", "b"])',
+      '!((has(object.metadata) && has(object.metadata.labels) && "env" in object.metadata.labels) && object.metadata.labels["env"] in ["dev"])',
+      '(has(object.metadata) && has(object.metadata.labels) && "team" in object.metadata.labels)',
+      '!(has(object.metadata) && has(object.metadata.labels) && "legacy" in object.metadata.labels)',
+    ].join(' && '),
+    structure: (e) => assert.deepEqual(nodes(parse(e).ast, (n) => n.op === '!_').length, 2),
+  },
+];
+
+for (const { label, injection, text, structure } of triggerCases) {
+  test(`trigger CEL, ${label}`, () => {
+    const policy = policyOf(synth([injection]), 'sidecar-injector.pods');
+    const expression = guardConditionOf(policy, injection.name, 'trigger');
+    assert.equal(expression, text);
+    structure(expression!);
+    assert.deepEqual(new Environment({ unlistedVariablesAreDyn: true }).check(expression!), { valid: true, type: 'bool' });
+  });
+}
+
+test('trigger CEL for workloads: the object\'s own annotations count too, and the pod template\'s win', () => {
+  const injection: Injection = { name: 'w', trigger: { type: 'annotation', key: 'k' }, targetKinds: ['Deployment'], containers: [{ name: 'x', image: 'x' }] };
+  const expression = guardConditionOf(policyOf(synth([injection]), 'sidecar-injector.workloads'), 'w', 'trigger');
+  assert.equal(
+    expression,
+    '((has(object.spec.template.metadata) && has(object.spec.template.metadata.annotations) && "k" in object.spec.template.metadata.annotations) || ' +
+      '(has(object.metadata.annotations) && "k" in object.metadata.annotations))',
+  );
+});
+
+test('an always trigger has no trigger condition, but the opt-out (the policy\'s) and the status annotation (the mutation\'s)', () => {
+  const policy = policyOf(synth([{ name: 'e', trigger: { type: 'always' }, containers: [{ name: 'x', image: 'x' }] }]), 'sidecar-injector.pods');
+  assert.deepEqual(policy.spec.matchConditions.map((c: any) => c.name), ['pod-spec-present', 'not-opted-out', 'an-injection-applies']);
+  assert.deepEqual(guardOf(policy, 'e').map((c) => c.name), ['not-already-injected']);
+  assert.equal(
+    conditionOf(policy, 'not-opted-out'),
+    `!((has(object.metadata) && has(object.metadata.annotations) && "${PREFIX}/inject" in object.metadata.annotations) && object.metadata.annotations["${PREFIX}/inject"].trim().lowerAscii() == "false")`,
+  );
+  assert.equal(
+    guardConditionOf(policy, 'e', 'not-already-injected'),
+    `!((has(object.metadata) && has(object.metadata.annotations) && "${PREFIX}/status" in object.metadata.annotations) && object.metadata.annotations["${PREFIX}/status"].split(",").exists(s, s.trim() == "e"))`,
+  );
+  const expression = policy.spec.mutations[0].jsonPatch.expression;
+  assert.ok(expression.includes(`"/metadata/annotations/${PREFIX.replace('/', '~1')}~1status"`), 'the patch writes the status annotation');
+});
+
+test('workloads: the opt-out reads the object\'s and the pod template\'s annotations, the status annotation only the template\'s', () => {
+  const policy = policyOf(synth([{ name: 'w', trigger: { type: 'always' }, targetKinds: ['Deployment'], containers: [{ name: 'x', image: 'x' }] }]), 'sidecar-injector.workloads');
+  const template = 'object.spec.template.metadata';
+  const inTemplate = (key: string) => `(has(${template}) && has(${template}.annotations) && "${key}" in ${template}.annotations)`;
+  assert.equal(
+    conditionOf(policy, 'not-opted-out'),
+    `!((${inTemplate(`${PREFIX}/inject`)} || (has(object.metadata.annotations) && "${PREFIX}/inject" in object.metadata.annotations)) && ` +
+      `(${inTemplate(`${PREFIX}/inject`)} ? ${template}.annotations["${PREFIX}/inject"] : object.metadata.annotations["${PREFIX}/inject"]).trim().lowerAscii() == "false")`,
+  );
+  assert.equal(
+    guardConditionOf(policy, 'w', 'not-already-injected'),
+    `!(${inTemplate(`${PREFIX}/status`)} && ${template}.annotations["${PREFIX}/status"].split(",").exists(s, s.trim() == "w"))`,
+  );
+});
+
+test('no spec.variables (Kubernetes 1.32 cannot read them from a mutation); every bound name is a CEL identifier, no reserved word', () => {
+  for (const policy of synth(POLICY_TEST_INJECTIONS).filter((o) => o.kind === 'MutatingAdmissionPolicy')) {
+    assert.equal(policy.spec.variables, undefined);
+    for (const [index, data] of patchDataExpressions(policy.spec).entries()) {
+      const bound = nodes(parse(data).ast, (n) => n.op === 'rcall' && n.args[0] === 'map').map((n) => n.args[2][0].args);
+      assert.ok(bound.includes('objectNamespace') && bound.includes('patch'), `${policy.metadata.name} mutations[${index}]: ${bound.join(', ')}`);
+      for (const name of bound) assert.ok(isCelFieldName(name), `${policy.metadata.name} mutations[${index}]: bound name ${JSON.stringify(name)}`);
+    }
+  }
+});
+
+test('every match condition, mutation guard and mutation parses and type-checks with homogeneous literals', () => {
+  const env = new Environment({ unlistedVariablesAreDyn: true }).registerFunction({
+    name: 'indexOf', receiverType: 'list', returnType: 'int', params: [{ name: 'item', type: 'dyn' }], handler: () => 0n,
+  });
+  for (const policy of synth(POLICY_TEST_INJECTIONS).filter((o) => o.kind === 'MutatingAdmissionPolicy')) {
+    const mutations = patchDataExpressions(policy.spec).flatMap((data, index) => [
+      ...mutationGuard(policy.spec.mutations[index].jsonPatch.expression).map((c) => ({ name: `mutations[${index}] guard ${c.name}`, expression: c.expression })),
+      { name: `mutations[${index}]`, expression: data },
+    ]);
+    assert.ok(mutations.length > 2 * policy.spec.mutations.length, 'every mutation has a guard');
+    for (const { name, expression } of [...policy.spec.matchConditions, ...mutations]) {
+      const result = env.check(expression);
+      assert.equal(result.valid, true, `${policy.metadata.name} ${name}: ${(result as any).error?.message}`);
+    }
+  }
+});
+
+test('an injection CEL cannot express is named with the reason, and the construct refuses it', () => {
+  const injection: Injection = {
+    name: 'gpu-limits',
+    trigger: { type: 'always' },
+    merges: [{ containerNames: ['app'], fields: { resources: { limits: { 'nvidia.com/gpu': 1 } } } }],
+  };
+  const limitations = configPolicyLimitations(resolveInjectorConfig({ injections: [injection] }));
+  assert.deepEqual(limitations, [
+    { injection: 'gpu-limits', reason: 'merges[0].fields has the key "nvidia.com/gpu", which CEL cannot test with has() (not an identifier, or a reserved word)' },
+  ]);
+  assert.throws(() => synth([injection]), (error: Error) => error instanceof AdmissionPolicyLimitationError && /injection "gpu-limits"/.test(error.message));
+});
+
+test('a valuePattern that is not RE2 is refused before it reaches CEL (the validator and CEL agree on RE2)', () => {
+  const injection: Injection = { name: 'lookahead', trigger: { type: 'annotation', key: 'k', valuePattern: '(?=a)a' }, containers: [{ name: 'x', image: 'x' }] };
+  assert.throws(() => resolveInjectorConfig({ injections: [injection] }), /valuePattern/);
+});
+
+test('qos "preserve-guaranteed" is reported as not expressible (it stays on the webhook)', () => {
+  const config = resolveInjectorConfig({ injections: [{ name: 'q', trigger: { type: 'always' }, qos: 'preserve-guaranteed', containers: [{ name: 'x', image: 'x', resources: { requests: { cpu: '1m', memory: '1Mi' } } }] }] });
+  assert.deepEqual(configPolicyLimitations(config).map((l) => l.injection), ['q']);
+});

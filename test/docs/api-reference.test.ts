@@ -1,0 +1,33 @@
+// The package's public API is documented: typedoc fails on any export without a description
+// (typedoc.json: validation.notDocumented, treatValidationWarningsAsErrors), and API.md is the
+// reference typedoc generates from the current sources (`npm run docs` regenerates it).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+test('every export has a description, and API.md is what typedoc generates from the sources', () => {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'sidecar-injector-api-'));
+  try {
+    // typedoc's "exports" do not include bin/typedoc: find it beside its package.json (which they do export).
+    const typedocBin = path.join(path.dirname(require.resolve('typedoc/package.json', { paths: [ROOT] })), 'bin', 'typedoc');
+    const typedoc = spawnSync(process.execPath, [typedocBin, '--out', out], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+    });
+    const log = `${typedoc.stdout}${typedoc.stderr}`;
+    const undocumented = log.split('\n').filter((line) => line.includes('does not have any documentation'));
+    assert.deepEqual(undocumented, [], `exports without a description (${undocumented.length}); add a JSDoc sentence to each`);
+    assert.equal(typedoc.status, 0, `typedoc failed:\n${log}`);
+    const generated = fs.readFileSync(path.join(out, 'API.md'), 'utf8');
+    const committed = fs.existsSync(path.join(ROOT, 'API.md')) ? fs.readFileSync(path.join(ROOT, 'API.md'), 'utf8') : '';
+    assert.ok(generated === committed, 'API.md is out of date: run `npm run docs` and commit API.md');
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+});
