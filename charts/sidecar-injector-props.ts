@@ -164,23 +164,6 @@ export interface SidecarInjectorProps {
   readonly clusterDomain?: string;
 }
 
-/** An error in the props: every problem found, each naming the prop path and the reason, and the
- * path of the construct in the app. */
-export class SidecarInjectorPropsError extends Error {
-  /**
-   * @param issues every problem found, each with its prop path (`injections[1].containers[0].image`)
-   * @param constructPath the construct's path in the app (`platform/SidecarInjector`), when known
-   */
-  constructor(
-    readonly issues: readonly ConfigIssue[],
-    readonly constructPath?: string,
-  ) {
-    const subject = constructPath === undefined ? 'SidecarInjector props' : `props of SidecarInjector "${constructPath}"`;
-    super(`invalid ${subject}:\n${issues.map((issue) => `  ${issue.path}: ${issue.message}`).join('\n')}`);
-    this.name = 'SidecarInjectorPropsError';
-  }
-}
-
 /** The settings after defaults, as the construct holds them. */
 export interface ResolvedSettings {
   readonly namespaceName: string;

@@ -22,7 +22,8 @@ import { findInjectorClashes, registerInjector } from './injector-clashes';
 import { InjectionProps, injectionSchemaIssues, resolveInjectionProps } from './injection-props';
 import { injectorConfigMap } from './injector-config-map';
 import { webhookNamespace } from './namespace';
-import { DEFAULT_WEBHOOK_IMAGE, SidecarInjectorProps, SidecarInjectorPropsError, settingsIssues } from './sidecar-injector-props';
+import { DEFAULT_WEBHOOK_IMAGE, SidecarInjectorProps, settingsIssues } from './sidecar-injector-props';
+import { SidecarInjectorPropsError } from './sidecar-injector-props-error';
 import { PACKAGE_VERSION } from './version';
 import { mutatingWebhookConfiguration, namespaceSelector } from './webhook-configuration';
 import { sha256 } from './webhook-tls';
@@ -35,8 +36,8 @@ export {
   LabelSelectorRequirementProps,
   ResourceRequirementsProps,
   SidecarInjectorProps,
-  SidecarInjectorPropsError,
 } from './sidecar-injector-props';
+export { SidecarInjectorPropsError } from './sidecar-injector-props-error';
 export { ALWAYS_EXCLUDED_NAMESPACES } from './webhook-configuration';
 
 /** The type of the synth warnings about Pod Security: the metadata entry and the process warning. */

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { SidecarInjectorPropsError } from './sidecar-injector-props';
+import { SidecarInjectorPropsError } from './sidecar-injector-props-error';
 
 /** The official Node image the bundle runs on, pinned to an exact tag (Node 22 LTS, Alpine 3.24). */
 export const DEFAULT_NODE_IMAGE = 'node:22.23.2-alpine3.24';

@@ -8,7 +8,7 @@ import { Chart, Duration } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import { ConfigIssue, TLS_FILES, dns1123SubdomainError } from '../../webhook/config';
-import { SidecarInjectorPropsError } from '../sidecar-injector-props';
+import { SidecarInjectorPropsError } from '../sidecar-injector-props-error';
 import { CertificateStoreError, loadOrCreateWebhookCertificate } from './certificate-store';
 import { CertManagerIssuerRef, certManagerObjects } from './cert-manager-objects';
 import { WebhookCertificate, generateWebhookCertificate, webhookCertificateProblems, webhookDnsNames } from './webhook-certificate';

@@ -1,6 +1,6 @@
 // The template syntax of injections: `{{ name }}` placeholders in string values, nothing else.
 // Substitution is plain string replacement: no expressions, no code execution, no recursion.
-import { setOwn } from './own-property';
+import { hasOwnKey, setOwn } from './own-property';
 
 /** The placeholders an injection's strings may use. */
 export const PLACEHOLDERS = {
@@ -28,7 +28,7 @@ export function placeholdersIn(text: string): string[] {
 }
 
 export function isPlaceholderName(name: string): name is PlaceholderName {
-  return Object.prototype.hasOwnProperty.call(PLACEHOLDERS, name);
+  return hasOwnKey(PLACEHOLDERS, name);
 }
 
 export class PlaceholderRenderError extends Error {}

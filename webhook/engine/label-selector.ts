@@ -1,4 +1,5 @@
 import type { LabelSelectorRequirement } from '../config';
+import { hasOwnKey } from '../config/own-property';
 
 /** A Kubernetes label selector (`metav1.LabelSelector`); an empty selector matches every set of labels. */
 export interface LabelSelector {
@@ -14,7 +15,7 @@ export function matchesLabelSelector(selector: LabelSelector, labels: Readonly<R
     if (labels[key] !== value) return false;
   }
   for (const expression of selector.matchExpressions ?? []) {
-    const has = Object.prototype.hasOwnProperty.call(labels, expression.key);
+    const has = hasOwnKey(labels, expression.key);
     const value = labels[expression.key];
     switch (expression.operator) {
       case 'In':

@@ -1,4 +1,5 @@
 import type { TargetKind } from '../config';
+import { hasOwnKey } from '../config/own-property';
 import type { GroupVersionKind, KubernetesObject } from './admission-review';
 import { Json, isJsonObject } from './json-object';
 
@@ -43,7 +44,7 @@ export interface PodTemplate {
 
 export function targetKindOf(kind: GroupVersionKind): TargetKind | undefined {
   const candidate = kind.kind as TargetKind;
-  return Object.prototype.hasOwnProperty.call(GROUP_OF_KIND, candidate) && GROUP_OF_KIND[candidate] === kind.group
+  return hasOwnKey(GROUP_OF_KIND, candidate) && GROUP_OF_KIND[candidate] === kind.group
     ? candidate
     : undefined;
 }

@@ -3,6 +3,7 @@
 // Pure: no HTTP, files or clock, so the CLI and programmatic users get the same answer.
 
 import type { LabelSelectorRequirement } from '../config';
+import { hasOwnKey } from '../config/own-property';
 import { LabelSelector, matchesLabelSelector } from './label-selector';
 
 /** One rule of a webhook (admissionregistration.k8s.io/v1 RuleWithOperations). */
@@ -212,7 +213,7 @@ export function selectorMismatch(selector: WebhookLabelSelector | null | undefin
 }
 
 function describeLabel(labels: Readonly<Record<string, string>>, key: string): string {
-  return Object.prototype.hasOwnProperty.call(labels, key) ? `has ${key}=${labels[key]}` : `has no label ${key}`;
+  return hasOwnKey(labels, key) ? `has ${key}=${labels[key]}` : `has no label ${key}`;
 }
 
 function checkSelector(selector: WebhookLabelSelector | null | undefined, labels: Readonly<Record<string, string>>, subject: string): MatchCheck {
