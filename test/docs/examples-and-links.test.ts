@@ -74,6 +74,10 @@ describe('the links in the docs', () => {
         '',
         'See [the guide](missing.md), the [README](../README.md#no-such-heading)',
         'and [here](#broken), [nowhere](#nowhere), [outside](../../etc/passwd), [a site](https://example.com/#x).',
+        '',
+        '| page | in a table |',
+        '| --- | --- |',
+        '| [ok](../README.md#layout) | [gone](../README.md#gone) |',
       ].join('\n'),
     };
     const problems = danglingLinks([broken], repositoryFiles.read, repositoryFiles.exists);
@@ -82,6 +86,7 @@ describe('the links in the docs', () => {
       'docs/broken.md:3: link "../README.md#no-such-heading" points to #no-such-heading, which is no heading of README.md',
       'docs/broken.md:4: link "#nowhere" points to #nowhere, which is no heading of docs/broken.md',
       'docs/broken.md:4: link "../../etc/passwd" points outside the repository',
+      'docs/broken.md:8: link "../README.md#gone" points to #gone, which is no heading of README.md',
     ]);
   });
 });

@@ -93,9 +93,12 @@ export function headingAnchors(document: MarkdownDocument): Set<string> {
 /** Every link and image target in a document, with its line. */
 export function linkReferences(document: MarkdownDocument): LinkReference[] {
   const references: LinkReference[] = [];
+  // A table cell's inline token has no line map of its own: it is on the line of its row.
+  let blockLine = 1;
   for (const token of parse(document)) {
-    if (token.type !== 'inline' || !token.map) continue;
-    let line = token.map[0] + 1;
+    if (token.map) blockLine = token.map[0] + 1;
+    if (token.type !== 'inline') continue;
+    let line = blockLine;
     for (const child of token.children ?? []) {
       if (child.type === 'softbreak' || child.type === 'hardbreak') line += 1;
       const target = child.type === 'link_open' ? child.attrGet('href') : child.type === 'image' ? child.attrGet('src') : null;
