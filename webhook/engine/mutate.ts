@@ -10,6 +10,7 @@ import {
   annotationKeys,
   compileValuePattern,
   containsPlaceholder,
+  injectionHashEntry,
   labelValueError,
   mapJsonStrings,
   renderPlaceholders,
@@ -228,10 +229,25 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   }
   for (const entry of pending) decisions[entry.index] = entry.decisions['trigger-not-met'];
   builder.finish();
-  if (injectedNow.length > 0) builder.setStatus(keys.status, formatStatus([...alreadyInjected, ...injectedNow]));
+  if (injectedNow.length > 0) {
+    builder.setStatus(keys.status, formatStatus([...alreadyInjected, ...injectedNow]));
+    // Beside the names, each injection's hash as configured now: appended, never parsed, so an
+    // earlier value (from a reinvocation, or from whoever wrote the pod) costs only its copy.
+    builder.setStatus(keys.hashes, appendHashes(builder.annotations[keys.hashes], injectedNow, prepared));
+  }
   const operations = builder.operations;
   const patch = operations.length > 0 ? prepared.encoder.encode(operations) : undefined;
   return { response: allowed(request.uid, patch, warnings), decisions, patch: operations, podWarnings };
+}
+
+/** The hashes annotation with `name=hash` of each injection applied now appended, as the policies append it. */
+function appendHashes(existing: string | undefined, injected: readonly string[], prepared: PreparedConfig): string {
+  let text = existing ?? '';
+  for (const name of injected) {
+    const entry = prepared.injections.find((candidate) => candidate.injection.name === name)!.hashEntry;
+    text += (text === '' ? '' : ',') + entry;
+  }
+  return text;
 }
 
 /** `list.splice(index, 1)` without the array of removed items splice makes. */
@@ -430,6 +446,8 @@ interface PreparedInjection {
   readonly valuePattern?: { matches(value: string): boolean };
   /** The decisions it can get. */
   readonly decisions: Readonly<Record<DecisionReason, InjectionDecision>>;
+  /** `name=hash` of the injection as configured, for the hashes annotation. */
+  readonly hashEntry: string;
 }
 
 const preparedCache = new WeakMap<ResolvedInjectorConfig, PreparedConfig>();
@@ -450,6 +468,7 @@ function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
         mergesResources: mergesResources(injection),
         valuePattern: injection.trigger.type === 'annotation' && injection.trigger.valuePattern !== undefined ? compileValuePattern(injection.trigger.valuePattern) : undefined,
         decisions: decisionsOf(injection),
+        hashEntry: injectionHashEntry(injection),
       })),
       encoder: new PatchEncoder(),
     };
