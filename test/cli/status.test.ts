@@ -90,6 +90,10 @@ test('status --output json names each finding with its hashes and pods', () => {
   ]);
   assert.deepEqual(report.summary, { pods: 4, podsWithoutInjections: 0, upToDate: 1, outdated: 2, missing: 1, noLongerConfigured: 2, versionUnknown: 0 });
   assert.equal(report.exitCode, 4);
+  assert.deepEqual(
+    report.pods.map((pod: any) => [pod.name, pod.state, pod.injections.map((entry: any) => entry.state).join(',')]),
+    [['web-7c9d8f-a1', 'stale', 'outdated,no-longer-configured'], ['web-7c9d8f-a2', 'stale', 'outdated,no-longer-configured'], ['api-7c9d8f-b1', 'up-to-date', 'up-to-date'], ['cart-7c9d8f-c1', 'stale', 'missing']],
+  );
 });
 
 test('status exits 3 for outdated pods alone, 5 for unknown versions alone, 0 when every pod is up to date', () => {

@@ -191,8 +191,10 @@ export function addDayTwoCommands(program: Command, io: CommandIo): void {
       checkSelection(options);
       const source = sourceOf(options);
       const { objects, where } = await readObjects(options, io);
-      const report = statusReport(classifyPods(objects, source), source.config);
-      if (options.output === 'json') io.stdout(JSON.stringify({ config: source.description, pods: where, ...report }, null, 2) + '\n');
+      const pods = classifyPods(objects, source);
+      const report = statusReport(pods, source.config);
+      // Each pod too, for scripts: which workload, and the state of each of its injections.
+      if (options.output === 'json') io.stdout(JSON.stringify({ config: source.description, from: where, ...report, pods }, null, 2) + '\n');
       else io.stdout(`pods: ${where}\n` + formatStatus(report, source.description));
       io.exit(report.exitCode);
     });
@@ -238,7 +240,8 @@ export function addDayTwoCommands(program: Command, io: CommandIo): void {
       const { restartWorkload, rolloutProgress } = await import('./cluster');
       const queue = [...plan.restart];
       let failure: string | undefined;
-      const at = new Date().toISOString();
+      // RFC 3339 in seconds, as kubectl writes it.
+      const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
       const worker = async () => {
         while (failure === undefined && queue.length > 0) {
           const workload = queue.shift()!;
