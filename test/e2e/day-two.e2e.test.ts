@@ -109,6 +109,8 @@ async function waitForInjection(namespace: string, hashes: string | undefined): 
 
 interface Backend {
   readonly namespace: string;
+  /** The value of BACKEND_LABEL that its namespace selector selects (each backend injects its own namespace only). */
+  readonly label: 'webhook' | 'admissionPolicy';
   /** Puts config A in force. */
   installA(): Promise<void>;
   /** Takes the injector away: pods are then admitted without sidecars. */
@@ -126,7 +128,7 @@ interface Backend {
 async function dayTwo(backend: Backend): Promise<void> {
   const ns = backend.namespace;
   const create = (object: Manifest) => plane!.ok('POST', `/apis/apps/v1/namespaces/${ns}/deployments`, object);
-  await plane!.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: { [BACKEND_LABEL]: 'on' } } });
+  await plane!.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: { [BACKEND_LABEL]: backend.label } } });
 
   await backend.installA();
   await waitForInjection(ns, `envoy=${HASH_A}`);
@@ -183,15 +185,24 @@ async function dayTwo(backend: Backend): Promise<void> {
   for (const pod of [...created, fresh]) assert.equal(states[pod.metadata.name], 'up-to-date', `${pod.metadata.name}: ${describeRun(after)}`);
   for (const name of old) assert.equal(states[name], 'stale', `${name} (old pod, still there without a kubelet)`);
   console.log(`status after rollout (${ns}):\n${(await cli(['status', ...backend.sourceArgs, '-n', ns])).stdout}`);
+
+  // Waiting for a rollout that cannot finish (no kubelet: no pod ever becomes available) fails at
+  // --timeout, and rollout stops there: one at a time, the first is restarted and the rest are not.
+  const waiting = await cli(['rollout', ...backend.sourceArgs, '-n', ns, '--timeout', '2s']);
+  assert.equal(waiting.status, 7, describeRun(waiting));
+  assert.deepEqual([...waiting.stdout.matchAll(/^restarted (.*)$/gm)].map((match) => match[1]), [`Deployment ${ns}/api`], describeRun(waiting));
+  assert.match(waiting.stderr, new RegExp(`error: Deployment ${ns}/api: not rolled out within 2s \\(.*\\)\nstopped: 2 workloads not restarted: Deployment ${ns}/cart, Deployment ${ns}/web`), describeRun(waiting));
 }
 
-/** The synthesized objects of an injector with `injections`, selecting namespaces labelled `BACKEND_LABEL=on`. */
+/** The synthesized objects of an injector with `injections`, selecting namespaces labelled `BACKEND_LABEL=<backend>`. */
 function synthesized(injections: Injection[], backend: 'webhook' | 'admissionPolicy'): { manifests: Manifest[]; yamlText: string } {
   return synthChart({
     injections,
     backend,
     ...(backend === 'admissionPolicy' ? { admissionPolicyApiVersion: policyApiVersion } : {}),
-    namespaceSelector: { matchLabels: { [BACKEND_LABEL]: 'on' } },
+    namespaceSelector: { matchLabels: { [BACKEND_LABEL]: backend } },
+    // Not what this test is about: no Pod Security warnings for the sidecars' missing securityContext.
+    podSecurity: 'privileged',
   });
 }
 
@@ -219,6 +230,7 @@ test('webhook backend: status finds the outdated, missing and no-longer-configur
   let webhookA: InProcessWebhook | undefined;
   await dayTwo({
     namespace: 'e2e-day-two-webhook',
+    label: 'webhook',
     sourceArgs: ['--from', distB],
     async installA() {
       webhookA = await startInProcess(configOf(a), certificate);
@@ -256,6 +268,7 @@ test('admission-policy backend: the same, with the policies writing the hashes',
   fs.writeFileSync(configB, JSON.stringify(resolveInjectorConfig({ injections: INJECTIONS_B })));
   await dayTwo({
     namespace: 'e2e-day-two-policy',
+    label: 'admissionPolicy',
     sourceArgs: ['--config', configB],
     installA: () => createAll(a),
     // The bindings go: the policies are no longer in force, as a webhook that is down.
