@@ -147,6 +147,8 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   // podAnnotations is not read again here: the builder takes it over as its running copy.
   const builder = new PodPatchBuilder(pod, warnings, injectedContainerNames ?? NO_NAMES, podAnnotations);
   const injectedNow: string[] = [];
+  /** `name=hash` of each of injectedNow, in the same order. */
+  const hashEntries: string[] = [];
   const podWarnings: PodWarning[] = [];
   const jobPod = isJobPod(pod);
   const podResources = pod.spec.resources;
@@ -199,6 +201,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
       const addedBefore = builder.added.length;
       if (builder.apply(rendered, placement)) {
         injectedNow.push(injection.name);
+        hashEntries.push(entry.hashEntry);
         decisions[entry.index] = entry.decisions.injected;
         if (changesContainers) {
           let after: QosClass | undefined;
@@ -233,20 +236,17 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
     builder.setStatus(keys.status, formatStatus([...alreadyInjected, ...injectedNow]));
     // Beside the names, each injection's hash as configured now: appended, never parsed, so an
     // earlier value (from a reinvocation, or from whoever wrote the pod) costs only its copy.
-    builder.setStatus(keys.hashes, appendHashes(builder.annotations[keys.hashes], injectedNow, prepared));
+    builder.setStatus(keys.hashes, appendHashes(builder.annotations[keys.hashes], hashEntries));
   }
   const operations = builder.operations;
   const patch = operations.length > 0 ? prepared.encoder.encode(operations) : undefined;
   return { response: allowed(request.uid, patch, warnings), decisions, patch: operations, podWarnings };
 }
 
-/** The hashes annotation with `name=hash` of each injection applied now appended, as the policies append it. */
-function appendHashes(existing: string | undefined, injected: readonly string[], prepared: PreparedConfig): string {
+/** The hashes annotation with the `name=hash` entries of the injections applied now appended, as the policies append them. */
+function appendHashes(existing: string | undefined, entries: readonly string[]): string {
   let text = existing ?? '';
-  for (const name of injected) {
-    const entry = prepared.injections.find((candidate) => candidate.injection.name === name)!.hashEntry;
-    text += (text === '' ? '' : ',') + entry;
-  }
+  for (const entry of entries) text += (text === '' ? '' : ',') + entry;
   return text;
 }
 
