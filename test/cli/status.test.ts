@@ -11,7 +11,7 @@ import { createRequestFor } from '../../webhook/cli/preview';
 import { parseSelector } from '../../webhook/cli/day-two-commands';
 import { applyResponse } from '../support/recorded-reviews';
 import { describeRun, runCliProcess } from '../support/cli-process';
-import { makeTempDir } from '../support/synth-helpers';
+import { makeTempDir, synthChart } from '../support/synth-helpers';
 
 const envoy = (image: string): Injection => ({ name: 'envoy', trigger: { type: 'always' }, containers: [{ name: 'envoy', image }] });
 const METRICS: Injection = { name: 'metrics', trigger: { type: 'labelSelector', matchLabels: { metrics: 'on' } }, containers: [{ name: 'exporter', image: 'prom/exporter:1' }] };
@@ -165,4 +165,15 @@ test('parseSelector reads kubectl label selectors', () => {
       { key: 'j', operator: 'DoesNotExist' },
     ],
   });
+});
+
+test('status --from refuses an output with admission policies, whose injections the ConfigMap does not hold, and names --config', () => {
+  for (const backend of ['admissionPolicy', 'both-where-possible'] as const) {
+    const dist = path.join(dir, `dist-${backend}`);
+    fs.mkdirSync(dist);
+    fs.writeFileSync(path.join(dist, 'injector.k8s.yaml'), synthChart({ backend, injections: CONFIG_B.injections.map(({ targetKinds: _, ...injection }) => injection), podSecurity: 'privileged' }).yamlText);
+    const run = runCliProcess(['status', '--from', dist, '--stdin'], { stdin: list(current) });
+    assert.equal(run.status, 1, `${backend}: ${describeRun(run)}`);
+    assert.match(run.stderr, /holds MutatingAdmissionPolicies \(sidecar-injector\.sidecar-injector\.pods\), whose injections are not in the ConfigMap's config\.json; give --config/, backend);
+  }
 });
