@@ -177,3 +177,15 @@ test('status --from refuses an output with admission policies, whose injections 
     assert.match(run.stderr, /holds MutatingAdmissionPolicies \(sidecar-injector\.sidecar-injector\.pods\), whose injections are not in the ConfigMap's config\.json; give --config/, backend);
   }
 });
+
+test('an injection that targets Deployments is owed by pods of Deployments, not by bare pods', () => {
+  const templateOnly = resolveInjectorConfig({ injections: [{ name: 'wait', trigger: { type: 'always' }, targetKinds: ['Deployment'], initContainers: [{ name: 'wait', image: 'busybox:1.36' }] }] });
+  const config = path.join(dir, 'config-template.json');
+  fs.writeFileSync(config, JSON.stringify(templateOnly));
+  const bareOne = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'solo', namespace: 'shop' }, spec: { containers: [{ name: 'sh', image: 'busybox' }] } };
+  const run = runCliProcess(['status', '--config', config, '--stdin', '-o', 'json'], { stdin: list(deploymentPod('shop', 'cart', 'c1'), bareOne) });
+  assert.equal(run.status, 4, describeRun(run));
+  const report = JSON.parse(run.stdout);
+  assert.deepEqual(report.pods.map((pod: any) => [pod.name, pod.state]), [['cart-7c9d8f-c1', 'stale'], ['solo', 'none']]);
+  assert.deepEqual(report.workloads.map((w: any) => [w.name, w.findings.map((f: any) => `${f.injection} ${f.state}`)]), [['cart', ['wait missing']]]);
+});
