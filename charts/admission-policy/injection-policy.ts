@@ -21,6 +21,7 @@ import {
   ResolvedInjectorConfig,
   TargetKind,
   annotationKeys,
+  injectionHashEntry,
   placeholdersIn,
 } from '../../webhook/config';
 import type { MatchCondition, MutatingAdmissionPolicySpec, NamedRuleWithOperations, Variable } from './admission-policy-types';
@@ -226,7 +227,7 @@ class PolicyWriter {
   private readonly shapeDefinition: ShapeDefinition;
   private readonly template: string;
   private readonly pointer: string;
-  private readonly keys: { inject: string; status: string };
+  private readonly keys: { inject: string; status: string; hashes: string };
 
   constructor(
     private readonly injection: ResolvedInjection,
@@ -485,9 +486,13 @@ class PolicyWriter {
       when(`!(has(${t}.metadata) && has(${t}.metadata.annotations))`, op(celString(`${metadata}/annotations`), '{}')),
     ];
     const status = op(celString(`${metadata}/annotations/${jsonPointerToken(this.keys.status)}`), `(variables.statusNames + [${celString(injection.name)}]).join(",")`);
+    // The injection's hash as configured, computed at synth: appended as the webhook appends it.
+    const hashes = this.templateValue('annotations', this.keys.hashes);
+    const hashesValue = `(${this.templateHas('annotations', this.keys.hashes)} && ${hashes} != "" ? ${hashes} + "," : "") + ${celString(injectionHashEntry(injection))}`;
+    const hashesOp = op(celString(`${metadata}/annotations/${jsonPointerToken(this.keys.hashes)}`), hashesValue);
     add(
       'patch',
-      `!variables.changed ? [] : variables.contentPatch + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}]`,
+      `!variables.changed ? [] : variables.contentPatch + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]`,
     );
     return vars;
   }

@@ -293,6 +293,7 @@ describe('patch construction', () => {
       'add /spec/template/metadata/labels',
       'add /spec/template/metadata/annotations',
       'add /spec/template/metadata/annotations/sidecar-injector.io~1status',
+      'add /spec/template/metadata/annotations/sidecar-injector.io~1injection-hashes',
     ]);
     assert.equal(result.pod.metadata.annotations['a.example.com/x'], 'escaped');
     assert.deepEqual(result.pod.spec.imagePullSecrets, [{ name: 'registry' }]);

@@ -51,8 +51,8 @@ function parseConfig(text: string, subject: string): ResolvedInjectorConfig {
   }
 }
 
-/** Reads a synthesized directory (or one synthesized file): its injector ConfigMap and webhook configuration. */
-export function loadSynthesized(from: string): InjectorSource {
+/** The synthesized files `--from` names: a directory's .yaml files in name order, or the one file. */
+function synthesizedFiles(from: string): string[] {
   let names: string[];
   try {
     names = fs.statSync(from).isDirectory()
@@ -62,7 +62,20 @@ export function loadSynthesized(from: string): InjectorSource {
     throw new InputError([`--from ${from}: cannot read: ${(error as Error).message}`]);
   }
   if (names.length === 0) throw new InputError([`--from ${from}: no .yaml file there; run cdk8s synth first`]);
-  const documents = readManifests(names);
+  return names;
+}
+
+/** The names of the MutatingAdmissionPolicies in a synthesized directory (or file). */
+export function synthesizedPolicyNames(from: string): string[] {
+  return readManifests(synthesizedFiles(from))
+    .map((document) => document.object as Record<string, any> | null)
+    .filter((object) => object?.kind === 'MutatingAdmissionPolicy' && String(object.apiVersion).startsWith('admissionregistration.k8s.io/'))
+    .map((object) => String(object!.metadata?.name));
+}
+
+/** Reads a synthesized directory (or one synthesized file): its injector ConfigMap and webhook configuration. */
+export function loadSynthesized(from: string): InjectorSource {
+  const documents = readManifests(synthesizedFiles(from));
   const configMaps = documents.filter(isConfigMapWithConfig);
   if (configMaps.length === 0) {
     throw new InputError([`--from ${from}: no ConfigMap with a ${CONFIG_FILE_NAME} key; is this the output of cdk8s synth for a SidecarInjector?`]);

@@ -183,7 +183,9 @@ function previewObject(
   const result = evaluate(request, config);
   const patch = decodeResponsePatch(result);
   // Validated like the apiserver applies it: an operation that does not fit the object is an error.
-  const output = patch.length > 0 ? (applyPatch(structuredClone(object), patch, true, true).newDocument as KubernetesObject) : object;
+  // Applied to copies: fast-json-patch puts an added value itself into the document, so a later
+  // operation into a map an earlier one created would otherwise change the patch diff prints.
+  const output = patch.length > 0 ? (applyPatch(structuredClone(object), structuredClone(patch), true, true).newDocument as KubernetesObject) : object;
   return { ...unchanged, webhooks, sentToWebhook, request, result, patch, output };
 }
 

@@ -1,10 +1,13 @@
 // The command line: inject, explain and diff, parsed with commander. Exit codes a CI job can use:
-// 0 done, 1 bad input (unreadable file, invalid YAML or config), 2 bad usage.
+// 0 done, 1 bad input (unreadable file, invalid YAML or config), 2 bad usage. `status` and `rollout`
+// (day-two-commands.ts) add theirs: 3, 4, 5 for what status finds, 6 for the cluster, 7 for a rollout.
 
 import * as fs from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { PACKAGE_VERSION } from '../../charts/version';
 import { dns1123LabelError, labelValueError, qualifiedNameError } from '../config';
+import { ClusterError } from './cluster';
+import { EXIT_CLUSTER, addDayTwoCommands } from './day-two-commands';
 import { formatDiff, objectPatches } from './diff-command';
 import { explainObjects, formatExplanation } from './explain-command';
 import { formatInjected, injectNotes } from './inject-command';
@@ -79,7 +82,7 @@ function preview(options: InputOptions, io: CliIo): { previews: ObjectPreview[];
   return { previews: previewAll(documents, source, { namespace: options.namespace, namespaceLabels }), source };
 }
 
-function buildProgram(io: CliIo): Command {
+function buildProgram(io: CliIo, exit: (code: number) => void): Command {
   const program = new Command('cdk8s-sidecar-injector')
     .description(
       'Preview what the sidecar injector webhook does to manifests, before anything reaches a cluster. ' +
@@ -122,20 +125,28 @@ function buildProgram(io: CliIo): Command {
       io.stdout(options.output === 'json' ? JSON.stringify(objectPatches(previews), null, 2) + '\n' : formatDiff(previews));
     });
 
+  addDayTwoCommands(program, { ...io, exit });
   return program;
 }
 
 /** Runs the CLI with `args` (without node and the script) and returns the exit code. */
 export async function runCli(args: readonly string[], io: CliIo = PROCESS_IO): Promise<number> {
-  const program = buildProgram(io);
+  let exitCode = EXIT_OK;
+  const program = buildProgram(io, (code) => {
+    if (exitCode === EXIT_OK) exitCode = code;
+  });
   try {
     await program.parseAsync([...args], { from: 'user' });
-    return EXIT_OK;
+    return exitCode;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT_OK : EXIT_USAGE; // commander already printed it
     if (error instanceof UsageError) {
       io.stderr(`error: ${error.message}\n(add --help for usage)\n`);
       return EXIT_USAGE;
+    }
+    if (error instanceof ClusterError) {
+      io.stderr(`error: ${error.message}\n`);
+      return EXIT_CLUSTER;
     }
     if (error instanceof InputError) {
       io.stderr(error.problems.map((problem) => `error: ${problem}`).join('\n') + '\n');

@@ -6,3 +6,4 @@ export * from './placeholders';
 export * from './pod-security';
 export * from './kubernetes-quantity';
 export * from './runtime-settings';
+export * from './injection-hash';

@@ -246,13 +246,16 @@ export const CONFIG_FILE_NAME = 'config.json';
 /**
  * The two annotation keys for an annotation prefix: `inject` (`<prefix>/inject`, set by users: a
  * comma-separated list of injection names to request, or `"false"` to opt out) and `status`
- * (`<prefix>/status`, set by the webhook: the comma-separated names of the injections applied).
+ * (`<prefix>/status`, set by the webhook: the comma-separated names of the injections applied), and
+ * `hashes` (`<prefix>/injection-hashes`, set beside it: `name=hash` of each injection applied, see injectionHash).
  */
 export function annotationKeys(prefix: string): {
   /** `<prefix>/inject`: the annotation users set to request injections by name or opt out with `"false"`. */
   inject: string;
   /** `<prefix>/status`: the annotation the webhook sets to the names of the injections it applied. */
   status: string;
+  /** `<prefix>/injection-hashes`: `name=hash,...` of the injections applied, as configured when applied. */
+  hashes: string;
 } {
-  return { inject: `${prefix}/inject`, status: `${prefix}/status` };
+  return { inject: `${prefix}/inject`, status: `${prefix}/status`, hashes: `${prefix}/injection-hashes` };
 }

@@ -154,7 +154,7 @@ function validateInjection(
   injection: Plain,
   path: string,
   out: IssueCollector,
-  reserved: { inject: string; status: string } | undefined,
+  reserved: { inject: string; status: string; hashes: string } | undefined,
   injectorLevel: PodSecurityLevel | undefined,
 ): void {
   for (const key of Object.keys(injection)) {
@@ -459,7 +459,7 @@ function validateStringMap(
   path: string,
   out: IssueCollector,
   labels: boolean,
-  reserved: { inject: string; status: string } | undefined,
+  reserved: { inject: string; status: string; hashes: string } | undefined,
 ): void {
   if (map === undefined) return;
   if (!isPlainObject(map)) {
@@ -469,7 +469,7 @@ function validateStringMap(
   for (const [key, value] of Object.entries(map)) {
     const keyError = qualifiedNameError(key);
     if (keyError) out.add(`${path}["${key}"]`, `is not a valid ${labels ? 'label' : 'annotation'} key: ${keyError}`);
-    if (reserved && (key === reserved.inject || key === reserved.status)) {
+    if (reserved && (key === reserved.inject || key === reserved.status || key === reserved.hashes)) {
       out.add(`${path}["${key}"]`, 'is reserved for the injector itself');
     }
     if (typeof value !== 'string') {

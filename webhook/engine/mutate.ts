@@ -10,6 +10,7 @@ import {
   annotationKeys,
   compileValuePattern,
   containsPlaceholder,
+  injectionHashEntry,
   labelValueError,
   mapJsonStrings,
   renderPlaceholders,
@@ -146,6 +147,8 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   // podAnnotations is not read again here: the builder takes it over as its running copy.
   const builder = new PodPatchBuilder(pod, warnings, injectedContainerNames ?? NO_NAMES, podAnnotations);
   const injectedNow: string[] = [];
+  /** `name=hash` of each of injectedNow, in the same order. */
+  const hashEntries: string[] = [];
   const podWarnings: PodWarning[] = [];
   const jobPod = isJobPod(pod);
   const podResources = pod.spec.resources;
@@ -198,6 +201,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
       const addedBefore = builder.added.length;
       if (builder.apply(rendered, placement)) {
         injectedNow.push(injection.name);
+        hashEntries.push(entry.hashEntry);
         decisions[entry.index] = entry.decisions.injected;
         if (changesContainers) {
           let after: QosClass | undefined;
@@ -228,10 +232,22 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   }
   for (const entry of pending) decisions[entry.index] = entry.decisions['trigger-not-met'];
   builder.finish();
-  if (injectedNow.length > 0) builder.setStatus(keys.status, formatStatus([...alreadyInjected, ...injectedNow]));
+  if (injectedNow.length > 0) {
+    builder.setStatus(keys.status, formatStatus([...alreadyInjected, ...injectedNow]));
+    // Beside the names, each injection's hash as configured now: appended, never parsed, so an
+    // earlier value (from a reinvocation, or from whoever wrote the pod) costs only its copy.
+    builder.setStatus(keys.hashes, appendHashes(builder.annotations[keys.hashes], hashEntries));
+  }
   const operations = builder.operations;
   const patch = operations.length > 0 ? prepared.encoder.encode(operations) : undefined;
   return { response: allowed(request.uid, patch, warnings), decisions, patch: operations, podWarnings };
+}
+
+/** The hashes annotation with the `name=hash` entries of the injections applied now appended, as the policies append them. */
+function appendHashes(existing: string | undefined, entries: readonly string[]): string {
+  let text = existing ?? '';
+  for (const entry of entries) text += (text === '' ? '' : ',') + entry;
+  return text;
 }
 
 /** `list.splice(index, 1)` without the array of removed items splice makes. */
@@ -430,6 +446,8 @@ interface PreparedInjection {
   readonly valuePattern?: { matches(value: string): boolean };
   /** The decisions it can get. */
   readonly decisions: Readonly<Record<DecisionReason, InjectionDecision>>;
+  /** `name=hash` of the injection as configured, for the hashes annotation. */
+  readonly hashEntry: string;
 }
 
 const preparedCache = new WeakMap<ResolvedInjectorConfig, PreparedConfig>();
@@ -450,6 +468,7 @@ function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
         mergesResources: mergesResources(injection),
         valuePattern: injection.trigger.type === 'annotation' && injection.trigger.valuePattern !== undefined ? compileValuePattern(injection.trigger.valuePattern) : undefined,
         decisions: decisionsOf(injection),
+        hashEntry: injectionHashEntry(injection),
       })),
       encoder: new PatchEncoder(),
     };

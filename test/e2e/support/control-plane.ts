@@ -14,6 +14,21 @@ import { createTestPki, TestPki } from './pki';
 export interface ControlPlaneBinaries {
   readonly etcd: string;
   readonly kubeApiserver: string;
+  /** Started beside the apiserver when set, so Deployments make ReplicaSets and pods. */
+  readonly kubeControllerManager?: string;
+}
+
+/** The binaries with kube-controller-manager (KUBE_CONTROLLER_MANAGER, or KUBEBUILDER_ASSETS), or why not. */
+export function findBinariesWithControllers(env: NodeJS.ProcessEnv = process.env): Required<ControlPlaneBinaries> | string {
+  const found = findBinaries(env);
+  const assets = env.KUBEBUILDER_ASSETS;
+  const manager = env.KUBE_CONTROLLER_MANAGER ?? (assets ? path.join(assets, 'kube-controller-manager') : undefined);
+  if (!manager || !isExecutable(manager)) {
+    const missing = `skipped: no kube-controller-manager (${manager ?? 'unset'}); set KUBE_CONTROLLER_MANAGER to its path (built from the same source as the kube-apiserver)`;
+    return typeof found === 'string' ? `${found}; ${missing.replace('skipped: ', '')}` : missing;
+  }
+  if (typeof found === 'string') return found;
+  return { ...found, kubeControllerManager: manager };
 }
 
 /** The binaries, or a one-line reason naming the variables when they are missing. */
@@ -55,6 +70,30 @@ export function binaryVersion(file: string): string {
   return (result.stdout || result.stderr).trim().split('\n')[0];
 }
 
+/** A kubeconfig with the admin client certificate, for kube-controller-manager and the CLI. */
+function adminKubeconfig(pki: TestPki, port: number): string {
+  const base64 = (text: string) => Buffer.from(text).toString('base64');
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '- name: e2e',
+    '  cluster:',
+    `    server: https://127.0.0.1:${port}`,
+    `    certificate-authority-data: ${base64(pki.caCertificate)}`,
+    'users:',
+    '- name: e2e-admin',
+    '  user:',
+    `    client-certificate-data: ${base64(pki.admin.certificate)}`,
+    `    client-key-data: ${base64(pki.admin.privateKey)}`,
+    'contexts:',
+    '- name: e2e',
+    '  context: {cluster: e2e, user: e2e-admin}',
+    'current-context: e2e',
+    '',
+  ].join('\n');
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
@@ -85,6 +124,8 @@ export class ControlPlane {
     private readonly dir: string,
     private readonly processes: { name: string; child: ChildProcess; logs: string[] }[],
     private readonly agent: https.Agent,
+    /** A kubeconfig file for the admin client (what kubectl and client-node read). */
+    readonly kubeconfig: string,
   ) {}
 
   static async start(binaries: ControlPlaneBinaries, options: ControlPlaneOptions): Promise<ControlPlane> {
@@ -145,9 +186,26 @@ export class ControlPlane {
       ...options.apiserverFlags,
     ]);
     const agent = new https.Agent({ ca: pki.caCertificate, cert: pki.admin.certificate, key: pki.admin.privateKey, keepAlive: true, maxSockets: 4 });
-    const plane = new ControlPlane(pki, apiserverPort, dir, processes, agent);
+    const kubeconfig = write('admin.kubeconfig', adminKubeconfig(pki, apiserverPort));
+    const plane = new ControlPlane(pki, apiserverPort, dir, processes, agent, kubeconfig);
     try {
       await plane.waitReady(options.startTimeoutMs ?? 90_000);
+      if (binaries.kubeControllerManager) {
+        // The admin identity (system:masters) and no serving port: only the controllers are wanted.
+        // No kubelet and no scheduler: the pods the controllers make stay Pending, admitted all the same.
+        run('kube-controller-manager', binaries.kubeControllerManager, [
+          `--kubeconfig=${kubeconfig}`,
+          `--authentication-kubeconfig=${kubeconfig}`,
+          `--authorization-kubeconfig=${kubeconfig}`,
+          '--bind-address=127.0.0.1',
+          '--secure-port=0',
+          '--leader-elect=false',
+          '--controllers=*',
+          `--root-ca-file=${files.ca}`,
+          `--service-account-private-key-file=${files.serviceAccountKey}`,
+          '--v=1',
+        ]);
+      }
     } catch (error) {
       await plane.stop();
       throw error;

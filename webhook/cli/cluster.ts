@@ -1,0 +1,187 @@
+// The live cluster, read (and for `rollout`, patched) through the user's kubeconfig with
+// @kubernetes/client-node. Loaded only when a command talks to a cluster: the construct library and
+// the other commands never load it (it is large, and ESM, loaded through require(esm)).
+
+import type { KubernetesObject } from '../engine/admission-review';
+import { ownStringMap } from '../engine/pod-patch-builder';
+import { type ClusterObjects, ownerKey } from './injection-status';
+
+/** The cluster could not be read or changed: exit code 6. */
+export class ClusterError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ClusterError';
+  }
+}
+
+type ClientNode = typeof import('@kubernetes/client-node');
+
+export interface ClusterConnection {
+  readonly k8s: ClientNode;
+  readonly core: import('@kubernetes/client-node').CoreV1Api;
+  readonly apps: import('@kubernetes/client-node').AppsV1Api;
+  readonly batch: import('@kubernetes/client-node').BatchV1Api;
+  /** The namespace of the kubeconfig's current context ('default' when it names none), as kubectl uses it. */
+  readonly contextNamespace: string;
+  /** `context <name> (server <url>)`, for messages. */
+  readonly description: string;
+}
+
+/** Connects as kubectl does: `--kubeconfig`, else KUBECONFIG, else ~/.kube/config (or in-cluster). */
+export async function connect(kubeconfig: string | undefined): Promise<ClusterConnection> {
+  const k8s: ClientNode = await import('@kubernetes/client-node');
+  const config = new k8s.KubeConfig();
+  try {
+    if (kubeconfig !== undefined) config.loadFromFile(kubeconfig);
+    else config.loadFromDefault();
+  } catch (error) {
+    throw new ClusterError(`cannot load the kubeconfig${kubeconfig ? ` ${kubeconfig}` : ''}: ${(error as Error).message}`);
+  }
+  const context = config.getContextObject(config.getCurrentContext());
+  const cluster = config.getCurrentCluster();
+  if (!cluster) throw new ClusterError(`the kubeconfig${kubeconfig ? ` ${kubeconfig}` : ''} has no current cluster; set one with kubectl config use-context`);
+  return {
+    k8s,
+    core: config.makeApiClient(k8s.CoreV1Api),
+    apps: config.makeApiClient(k8s.AppsV1Api),
+    batch: config.makeApiClient(k8s.BatchV1Api),
+    contextNamespace: context?.namespace || 'default',
+    description: `context ${config.getCurrentContext()} (server ${cluster.server})`,
+  };
+}
+
+/** The API's answer as plain JSON (client-node hands back class instances with Date fields). */
+function plain<T>(value: T): KubernetesObject {
+  return JSON.parse(JSON.stringify(value)) as KubernetesObject;
+}
+
+/** What went wrong, in the apiserver's words when it answered. */
+function describeError(error: unknown): string {
+  const e = error as { code?: number; body?: unknown; message?: string };
+  if (typeof e.code === 'number') {
+    let message = '';
+    try {
+      message = (typeof e.body === 'string' ? JSON.parse(e.body) : (e.body as any))?.message ?? '';
+    } catch {
+      message = String(e.body).slice(0, 300);
+    }
+    return `HTTP ${e.code}${message ? `: ${message}` : ''}`;
+  }
+  return e.message ?? String(error);
+}
+
+async function call<T>(what: string, request: () => Promise<T>): Promise<T> {
+  try {
+    return await request();
+  } catch (error) {
+    throw new ClusterError(`${what}: ${describeError(error)}`);
+  }
+}
+
+/** Every page of a list, 500 items at a time. */
+async function listAll(what: string, page: (continueToken: string | undefined) => Promise<{ items: unknown[]; metadata?: { _continue?: string } }>): Promise<KubernetesObject[]> {
+  const items: KubernetesObject[] = [];
+  let token: string | undefined;
+  do {
+    const list = await call(what, () => page(token));
+    for (const item of list.items) items.push(plain(item));
+    token = list.metadata?._continue || undefined;
+  } while (token);
+  return items;
+}
+
+export interface PodSelection {
+  /** One namespace, or undefined for all. */
+  readonly namespace: string | undefined;
+  /** A label selector, as kubectl's `-l`. */
+  readonly selector: string | undefined;
+}
+
+/** The selected pods, the labels of their namespaces, and the ReplicaSets and Jobs that own them. */
+export async function readCluster(connection: ClusterConnection, selection: PodSelection): Promise<ClusterObjects> {
+  const { core, apps, batch } = connection;
+  const { namespace, selector } = selection;
+  const limit = 500;
+  const where = namespace ? `in namespace ${namespace}` : 'in all namespaces';
+  const pods = await listAll(`listing pods ${where}`, (token) =>
+    namespace
+      ? core.listNamespacedPod({ namespace, labelSelector: selector, limit, _continue: token })
+      : core.listPodForAllNamespaces({ labelSelector: selector, limit, _continue: token }),
+  );
+  const namespaceLabels = new Map<string, Record<string, string>>();
+  if (namespace) {
+    const object = plain(await call(`reading namespace ${namespace}`, () => core.readNamespace({ name: namespace })));
+    namespaceLabels.set(namespace, ownStringMap((object.metadata as any)?.labels));
+  } else {
+    for (const object of await listAll('listing namespaces', (token) => core.listNamespace({ limit, _continue: token }))) {
+      namespaceLabels.set(String((object.metadata as any)?.name), ownStringMap((object.metadata as any)?.labels));
+    }
+  }
+  const owners = new Map<string, KubernetesObject>();
+  const ownerKinds = new Set(pods.flatMap((pod) => ((pod.metadata as any)?.ownerReferences ?? []).map((owner: any) => owner.kind)));
+  const add = (kind: string) => (object: KubernetesObject) => owners.set(ownerKey(String((object.metadata as any)?.namespace), kind, String((object.metadata as any)?.name)), object);
+  if (ownerKinds.has('ReplicaSet')) {
+    const list = await listAll(`listing replicasets ${where}`, (token) =>
+      namespace ? apps.listNamespacedReplicaSet({ namespace, limit, _continue: token }) : apps.listReplicaSetForAllNamespaces({ limit, _continue: token }),
+    );
+    list.forEach(add('ReplicaSet'));
+  }
+  if (ownerKinds.has('Job')) {
+    const list = await listAll(`listing jobs ${where}`, (token) => (namespace ? batch.listNamespacedJob({ namespace, limit, _continue: token }) : batch.listJobForAllNamespaces({ limit, _continue: token })));
+    list.forEach(add('Job'));
+  }
+  return { pods, namespaceLabels, owners };
+}
+
+/** `kubectl rollout restart`: sets the template annotation kubectl.kubernetes.io/restartedAt, which starts a rollout. */
+export async function restartWorkload(connection: ClusterConnection, namespace: string, kind: string, name: string, at: string): Promise<void> {
+  const { k8s, apps } = connection;
+  const body = { spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': at } } } } };
+  const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
+  const what = `restarting ${kind} ${namespace}/${name}`;
+  switch (kind) {
+    case 'Deployment':
+      await call(what, () => apps.patchNamespacedDeployment({ namespace, name, body }, options));
+      return;
+    case 'StatefulSet':
+      await call(what, () => apps.patchNamespacedStatefulSet({ namespace, name, body }, options));
+      return;
+    case 'DaemonSet':
+      await call(what, () => apps.patchNamespacedDaemonSet({ namespace, name, body }, options));
+      return;
+    default:
+      throw new ClusterError(`${what}: rollout restarts Deployments, StatefulSets and DaemonSets only`);
+  }
+}
+
+/**
+ * Whether a workload's rollout has finished, as `kubectl rollout status` decides it: the controller
+ * has seen the latest spec and every replica is updated and available. A reason when not.
+ */
+export async function rolloutProgress(connection: ClusterConnection, namespace: string, kind: string, name: string): Promise<{ done: boolean; message: string }> {
+  const { apps } = connection;
+  const what = `reading ${kind} ${namespace}/${name}`;
+  const object: any =
+    kind === 'Deployment' ? plain(await call(what, () => apps.readNamespacedDeployment({ namespace, name })))
+    : kind === 'StatefulSet' ? plain(await call(what, () => apps.readNamespacedStatefulSet({ namespace, name })))
+    : plain(await call(what, () => apps.readNamespacedDaemonSet({ namespace, name })));
+  const status = object.status ?? {};
+  if ((status.observedGeneration ?? 0) < (object.metadata?.generation ?? 0)) return { done: false, message: 'waiting for the controller to see the new template' };
+  if (kind === 'DaemonSet') {
+    const desired = status.desiredNumberScheduled ?? 0;
+    const updated = status.updatedNumberScheduled ?? 0;
+    const available = status.numberAvailable ?? 0;
+    return { done: updated >= desired && available >= desired, message: `${updated} of ${desired} updated, ${available} available` };
+  }
+  const replicas = object.spec?.replicas ?? 1;
+  const updated = status.updatedReplicas ?? 0;
+  const available = status.availableReplicas ?? 0;
+  const total = status.replicas ?? 0;
+  if (kind === 'StatefulSet') {
+    const ready = status.readyReplicas ?? 0;
+    return { done: updated >= replicas && ready >= replicas && status.currentRevision === status.updateRevision, message: `${updated} of ${replicas} updated, ${ready} ready` };
+  }
+  const failed = (status.conditions ?? []).find((condition: any) => condition.type === 'Progressing' && condition.reason === 'ProgressDeadlineExceeded');
+  if (failed) throw new ClusterError(`${kind} ${namespace}/${name}: ${failed.message ?? 'progress deadline exceeded'}`);
+  return { done: updated >= replicas && total <= updated && available >= replicas, message: `${updated} of ${replicas} updated, ${available} available, ${total - updated} old` };
+}

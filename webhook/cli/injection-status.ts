@@ -1,0 +1,182 @@
+// `status`: for each pod, whether each injection it has (or should have) is the one configured now.
+// Read from the pod and the config alone: the status annotation says what the pod got, the hashes
+// annotation beside it which version, and the engine the webhook runs says what it should have got.
+// Pure: pods, namespaces and ReplicaSets in, a classification out (the cluster is read elsewhere).
+
+import { type ResolvedInjectorConfig, type TargetKind, annotationKeys, injectionHash, parseInjectionHashes } from '../config';
+import { evaluate, parseStatus } from '../engine/mutate';
+import { ownStringMap } from '../engine/pod-patch-builder';
+import { matchWebhookConfiguration } from '../engine/webhook-match';
+import type { KubernetesObject } from '../engine/admission-review';
+import type { InjectorSource } from './injector-source';
+import { createRequestFor } from './preview';
+
+/** What one injection of one pod is, measured against the current config. */
+export type InjectionState = 'up-to-date' | 'outdated' | 'version-unknown' | 'missing' | 'no-longer-configured';
+/** The states a rollout changes: the pod is not what the config says now. */
+export const STALE_STATES: readonly InjectionState[] = ['outdated', 'missing', 'no-longer-configured'];
+
+export interface PodInjection {
+  readonly injection: string;
+  readonly state: InjectionState;
+  /** The hash the pod records for it; absent when it records none (or does not have it). */
+  readonly podHash?: string;
+  /** The hash of the injection as configured now; absent when it is no longer configured. */
+  readonly configuredHash?: string;
+}
+
+/** The object that owns a pod, as `kubectl rollout restart` names it: `Deployment/web`. */
+export interface WorkloadRef {
+  readonly kind: string;
+  readonly name: string;
+  /** How the owner was found: `ownerReferences`, or `inferred` from a ReplicaSet's name and the pod-template-hash label. */
+  readonly via: 'ownerReferences' | 'inferred' | 'self';
+}
+
+export interface PodStatus {
+  readonly namespace: string;
+  readonly name: string;
+  readonly workload: WorkloadRef;
+  /** Every injection the pod has or should have, in config order, then the ones no longer configured. */
+  readonly injections: readonly PodInjection[];
+  /** `up-to-date` unless some injection is not; `none` when the pod has and needs none. */
+  readonly state: 'up-to-date' | 'stale' | 'version-unknown' | 'none';
+}
+
+/** The pod's own ReplicaSets and Jobs, and the namespaces' labels, as far as they are known. */
+export interface ClusterObjects {
+  readonly pods: readonly KubernetesObject[];
+  /** Labels by namespace name; a namespace not here is matched by its name label alone. */
+  readonly namespaceLabels: ReadonlyMap<string, Record<string, string>>;
+  /** ReplicaSets and Jobs by `namespace/kind/name`, to find a pod's Deployment or CronJob. */
+  readonly owners: ReadonlyMap<string, KubernetesObject>;
+}
+
+const WORKLOAD_KINDS: readonly string[] = ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job', 'CronJob'];
+
+function metadataOf(object: KubernetesObject | undefined): Record<string, any> {
+  const metadata = object?.metadata;
+  return metadata && typeof metadata === 'object' && !Array.isArray(metadata) ? (metadata as Record<string, any>) : {};
+}
+
+function controllerOf(object: KubernetesObject | undefined): { kind: string; name: string } | undefined {
+  const owners = metadataOf(object).ownerReferences;
+  if (!Array.isArray(owners)) return undefined;
+  const owner = owners.find((candidate) => candidate && candidate.controller === true) ?? owners[0];
+  return owner && typeof owner.kind === 'string' && typeof owner.name === 'string' ? { kind: owner.kind, name: owner.name } : undefined;
+}
+
+export function ownerKey(namespace: string, kind: string, name: string): string {
+  return `${namespace}/${kind}/${name}`;
+}
+
+/** The workload to restart for a pod: its controller, followed through a ReplicaSet to its Deployment and a Job to its CronJob. */
+export function workloadOf(pod: KubernetesObject, namespace: string, owners: ClusterObjects['owners']): WorkloadRef & { chain: string[] } {
+  const controller = controllerOf(pod);
+  if (!controller) return { kind: 'Pod', name: String(metadataOf(pod).name), via: 'self', chain: [] };
+  if (controller.kind === 'ReplicaSet' || controller.kind === 'Job') {
+    const owner = owners.get(ownerKey(namespace, controller.kind, controller.name));
+    if (owner) {
+      const next = controllerOf(owner);
+      if (next) return { ...next, via: 'ownerReferences', chain: [controller.kind, next.kind] };
+      return { ...controller, via: 'ownerReferences', chain: [controller.kind] };
+    }
+    // Not given the ReplicaSet: a Deployment names its ReplicaSets <deployment>-<pod-template-hash>.
+    const hash = ownStringMap(metadataOf(pod).labels)['pod-template-hash'];
+    if (controller.kind === 'ReplicaSet' && hash && controller.name.endsWith(`-${hash}`)) {
+      return { kind: 'Deployment', name: controller.name.slice(0, -hash.length - 1), via: 'inferred', chain: ['ReplicaSet', 'Deployment'] };
+    }
+  }
+  return { ...controller, via: 'ownerReferences', chain: [controller.kind] };
+}
+
+/**
+ * The config as it applies to this pod: an injection that targets the pod's owner (a Deployment's
+ * template, say) applies to the pod as well, which was made from that template.
+ */
+function configForPod(config: ResolvedInjectorConfig, chain: readonly string[]): ResolvedInjectorConfig {
+  const kinds = chain.filter((kind) => WORKLOAD_KINDS.includes(kind)) as TargetKind[];
+  if (kinds.length === 0) return config;
+  const widened = configCache.get(config)?.get(kinds.join(','));
+  if (widened) return widened;
+  const made: ResolvedInjectorConfig = {
+    ...config,
+    injections: config.injections.map((injection) =>
+      !injection.targetKinds.includes('Pod') && injection.targetKinds.some((kind) => kinds.includes(kind)) ? { ...injection, targetKinds: [...injection.targetKinds, 'Pod'] } : injection,
+    ),
+  };
+  if (!configCache.has(config)) configCache.set(config, new Map());
+  configCache.get(config)!.set(kinds.join(','), made);
+  return made;
+}
+const configCache = new WeakMap<ResolvedInjectorConfig, Map<string, ResolvedInjectorConfig>>();
+
+/** Whether the apiserver would send this pod's CREATE to the webhook (assumed without a webhook configuration). */
+function sentToWebhook(source: InjectorSource, pod: KubernetesObject, namespace: string, namespaceLabels: Record<string, string> | undefined): boolean {
+  if (!source.webhookConfiguration) return true;
+  const matches = matchWebhookConfiguration(source.webhookConfiguration, {
+    group: '',
+    version: 'v1',
+    resource: 'pods',
+    operation: 'CREATE',
+    namespace,
+    namespaceLabels: namespaceLabels ?? {},
+    objectLabels: ownStringMap(metadataOf(pod).labels),
+  });
+  return matches.some((match) => match.called);
+}
+
+/**
+ * The injections the webhook would apply to the pod now, were it created again: the engine's
+ * decisions on the pod with its status annotations taken off. An injection it already carries adds
+ * nothing ("no-change"); one it lacks and whose trigger holds is "injected".
+ */
+function injectionsDueNow(source: InjectorSource, pod: KubernetesObject, namespace: string, chain: readonly string[], namespaceLabels: Record<string, string> | undefined): Set<string> {
+  if (!source.config.enabled || !sentToWebhook(source, pod, namespace, namespaceLabels)) return new Set();
+  const keys = annotationKeys(source.config.annotationPrefix);
+  const metadata = { ...metadataOf(pod) };
+  const annotations = { ...ownStringMap(metadata.annotations) };
+  delete annotations[keys.status];
+  delete annotations[keys.hashes];
+  metadata.annotations = annotations;
+  const bare = { ...pod, apiVersion: 'v1', kind: 'Pod', metadata };
+  const result = evaluate(createRequestFor(bare, namespace, 'status'), configForPod(source.config, chain));
+  return new Set(result.decisions.filter((decision) => decision.reason === 'injected').map((decision) => decision.injection));
+}
+
+/** Each pod's injections measured against `source`'s config, in the order given. */
+export function classifyPods(objects: ClusterObjects, source: InjectorSource): PodStatus[] {
+  const config = source.config;
+  const keys = annotationKeys(config.annotationPrefix);
+  const configured = new Map(config.injections.map((injection) => [injection.name, injectionHash(injection)]));
+  return objects.pods.map((pod) => {
+    const metadata = metadataOf(pod);
+    const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : 'default';
+    const annotations = ownStringMap(metadata.annotations);
+    const { chain, ...workload } = workloadOf(pod, namespace, objects.owners);
+    const has = parseStatus(annotations[keys.status]);
+    const recorded = parseInjectionHashes(annotations[keys.hashes]);
+    const due = injectionsDueNow(source, pod, namespace, chain, objects.namespaceLabels.get(namespace));
+    const injections: PodInjection[] = [];
+    for (const [name, configuredHash] of configured) {
+      if (has.has(name)) {
+        const podHash = recorded?.get(name);
+        const state: InjectionState = podHash === undefined ? 'version-unknown' : podHash === configuredHash ? 'up-to-date' : 'outdated';
+        injections.push({ injection: name, state, ...(podHash ? { podHash } : {}), configuredHash });
+      } else if (due.has(name)) {
+        injections.push({ injection: name, state: 'missing', configuredHash });
+      }
+    }
+    for (const name of has) {
+      if (configured.has(name)) continue;
+      const podHash = recorded?.get(name);
+      injections.push({ injection: name, state: 'no-longer-configured', ...(podHash ? { podHash } : {}) });
+    }
+    const state: PodStatus['state'] =
+      injections.length === 0 ? 'none'
+      : injections.some((entry) => STALE_STATES.includes(entry.state)) ? 'stale'
+      : injections.some((entry) => entry.state === 'version-unknown') ? 'version-unknown'
+      : 'up-to-date';
+    return { namespace, name: String(metadata.name ?? metadata.generateName ?? '(no name)'), workload, injections, state };
+  });
+}
