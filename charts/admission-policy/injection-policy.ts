@@ -24,7 +24,9 @@ import {
   placeholdersIn,
 } from '../../webhook/config';
 import type { MatchCondition, MutatingAdmissionPolicySpec, NamedRuleWithOperations, Variable } from './admission-policy-types';
-import { PlaceholderExpressions, celString, celStringList, celTemplateString, celValue, isCelFieldName, jsonPointerToken } from './cel-text';
+import { PlaceholderExpressions, celFieldPresent, celFieldSelect, celString, celStringList, celTemplateString, celValue, jsonPointerToken } from './cel-text';
+import { withLimitsAtRequests } from '../../webhook/engine/qos';
+import { podGuaranteedExpression } from './qos-cel';
 
 /** Where the pod template sits in the admitted object. */
 export type TemplateShape = 'pods' | 'workloads' | 'cronjobs';
@@ -95,8 +97,10 @@ export interface InjectionPolicySettings {
 
 /**
  * The reasons an injection cannot be expressed faithfully in CEL, empty when it can. Checked: the
- * annotation trigger's valuePattern must be RE2 (CEL's `matches`), and merge field names must be CEL
- * identifiers (a merge reads them with `has(c.field)`).
+ * annotation trigger's valuePattern must be RE2 (CEL's `matches`); config validation already refuses
+ * any other pattern, so for a valid config this is always empty: everything the webhook applies,
+ * QoS preservation, the first position of native sidecars and merge keys like `nvidia.com/gpu`
+ * included, the policies apply too.
  */
 export function policyLimitations(injection: ResolvedInjection): string[] {
   const reasons: string[] = [];
@@ -108,21 +112,6 @@ export function policyLimitations(injection: ResolvedInjection): string[] {
       reasons.push(`trigger.valuePattern ${JSON.stringify(trigger.valuePattern)} is not RE2 syntax, which CEL's matches() needs (${(error as Error).message})`);
     }
   }
-  if (injection.qos === 'preserve-guaranteed') {
-    reasons.push('qos "preserve-guaranteed" needs the pod\'s QoS class, summed over every container\'s cpu and memory quantities; the policy does not compute it yet');
-  }
-  if ((injection.nativeSidecars ?? 'never') !== 'never' && injection.nativeSidecarPosition === 'first') {
-    reasons.push('nativeSidecarPosition "first" inserts before the pod\'s own init containers; only "last" is rendered as a policy');
-  }
-  (injection.merges ?? []).forEach((merge, index) => {
-    for (const path of fieldPaths(merge.fields)) {
-      const bad = path.find((key) => !isCelFieldName(key));
-      if (bad !== undefined) {
-        reasons.push(`merges[${index}].fields has the key ${JSON.stringify(bad)}, which CEL cannot test with has() (not an identifier, or a reserved word)`);
-        break;
-      }
-    }
-  });
   return reasons;
 }
 
@@ -427,20 +416,47 @@ class PolicyWriter {
     // in the pods that `nativeSidecars` names; appended before the injection's own init containers.
     const native = this.nativeSidecarCondition();
     if (native !== 'false') add('nativeSidecars', native);
+    const first = native !== 'false' && injection.nativeSidecarPosition === 'first';
+    // qos 'preserve-guaranteed': in a Guaranteed pod, the injected containers' limits are their requests.
+    const preserve = injection.qos === 'preserve-guaranteed';
+    if (preserve) add('guaranteed', podGuaranteedExpression(t));
+    const asNative = (item: object) => ({ ...item, restartPolicy: 'Always' });
+    const containerValue = (item: object, transform: (item: object) => object) => {
+      const plain = value(transform(item));
+      if (!preserve) return `dyn(${plain})`;
+      const limited = value(transform(withLimitsAtRequests(item as JsonObject)));
+      return limited === plain ? `dyn(${plain})` : `(variables.guaranteed ? dyn(${limited}) : dyn(${plain}))`;
+    };
     for (const { field, variable, taken } of listAdditions) {
       const items = (injection[field] ?? []) as readonly { name: string }[];
+      const isContainer = field === 'containers' || field === 'initContainers';
       const itemList = (list: readonly { name: string }[], condition: string, transform: (item: object) => object = (item) => item) =>
-        list.map((item) => when(`${condition}!(${taken(item.name)})`, `dyn(${value(transform(item))})`));
+        list.map((item) => when(`${condition}!(${taken(item.name)})`, isContainer ? containerValue(item, transform) : `dyn(${value(item)})`));
       const terms: string[] = [];
+      const listPointer = celString(`${this.pointer}/spec/${field}`);
+      const appendPointer = celString(`${this.pointer}/spec/${field}/-`);
       if (field === 'containers') terms.push(...itemList(items, native === 'false' ? '' : '!variables.nativeSidecars && '));
       else if (field === 'initContainers') {
-        if (native !== 'false') terms.push(...itemList(injection.containers ?? [], 'variables.nativeSidecars && ', (item) => ({ ...item, restartPolicy: 'Always' })));
+        if (first) {
+          // Before the pod's own init containers, after those of earlier injections placed first (as
+          // the webhook places every such sidecar of one admission): inserted one by one at the same
+          // index, so in reverse order.
+          const sidecars = [...(injection.containers ?? [])].reverse();
+          add('addFirstInitContainers', concat(itemList(sidecars, 'variables.nativeSidecars && ', asNative)));
+          add('firstIndex', this.firstIndexExpression());
+          add(variable, concat(itemList(items, '')));
+          contentOps.push(
+            `(size(variables.addFirstInitContainers) + size(variables.${variable}) == 0 ? [] : ` +
+              `(has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}]) + ` +
+              `variables.addFirstInitContainers.map(item, ${op(`${celString(`${this.pointer}/spec/${field}/`)} + string(variables.firstIndex)`, 'item')}))`,
+          );
+          continue;
+        }
+        if (native !== 'false') terms.push(...itemList(injection.containers ?? [], 'variables.nativeSidecars && ', asNative));
         terms.push(...itemList(items, ''));
       } else terms.push(...itemList(items, ''));
       if (terms.length === 0) continue;
       add(variable, concat(terms));
-      const listPointer = celString(`${this.pointer}/spec/${field}`);
-      const appendPointer = celString(`${this.pointer}/spec/${field}/-`);
       contentOps.push(
         `(size(variables.${variable}) == 0 ? [] : (has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}]))`,
       );
@@ -492,6 +508,21 @@ class PolicyWriter {
     return vars;
   }
 
+  /**
+   * CEL: where this injection's first-placed native sidecars go among the init containers: after
+   * those that earlier injections (in config order, listed in the status annotation) placed first.
+   */
+  private firstIndexExpression(): string {
+    const t = this.template;
+    const own = this.config.injections.indexOf(this.injection);
+    const earlier = this.config.injections
+      .slice(0, own < 0 ? 0 : own)
+      .filter((other) => (other.nativeSidecars ?? 'never') !== 'never' && other.nativeSidecarPosition === 'first' && (other.containers ?? []).length > 0)
+      .map((other) => `(${celString(other.name)} in variables.statusNames ? ${celStringList((other.containers ?? []).map((c) => c.name))} : [])`);
+    if (earlier.length === 0) return '0';
+    return `has(${t}.spec.initContainers) ? size(${t}.spec.initContainers.filter(c, c.name in ${concat(earlier)})) : 0`;
+  }
+
   /** CEL: this object's pod gets the injection's containers as native sidecars ('false' when never). */
   private nativeSidecarCondition(): string {
     const mode = this.injection.nativeSidecars ?? 'never';
@@ -522,10 +553,12 @@ class PolicyWriter {
     const t = this.template;
     const selected = `(has(${t}.spec.${list}) ? ${t}.spec.${list} : []).filter(c, !(c.name in variables.injectedContainers) && c.name in ${celStringList(merge.containerNames)})`;
     const ops: string[] = [];
-    const access = (path: string[]) => ['c', ...path].join('.');
+    // A key that is no CEL identifier (`nvidia.com/gpu`) is a map key: indexed, and tested with `in`.
+    const access = (path: string[]) => path.reduce(celFieldSelect, 'c');
+    const present = (path: string[]) => celFieldPresent(access(path.slice(0, -1)), path[path.length - 1]);
     const pointerOf = (path: string[]) => `${containerPointer(list, 'c')} + ${celString('/' + path.map(jsonPointerToken).join('/'))}`;
-    const hasAll = (paths: string[][]) => paths.map((path) => `has(${access(path)})`);
-    const leafUnchanged = (path: string[], leaf: JsonValue) => `(has(${access(path)}) && ${access(path)} == ${value(leaf)})`;
+    const hasAll = (paths: string[][]) => paths.map(present);
+    const leafUnchanged = (path: string[], leaf: JsonValue) => `(${present(path)} && ${access(path)} == ${value(leaf)})`;
     const emit = (conditions: string[], path: string[], patchValue: JsonValue) => {
       ops.push(`${selected}.filter(c, ${conditions.join(' && ')}).map(c, ${op(pointerOf(path), value(patchValue))})`);
     };
@@ -542,7 +575,7 @@ class PolicyWriter {
       for (const path of fieldPaths(merge.fields)) {
         const node = valueAt(merge.fields, path);
         const parents = hasAll(objectPaths.filter((candidate) => candidate.length < path.length && candidate.every((key, index) => path[index] === key)));
-        if (isObject(node)) emit([...parents, `!has(${access(path)})`], path, node);
+        if (isObject(node)) emit([...parents, `!${present(path)}`], path, node);
         else emit([...parents, `!${leafUnchanged(path, node)}`], path, node);
       }
     }
