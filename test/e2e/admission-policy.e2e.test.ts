@@ -9,6 +9,7 @@
 // each backend is measured through the apiserver, against a namespace neither touches.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { App, Chart, Testing } from 'cdk8s';
@@ -233,4 +234,26 @@ test('admission latency through the apiserver: policies vs webhook vs neither', 
   console.log('| backend | p50 ms | p90 ms | p50 over baseline ms |');
   console.log('| --- | --- | --- | --- |');
   for (const row of rows) console.log(`| ${row.backend} | ${row.p50.toFixed(2)} | ${row.p90.toFixed(2)} | ${(row.p50 - base.p50).toFixed(2)} |`);
+
+  // E2E_PPROF_DIR: the apiserver's CPU profile while it admits the same pod through one backend only,
+  // for `go tool pprof -top <dir>/policy.pprof` (where the policies' time goes) against webhook.pprof.
+  const profileDir = process.env.E2E_PPROF_DIR;
+  if (!profileDir) return;
+  const seconds = Number(process.env.E2E_PPROF_SECONDS ?? 15);
+  fs.mkdirSync(profileDir, { recursive: true });
+  for (const backend of ['policy', 'webhook', 'baseline'] as const) {
+    let stop = false;
+    let count = 0;
+    const load = (async () => {
+      while (!stop) {
+        assert.equal((await dryRunCreate(NAMESPACES[backend], object)).status, 201);
+        count++;
+      }
+    })();
+    const profile = await plane!.bytes(`/debug/pprof/profile?seconds=${seconds}`);
+    stop = true;
+    await load;
+    fs.writeFileSync(path.join(profileDir, `${backend}.pprof`), profile);
+    console.log(`${backend}: ${count} sequential dryRun pod creates in the ${seconds} s CPU profile ${path.join(profileDir, `${backend}.pprof`)}`);
+  }
 });

@@ -85,7 +85,8 @@ export const POLICY_TEST_INJECTIONS: Injection[] = [
     targetKinds: ['Pod', 'Deployment'],
     merges: [
       { containerNames: ['sleep', 'app', 'nginx'], fields: { resources: { limits: { 'nvidia.com/gpu': '1' } } }, whenMissing: 'create' },
-      { containerNames: ['sleep', 'app', 'nginx'], fields: { resources: { requests: { 'example.com/dongle': '2' } } } },
+      // Only where requests exist (skip): an extended resource's request must equal its limit.
+      { containerNames: ['sleep', 'app', 'nginx'], fields: { resources: { requests: { 'nvidia.com/gpu': '1' } } } },
     ],
   },
 ];
@@ -141,7 +142,7 @@ export function triggerVariants(object: any): [string, any][] {
   });
   withTemplate('gpu wanted', (pod) => {
     pod.metadata.labels = { ...pod.metadata.labels, 'gpu.example.com/wants': 'one' };
-    pod.spec.containers = pod.spec.containers.map((container: any, index: number) => (index === 0 ? { ...container, resources: { requests: { 'example.com/dongle': '1' } } } : container));
+    pod.spec.containers = pod.spec.containers.map((container: any, index: number) => (index === 0 ? { ...container, resources: { requests: { cpu: '100m' } } } : container));
   });
   withTemplate('nginx sidecar requested, a user volume of the same name', (pod) => {
     pod.metadata.annotations = { ...pod.metadata.annotations, 'sidecar-injector-webhook.morven.me/inject': 'true' };
