@@ -19,7 +19,7 @@ import { admissionPolicyViolations } from './support/admission-policy-schemas';
 import { celValue, isCelFieldName } from '../charts/admission-policy/cel-text';
 import { admitWithPolicies, kubernetesCelEnvironment, patchDataExpressions } from './support/admission-policy-simulator';
 import { podGuaranteedExpression } from '../charts/admission-policy/qos-cel';
-import { TO_JSON_PATCH, mutationGuard } from '../charts/admission-policy/injection-policy';
+import { TO_JSON_PATCH, mutationGuard, mutationGuards } from '../charts/admission-policy/injection-policy';
 import { POLICY_TEST_INJECTIONS, injectionPoliciesOf, injectionsOfPolicy } from './support/admission-policy-config';
 
 const PREFIX = 'sidecar-injector.io';
@@ -50,8 +50,12 @@ const conditionOf = (policy: any, name: string): string | undefined => policy.sp
 const guardOf = (policy: any, injection: string) => {
   const index = injectionsOfPolicy(policy).indexOf(injection);
   assert.ok(index >= 0, `${policy.metadata.name} has no mutation for ${injection}; it has ${injectionsOfPolicy(policy).join(', ')}`);
-  return mutationGuard(policy.spec.mutations[index].jsonPatch.expression);
+  // Each mutation's injections' guards, in order: the same order as injectionsOfPolicy's.
+  return policy.spec.mutations.flatMap((mutation: any) => mutationGuards(mutation.jsonPatch.expression))[index] as ReturnType<typeof mutationGuard>;
 };
+/** The index of the mutation that applies `injection`. */
+const mutationIndexOf = (policy: any, injection: string) =>
+  policy.spec.mutations.findIndex((mutation: any) => injectionsOfPolicy({ spec: { mutations: [mutation] } }).includes(injection));
 const guardConditionOf = (policy: any, injection: string, name: string) => guardOf(policy, injection).find((c) => c.name === name)?.expression;
 
 for (const apiVersion of ADMISSION_POLICY_API_VERSIONS) {
@@ -61,8 +65,9 @@ for (const apiVersion of ADMISSION_POLICY_API_VERSIONS) {
     const bindings = objects.filter((o) => o.kind === 'MutatingAdmissionPolicyBinding');
     assert.deepEqual(policies.map((p) => p.metadata.name), ['sidecar-injector.pods', 'sidecar-injector.workloads', 'sidecar-injector.cronjobs'], 'one policy per template shape');
     const shapeCount = (kinds: readonly string[]) => [['Pod'], ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job'], ['CronJob']].filter((shape) => shape.some((k) => kinds.includes(k))).length;
-    const expectedMutations = POLICY_TEST_INJECTIONS.reduce((sum, i) => sum + shapeCount(i.targetKinds ?? ['Pod']), 0);
-    assert.equal(policies.reduce((sum, p) => sum + p.spec.mutations.length, 0), expectedMutations, 'one mutation per injection and template shape it targets');
+    const expected = POLICY_TEST_INJECTIONS.reduce((sum, i) => sum + shapeCount(i.targetKinds ?? ['Pod']), 0);
+    assert.equal(policies.reduce((sum, p) => sum + injectionsOfPolicy(p).length, 0), expected, 'each injection once in the mutations of each template shape it targets');
+    assert.ok(policies.reduce((sum, p) => sum + p.spec.mutations.length, 0) < expected, 'injections that can share a mutation share one');
     assert.deepEqual(bindings.map((b) => b.spec.policyName).sort(), policies.map((p) => p.metadata.name).sort(), 'each policy has exactly one binding naming it');
     for (const object of objects) {
       assert.equal(object.apiVersion, `admissionregistration.k8s.io/${apiVersion}`);
@@ -118,7 +123,7 @@ test('one policy per place the pod template sits, matching the resources and ope
     );
     for (const mutation of policy.spec.mutations) {
       assert.equal(mutation.patchType, 'JSONPatch');
-      assert.ok(mutation.jsonPatch.expression.startsWith('((\n  // '), mutation.jsonPatch.expression.slice(0, 40));
+      assert.ok(/^\(\(\n {2}\/\/ |^\(\/\/ injections \[/.test(mutation.jsonPatch.expression), mutation.jsonPatch.expression.slice(0, 40));
       assert.ok(mutation.jsonPatch.expression.endsWith(TO_JSON_PATCH));
     }
   }
@@ -259,10 +264,10 @@ test('every match condition, mutation guard and mutation parses and type-checks 
   const env = kubernetesCelEnvironment();
   for (const policy of synth(POLICY_TEST_INJECTIONS).filter((o) => o.kind === 'MutatingAdmissionPolicy')) {
     const mutations = patchDataExpressions(policy.spec).flatMap((data, index) => [
-      ...mutationGuard(policy.spec.mutations[index].jsonPatch.expression).map((c) => ({ name: `mutations[${index}] guard ${c.name}`, expression: c.expression })),
+      ...mutationGuards(policy.spec.mutations[index].jsonPatch.expression).flat().map((c) => ({ name: `mutations[${index}] guard ${c.name}`, expression: c.expression })),
       { name: `mutations[${index}]`, expression: data },
     ]);
-    assert.ok(mutations.length > 2 * policy.spec.mutations.length, 'every mutation has a guard');
+    assert.ok(mutations.length >= 2 * injectionsOfPolicy(policy).length + policy.spec.mutations.length, 'every injection has a guard');
     for (const { name, expression } of [...policy.spec.matchConditions, ...mutations]) {
       const result = env.check(expression);
       assert.equal(result.valid, true, `${policy.metadata.name} ${name}: ${(result as any).error?.message}`);
@@ -329,8 +334,7 @@ test('qos "preserve-guaranteed": the policy decides Guaranteed with the quantity
 test('nativeSidecarPosition "first": inserted at the index after earlier first-placed injections\' sidecars, one by one in reverse', () => {
   const config = resolveInjectorConfig({ annotationPrefix: PREFIX, injections: POLICY_TEST_INJECTIONS });
   const policy = injectionPoliciesOf(config).find((p) => p.metadata.name === 'test.pods')!;
-  const names = injectionsOfPolicy(policy);
-  const [meshData, tokenData] = ['mesh-first', 'token-first'].map((name) => patchDataExpressions(policy.spec)[names.indexOf(name)]);
+  const [meshData, tokenData] = ['mesh-first', 'token-first'].map((name) => patchDataExpressions(policy.spec)[mutationIndexOf(policy, name)]);
   assert.ok(meshData.includes('"/spec/initContainers/" + string(firstIndex)'), 'an index, not "-"');
   assert.ok(meshData.includes('[0].map(firstIndex,'), 'mesh-first is the first such injection: index 0');
   assert.ok(tokenData.includes('"mesh-first" in statusNames ? ["mesh-init-proxy", "mesh-certs"] : []'), 'token-first counts mesh-first\'s sidecars');

@@ -27,6 +27,7 @@ import type { MatchCondition, MutatingAdmissionPolicySpec, NamedRuleWithOperatio
 import { PlaceholderExpressions, celFieldPresent, celFieldSelect, celString, celStringList, celTemplateString, celValue, jsonPointerToken } from './cel-text';
 import { withLimitsAtRequests } from '../../webhook/engine/qos';
 import { podGuaranteedExpression } from './qos-cel';
+import { mutationGroups } from './mutation-groups';
 
 /** Where the pod template sits in the admitted object. */
 export type TemplateShape = 'pods' | 'workloads' | 'cronjobs';
@@ -141,6 +142,7 @@ export function shapePolicies(config: ResolvedInjectorConfig, injections: readon
     if (members.length === 0) continue;
     const kinds = TEMPLATE_SHAPES[shape].kinds.filter((kind) => members.some((injection) => injection.targetKinds.includes(kind)));
     const writers = members.map((injection) => new PolicyWriter(injection, config, shape, kinds));
+    const groups = mutationGroups(members, annotationKeys(config.annotationPrefix).inject).map((group) => group.map((injection) => writers[members.indexOf(injection)]));
     policies.push({
       shape,
       injections: members.map((injection) => injection.name),
@@ -155,7 +157,9 @@ export function shapePolicies(config: ResolvedInjectorConfig, injections: readon
           // apiserver adds to the template, where an unpatched Job (the webhook's answer) does.
           { name: 'an-injection-applies', expression: writers.map((writer) => `(${writer.guardExpression()})`).join(' || ') },
         ],
-        mutations: writers.map((writer) => ({ patchType: 'JSONPatch', jsonPatch: { expression: writer.patchExpression() } })),
+        // One mutation per run of injections that can share one (mutation-groups.ts): the apiserver's
+        // cost is per mutation.
+        mutations: groups.map((group) => ({ patchType: 'JSONPatch', jsonPatch: { expression: group.length === 1 ? group[0].patchExpression() : groupPatchExpression(group) } })),
         failurePolicy: settings.failurePolicy,
         // Another policy or webhook may add a label or annotation an injection triggers on.
         reinvocationPolicy: 'IfNeeded',
@@ -243,6 +247,30 @@ class PolicyWriter {
 
   patchExpression(): string {
     return `(${guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'patch'))})${TO_JSON_PATCH}`;
+  }
+
+  /** Whether this injection shares its mutation: it then leaves lists, metadata maps and the status
+   * annotation to the mutation, and gives `[content, labels, annotations]` (lists of adds). */
+  grouped = false;
+
+  /** This injection's part of a shared mutation: its three lists of adds, empty when its guard fails. */
+  sectionsExpression(): string {
+    return guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'sections'), '[[], [], []]');
+  }
+
+  /** The injection's name. */
+  get name(): string {
+    return this.injection.name;
+  }
+
+  /** CEL: the names the status annotation lists now. */
+  statusNamesExpression(): string {
+    return `${this.templateHas('annotations', this.keys.status)} ? ${this.templateValue('annotations', this.keys.status)}.split(",").map(s, s.trim()).filter(s, s != "" && s != "true" && s != "false") : []`;
+  }
+
+  /** The template's CEL expression and JSON pointer, and the status annotation key. */
+  get place(): { template: string; pointer: string; statusKey: string } {
+    return { template: this.template, pointer: this.pointer, statusKey: this.keys.status };
   }
 
   // --- metadata reads ----------------------------------------------------------------------------
@@ -391,10 +419,7 @@ class PolicyWriter {
     const placeholders: PlaceholderExpressions = { name: 'string(variables.objectName)', namespace: 'string(variables.objectNamespace)', annotation: 'string(variables.triggerValue)' };
     const value = (json: unknown) => celValue(json as JsonValue, placeholders);
 
-    add(
-      'statusNames',
-      `${this.templateHas('annotations', this.keys.status)} ? ${this.templateValue('annotations', this.keys.status)}.split(",").map(s, s.trim()).filter(s, s != "" && s != "true" && s != "false") : []`,
-    );
+    add('statusNames', this.statusNamesExpression());
     // Containers that injections listed in the status annotation added: the injector's, not the user's.
     const injectedBy = this.config.injections
       .map((other) => ({ name: other.name, containers: [...(other.containers ?? []), ...(other.initContainers ?? [])].map((c) => c.name) }))
@@ -445,9 +470,12 @@ class PolicyWriter {
           add('addFirstInitContainers', concat(itemList(sidecars, 'variables.nativeSidecars && ', asNative)));
           add('firstIndex', this.firstIndexExpression());
           add(variable, concat(itemList(items, '')));
+          const appends = this.grouped
+            ? `variables.${variable}.map(item, ${op(appendPointer, 'item')})`
+            : `(has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}])`;
           contentOps.push(
             `(size(variables.addFirstInitContainers) + size(variables.${variable}) == 0 ? [] : ` +
-              `(has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}]) + ` +
+              `${appends} + ` +
               `variables.addFirstInitContainers.map(item, ${op(`${celString(`${this.pointer}/spec/${field}/`)} + string(variables.firstIndex)`, 'item')}))`,
           );
           continue;
@@ -458,7 +486,9 @@ class PolicyWriter {
       if (terms.length === 0) continue;
       add(variable, concat(terms));
       contentOps.push(
-        `(size(variables.${variable}) == 0 ? [] : (has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}]))`,
+        this.grouped
+          ? `variables.${variable}.map(item, ${op(appendPointer, 'item')})`
+          : `(size(variables.${variable}) == 0 ? [] : (has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}]))`,
       );
     }
 
@@ -492,6 +522,10 @@ class PolicyWriter {
         variable,
         concat(entries.map(([key, text]) => when(`!${this.templateHas(map, key)}`, op(celString(`${this.pointer}/metadata/${map}/${jsonPointerToken(key)}`), value(text))))),
       );
+    }
+    if (this.grouped) {
+      add('sections', '[variables.contentPatch, variables.labelPatch, variables.annotationPatch]');
+      return vars;
     }
     add('changed', 'size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) > 0');
     const metadata = `${this.pointer}/metadata`;
@@ -587,10 +621,54 @@ class PolicyWriter {
  * `(\n  // name\n  (condition) &&\n  // name\n  (condition)\n) ? data : []`: the named conditions, one per
  * line, each after a CEL comment with its name, guarding `data`.
  */
-function guardedPatch(conditions: readonly MatchCondition[], data: string): string {
+function guardedPatch(conditions: readonly MatchCondition[], data: string, otherwise = '[]'): string {
   if (conditions.length === 0) return data;
   const lines = conditions.map((condition, index) => `  // ${condition.name}\n  (${condition.expression})${index < conditions.length - 1 ? ' &&' : ''}`);
-  return `(\n${lines.join('\n')}\n) ? ${data} : []`;
+  return `(\n${lines.join('\n')}\n) ? ${data} : ${otherwise}`;
+}
+
+/** The line a shared mutation starts with, naming its injections in order (read back by `mutationInjections`). */
+const GROUP_LINE = /^\(\/\/ injections (\[.*\])\n/;
+
+/**
+ * One mutation for injections that can share it (mutation-groups.ts): each one's adds, computed from
+ * the object as admitted, then once for all of them the lists they append to, the metadata maps and
+ * the status annotation, which lists those that changed something, in order.
+ */
+function groupPatchExpression(writers: readonly PolicyWriter[]): string {
+  for (const writer of writers) writer.grouped = true;
+  const { template: t, pointer, statusKey } = writers[0].place;
+  const vars: Variable[] = writers.map((writer, index) => ({ name: `m${index}`, expression: writer.sectionsExpression() }));
+  const add = (name: string, expression: string) => vars.push({ name, expression });
+  add('statusNames', writers[0].statusNamesExpression());
+  const section = (index: number) => writers.map((_, member) => `variables.m${member}[${index}]`).join(' + ');
+  add('contentPatch', section(0));
+  add('labelPatch', section(1));
+  add('annotationPatch', section(2));
+  const changedMember = (member: number) => `size(variables.m${member}[0]) + size(variables.m${member}[1]) + size(variables.m${member}[2]) > 0`;
+  const lists = ['containers', 'initContainers', 'volumes', 'imagePullSecrets'].map((field) =>
+    when(`!has(${t}.spec.${field}) && variables.contentPatch.exists(p, string(p.path).startsWith(${celString(`${pointer}/spec/${field}/`)}))`, op(celString(`${pointer}/spec/${field}`), '[]')),
+  );
+  const metadata = `${pointer}/metadata`;
+  const ensureMetadata = [
+    when(`!has(${t}.metadata)`, op(celString(metadata), '{}')),
+    when(`size(variables.labelPatch) > 0 && !(has(${t}.metadata) && has(${t}.metadata.labels))`, op(celString(`${metadata}/labels`), '{}')),
+    when(`!(has(${t}.metadata) && has(${t}.metadata.annotations))`, op(celString(`${metadata}/annotations`), '{}')),
+  ];
+  const names = writers.map((writer, member) => `(${changedMember(member)} ? [${celString(writer.name)}] : [])`).join(' + ');
+  const status = op(celString(`${metadata}/annotations/${jsonPointerToken(statusKey)}`), `(variables.statusNames + ${names}).join(",")`);
+  add(
+    'patch',
+    `size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) == 0 ? [] : ` +
+      `${lists.join(' + ')} + variables.contentPatch + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}]`,
+  );
+  return `(// injections ${JSON.stringify(writers.map((writer) => writer.name))}\n${bindInOrder(vars, 'patch')})${TO_JSON_PATCH}`;
+}
+
+/** The injections a shared mutation applies, in order (undefined for a mutation of one injection). */
+export function mutationInjections(expression: string): string[] | undefined {
+  const match = GROUP_LINE.exec(expression);
+  return match ? (JSON.parse(match[1]) as string[]) : undefined;
 }
 
 const GUARD_LINE = /^ {2}\/\/ ([a-z][a-z0-9-]*)\n {2}\((.*)\)( &&)?$/;
@@ -611,6 +689,24 @@ export function mutationGuard(expression: string): MatchCondition[] {
     conditions.push({ name: match[1], expression: match[2] });
   }
   return conditions;
+}
+
+/**
+ * The guards of each injection a mutation applies, in order: one for a mutation of one injection, one
+ * per injection of a shared mutation (each injection's part starts with its guard lines).
+ */
+export function mutationGuards(expression: string): MatchCondition[][] {
+  const blocks = [...expression.matchAll(/\(\n((?: {2}\/\/ [a-z][a-z0-9-]*\n {2}\(.*\)(?: &&)?\n)+)\) \? /g)];
+  return blocks.map((block) => {
+    const lines = block[1].trimEnd().split('\n');
+    const conditions: MatchCondition[] = [];
+    for (let index = 0; index + 1 < lines.length; index += 2) {
+      const match = GUARD_LINE.exec(`${lines[index]}\n${lines[index + 1]}`);
+      if (!match) throw new Error(`not a guard line: ${lines[index]} / ${lines[index + 1]}`);
+      conditions.push({ name: match[1], expression: match[2] });
+    }
+    return conditions;
+  });
 }
 
 /** Turns the list of `{path, value}` maps into the JSONPatch operations the apiserver applies. */

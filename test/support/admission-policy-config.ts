@@ -1,7 +1,7 @@
 // Test helper: the policies of a whole config, as the construct names them, without a cdk8s app.
 import type { Injection, ResolvedInjectorConfig } from '../../webhook/config';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
-import { mutationGuard, shapePolicies } from '../../charts/admission-policy/injection-policy';
+import { mutationGuard, mutationInjections, shapePolicies } from '../../charts/admission-policy/injection-policy';
 import type { SimulatedPolicy } from './admission-policy-simulator';
 import { podOf } from './recorded-reviews';
 
@@ -16,11 +16,13 @@ export function injectionPoliciesOf(config: ResolvedInjectorConfig, failurePolic
 }
 
 /**
- * The injections a synthesized policy applies, in the order of its mutations: each mutation's
- * `not-already-injected` guard names its injection in the status-annotation check.
+ * The injections a synthesized policy applies, in the order of its mutations: a shared mutation's
+ * first line names them, and a mutation of one injection names it in its `not-already-injected` guard.
  */
 export function injectionsOfPolicy(policy: { spec: { mutations: readonly any[] } }): string[] {
-  return policy.spec.mutations.map((mutation, index) => {
+  return policy.spec.mutations.flatMap((mutation, index) => {
+    const shared = mutationInjections(mutation.jsonPatch.expression);
+    if (shared) return shared;
     const condition = mutationGuard(mutation.jsonPatch.expression).find((c) => c.name === 'not-already-injected');
     const name = condition && /\.exists\(s, s\.trim\(\) == ("(?:[^"\\]|\\.)*")\)\)$/.exec(condition.expression)?.[1];
     if (!name) throw new Error(`mutations[${index}] has no not-already-injected guard naming its injection`);
