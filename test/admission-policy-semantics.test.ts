@@ -62,13 +62,11 @@ test('one policy per template shape applies the injections in config order, shar
   assert.deepEqual(
     pods.spec.mutations.map((mutation: any) => injectionsOfPolicy({ spec: { mutations: [mutation] } })),
     [
-      ['envoy', 'nginx-sidecar', 'probe-defaults', 'debug', 'tier-limits', 'log-shipper'],
-      // preserve-guaranteed after log-shipper, whose container (requests only) makes a pod Burstable
-      ['mesh-first'],
-      // a second first-placed injection goes after the first one's sidecars
-      ['token-first'],
-      // a merge after sidecars placed first (they shift the init containers it addresses by index)
-      ['gpu-limits'],
+      // Each computes its part from the object as admitted; where an earlier one's change matters (the
+      // sidecars it placed first, a container that ends a Guaranteed class) it reads the earlier part.
+      ['envoy', 'nginx-sidecar', 'probe-defaults', 'debug', 'tier-limits', 'log-shipper', 'mesh-first', 'token-first'],
+      // triggered by a label debug adds: it must see the object debug's part made
+      ['debug-chained', 'gpu-limits'],
     ],
   );
 });

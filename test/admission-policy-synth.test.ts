@@ -334,11 +334,18 @@ test('qos "preserve-guaranteed": the policy decides Guaranteed with the quantity
 test('nativeSidecarPosition "first": inserted at the index after earlier first-placed injections\' sidecars, one by one in reverse', () => {
   const config = resolveInjectorConfig({ annotationPrefix: PREFIX, injections: POLICY_TEST_INJECTIONS });
   const policy = injectionPoliciesOf(config).find((p) => p.metadata.name === 'test.pods')!;
-  const [meshData, tokenData] = ['mesh-first', 'token-first'].map((name) => patchDataExpressions(policy.spec)[mutationIndexOf(policy, name)]);
-  assert.ok(meshData.includes('"/spec/initContainers/" + string(firstIndex)'), 'an index, not "-"');
-  assert.ok(meshData.includes('[0].map(firstIndex,'), 'mesh-first is the first such injection: index 0');
-  assert.ok(tokenData.includes('"mesh-first" in statusNames ? ["mesh-init-proxy", "mesh-certs"] : []'), 'token-first counts mesh-first\'s sidecars');
-  // The first native copy (with restartPolicy Always) in the expression is the last container's.
-  const firstNative = meshData.slice(0, meshData.indexOf('"restartPolicy": dyn("Always")'));
-  assert.equal([...firstNative.matchAll(/"name": dyn\("([^"]+)"\)/g)].at(-1)?.[1], 'mesh-certs', 'reverse order: each insert at the same index');
+  const shared = patchDataExpressions(policy.spec)[mutationIndexOf(policy, 'mesh-first')];
+  assert.equal(mutationIndexOf(policy, 'token-first'), mutationIndexOf(policy, 'mesh-first'), 'both in one mutation');
+  assert.ok(shared.includes('"/spec/initContainers/" + string(firstIndex)'), 'an index, not "-"');
+  const mesh = shared.slice(0, shared.indexOf('.map(addFirstInitContainers, [0].map(firstIndex,'));
+  assert.ok(mesh.length > 0, 'mesh-first is the first such injection: index 0');
+  // token-first: after mesh-first's sidecars, those of an earlier admission (status annotation) and
+  // those mesh-first inserts in this same mutation (read from its part, bound as m<i>).
+  const tokenIndex = /\[\((has\(object\.spec\.initContainers\) \? size\(object\.spec\.initContainers\.filter\(c, c\.name in \("mesh-first" in statusNames \? \["mesh-init-proxy", "mesh-certs"\] : \[\]\)\)\) : 0)\) \+ size\((m\d+)\[0\]\.filter\(p, string\(p\.path\)\.matches\("\^\/spec\/initContainers\/\[0-9\]\+\$"\)\)\)\]\.map\(firstIndex,/.exec(shared);
+  assert.ok(tokenIndex, 'token-first counts mesh-first\'s sidecars, earlier and in this mutation');
+  assert.equal(tokenIndex[2], `m${injectionsOfPolicy({ spec: { mutations: [policy.spec.mutations[mutationIndexOf(policy, 'mesh-first')]] } }).indexOf('mesh-first')}`);
+  // mesh-first's sidecars to insert, bound after its regular containers: the last container first.
+  const reversed = mesh.slice(mesh.lastIndexOf('.map(addContainers,'));
+  const names = [...reversed.matchAll(/"name": dyn\("([^"]+)"\)/g)].map((match) => match[1]);
+  assert.deepEqual([...new Set(names)], ['mesh-certs', 'mesh-init-proxy'], 'reverse order: each insert at the same index');
 });

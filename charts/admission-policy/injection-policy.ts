@@ -26,8 +26,8 @@ import {
 import type { MatchCondition, MutatingAdmissionPolicySpec, NamedRuleWithOperations, Variable } from './admission-policy-types';
 import { PlaceholderExpressions, celFieldPresent, celFieldSelect, celString, celStringList, celTemplateString, celValue, jsonPointerToken } from './cel-text';
 import { withLimitsAtRequests } from '../../webhook/engine/qos';
-import { podGuaranteedExpression } from './qos-cel';
-import { mutationGroups } from './mutation-groups';
+import { podGuaranteedExpression, podLevelResourcesExpression } from './qos-cel';
+import { mutationGroups, nonGuaranteedContainers } from './mutation-groups';
 
 /** Where the pod template sits in the admitted object. */
 export type TemplateShape = 'pods' | 'workloads' | 'cronjobs';
@@ -258,9 +258,38 @@ class PolicyWriter {
     return guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'sections'), '[[], [], []]');
   }
 
+  /** Injections before this one in its shared mutation: their sections' variable and injection. */
+  earlier: { variable: string; injection: ResolvedInjection }[] = [];
+
+  /** CEL (with a leading operator, or empty): the sidecars earlier injections of the shared mutation insert first. */
+  private earlierFirstInserts(operator: string): string {
+    const pattern = celString(`^${this.pointer}/spec/initContainers/[0-9]+$`);
+    const counts = this.earlier
+      .filter(({ injection }) => (injection.nativeSidecars ?? 'never') !== 'never' && injection.nativeSidecarPosition === 'first')
+      .map(({ variable }) => `size(variables.${variable}[0].filter(p, string(p.path).matches(${pattern})))`);
+    return counts.length === 0 ? '' : `${operator}${counts.join(' + ')}`;
+  }
+
+  /** CEL (` && ...`, or empty): no earlier injection of the shared mutation added a container that is
+   * not itself Guaranteed, so the pod's class is still the one computed from the object. */
+  private earlierKeptGuaranteed(): string {
+    const added = celString(`^${this.pointer}/spec/(containers/-|initContainers/(-|[0-9]+))$`);
+    const terms = this.earlier.flatMap(({ variable, injection }) => {
+      const names = nonGuaranteedContainers(injection);
+      if (names.length === 0) return [];
+      return [`!variables.${variable}[0].exists(p, string(p.path).matches(${added}) && string(p.value.name) in ${celStringList(names)})`];
+    });
+    // Containers do not change the class of a pod with pod-level resources.
+    return terms.length === 0 ? '' : ` && ((${podLevelResourcesExpression(this.template)}) || (${terms.join(' && ')}))`;
+  }
+
   /** The injection's name. */
   get name(): string {
     return this.injection.name;
+  }
+
+  get injectionOf(): ResolvedInjection {
+    return this.injection;
   }
 
   /** CEL: the names the status annotation lists now. */
@@ -444,7 +473,7 @@ class PolicyWriter {
     const first = native !== 'false' && injection.nativeSidecarPosition === 'first';
     // qos 'preserve-guaranteed': in a Guaranteed pod, the injected containers' limits are their requests.
     const preserve = injection.qos === 'preserve-guaranteed';
-    if (preserve) add('guaranteed', podGuaranteedExpression(t));
+    if (preserve) add('guaranteed', `${podGuaranteedExpression(t)}${this.earlierKeptGuaranteed()}`);
     const asNative = (item: object) => ({ ...item, restartPolicy: 'Always' });
     const containerValue = (item: object, transform: (item: object) => object) => {
       const plain = value(transform(item));
@@ -468,7 +497,8 @@ class PolicyWriter {
           // index, so in reverse order.
           const sidecars = [...(injection.containers ?? [])].reverse();
           add('addFirstInitContainers', concat(itemList(sidecars, 'variables.nativeSidecars && ', asNative)));
-          add('firstIndex', this.firstIndexExpression());
+          const inserts = this.earlierFirstInserts(' + ');
+          add('firstIndex', inserts === '' ? this.firstIndexExpression() : `(${this.firstIndexExpression()})${inserts}`);
           add(variable, concat(itemList(items, '')));
           const appends = this.grouped
             ? `variables.${variable}.map(item, ${op(appendPointer, 'item')})`
@@ -493,8 +523,9 @@ class PolicyWriter {
     }
 
     // Env vars and mounts: into each of the user's containers, skipping names (mount paths) it has.
+    // Init containers shift by the sidecars that injections earlier in a shared mutation insert first.
     const containerPointer = (list: 'containers' | 'initContainers', c: string) =>
-      `${celString(`${this.pointer}/spec/${list}/`)} + string(${t}.spec.${list}.map(x, x.name).indexOf(${c}.name))`;
+      `${celString(`${this.pointer}/spec/${list}/`)} + string(${t}.spec.${list}.map(x, x.name).indexOf(${c}.name)${list === 'initContainers' ? this.earlierFirstInserts(' + ') : ''})`;
     for (const [field, key] of [['env', 'name'], ['volumeMounts', 'mountPath']] as const) {
       const items = (injection[field] ?? []) as readonly Record<string, unknown>[];
       if (items.length === 0) continue;
@@ -636,7 +667,10 @@ const GROUP_LINE = /^\(\/\/ injections (\[.*\])\n/;
  * the status annotation, which lists those that changed something, in order.
  */
 function groupPatchExpression(writers: readonly PolicyWriter[]): string {
-  for (const writer of writers) writer.grouped = true;
+  writers.forEach((writer, index) => {
+    writer.grouped = true;
+    writer.earlier = writers.slice(0, index).map((earlier, member) => ({ variable: `m${member}`, injection: earlier.injectionOf }));
+  });
   const { template: t, pointer, statusKey } = writers[0].place;
   const vars: Variable[] = writers.map((writer, index) => ({ name: `m${index}`, expression: writer.sectionsExpression() }));
   const add = (name: string, expression: string) => vars.push({ name, expression });

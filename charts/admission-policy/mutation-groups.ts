@@ -4,8 +4,10 @@
 // decodes it again (k8s.io/apiserver .../policy/mutating/patch/json_patch.go; measured on 1.36.3: 90% of
 // the policies' CPU, the CEL itself about 4%). So consecutive injections share one mutation whenever
 // every one of them computes, from the object as admitted, the same patch it would compute from the
-// object the earlier ones left: the conditions below make sure nothing an earlier one changes is
-// read by a later one. Lists, metadata maps and the status annotation are then made once per mutation.
+// object the earlier ones left: the conditions below keep apart what a later one would read of an
+// earlier one's changes, except what it reads from the earlier one's part of the mutation instead
+// (the sidecars placed first, a container that ends a Guaranteed class: injection-policy.ts). Lists,
+// metadata maps and the status annotation are then made once per mutation.
 
 import type { ContainerMerge, JsonObject, ResolvedInjection } from '../../webhook/config';
 import { qosClassOf, withLimitsAtRequests } from '../../webhook/engine/qos';
@@ -38,11 +40,20 @@ function independent(earlier: ResolvedInjection, later: ResolvedInjection, injec
   const secrets = new Set((earlier.imagePullSecrets ?? []).map((secret) => secret.name));
   if ((later.imagePullSecrets ?? []).some((secret) => secrets.has(secret.name))) return false;
   if (mergePathsOverlap(earlier.merges ?? [], later.merges ?? [])) return false;
-  // Sidecars inserted first shift the init containers a later merge addresses by index, and a second
-  // first-placed injection goes after them.
-  if (placesFirst(earlier) && (placesFirst(later) || (later.merges?.length ?? 0) > 0)) return false;
-  if (later.qos === 'preserve-guaranteed' && !keepsGuaranteed(earlier)) return false;
+  // Read through the earlier one's part of the mutation instead (injection-policy.ts): the sidecars it
+  // inserts first (a later merge's init container index, a later first-placed injection's index), and
+  // whether a container it added ends a Guaranteed class (a later preserve-guaranteed). A merge of
+  // resources changes the class of the pod's own containers: not read that way.
+  if (later.qos === 'preserve-guaranteed' && (earlier.merges ?? []).some((merge) => 'resources' in merge.fields)) return false;
   return true;
+}
+
+/** The containers `injection` adds to a Guaranteed pod that are not themselves Guaranteed (so the pod
+ * no longer is). */
+export function nonGuaranteedContainers(injection: ResolvedInjection): string[] {
+  return [...(injection.containers ?? []), ...(injection.initContainers ?? [])]
+    .filter((container) => qosClassOf([injection.qos === 'preserve-guaranteed' ? withLimitsAtRequests(container as JsonObject) : container]) !== 'Guaranteed')
+    .map((container) => container.name);
 }
 
 /** The label or annotation keys `injection`'s trigger and placeholders read. */
@@ -55,20 +66,6 @@ function readKeys(injection: ResolvedInjection, map: 'labels' | 'annotations', i
   }
   if (trigger.type !== 'labelSelector') return [];
   return [...Object.keys(trigger.matchLabels ?? {}), ...(trigger.matchExpressions ?? []).map((requirement) => requirement.key)];
-}
-
-function placesFirst(injection: ResolvedInjection): boolean {
-  return (injection.nativeSidecars ?? 'never') !== 'never' && injection.nativeSidecarPosition === 'first' && (injection.containers ?? []).length > 0;
-}
-
-/** Whether a Guaranteed pod stays Guaranteed after `injection` (so a later preserve-guaranteed sees
- * the same class): each container it adds is itself Guaranteed as added, and it merges no resources. */
-function keepsGuaranteed(injection: ResolvedInjection): boolean {
-  if ((injection.merges ?? []).some((merge) => 'resources' in merge.fields)) return false;
-  return [...(injection.containers ?? []), ...(injection.initContainers ?? [])].every((container) => {
-    const added = injection.qos === 'preserve-guaranteed' ? withLimitsAtRequests(container as JsonObject) : container;
-    return qosClassOf([added]) === 'Guaranteed';
-  });
 }
 
 function mergesTouch(injection: ResolvedInjection, field: string): boolean {

@@ -39,7 +39,13 @@ function guaranteedResources(r: string): string {
  */
 export function podGuaranteedExpression(template: string): string {
   const spec = `${template}.spec`;
-  const podLevel = `has(${spec}.resources) && (has(${spec}.resources.requests) || has(${spec}.resources.limits))`;
+  const podLevel = podLevelResourcesExpression(template);
   const containers = `(${spec}.containers + (has(${spec}.initContainers) ? ${spec}.initContainers : []))`;
   return `(${podLevel}) ? ${guaranteedResources(`${spec}.resources`)} : ${containers}.all(c, has(c.resources) && ${guaranteedResources('c.resources')})`;
+}
+
+/** CEL: the pod (template) at `template` has pod-level resources, which alone decide its class. */
+export function podLevelResourcesExpression(template: string): string {
+  const spec = `${template}.spec`;
+  return `has(${spec}.resources) && (has(${spec}.resources.requests) || has(${spec}.resources.limits))`;
 }

@@ -81,6 +81,18 @@ export const POLICY_TEST_INJECTIONS: Injection[] = [
     containers: [{ name: 'token-refresher', image: 'example.com/token:1.0' }],
   },
   {
+    // Triggered by a label debug adds: it reads what an earlier injection changed, so it gets a
+    // mutation of its own, after theirs (placed first after mesh-first's and token-first's sidecars,
+    // with the pod's class as the earlier mutation left it).
+    name: 'debug-chained',
+    trigger: { type: 'labelSelector', matchLabels: { 'debug.example.com/enabled': 'true' } },
+    targetKinds: ['Pod'],
+    nativeSidecars: 'always',
+    nativeSidecarPosition: 'first',
+    qos: 'preserve-guaranteed',
+    containers: [{ name: 'debug-shell', image: 'busybox:1.36', resources: { limits: { cpu: '10m', memory: '16Mi' } } }],
+  },
+  {
     // Merge keys that are no CEL identifiers: map keys, indexed.
     name: 'gpu-limits',
     trigger: { type: 'labelSelector', matchLabels: { 'gpu.example.com/wants': 'one' } },
@@ -138,6 +150,11 @@ export function triggerVariants(object: any): [string, any][] {
     pod.metadata.annotations = { ...pod.metadata.annotations, 'mesh.example.com/first': '' };
     pod.spec.containers = pod.spec.containers.map(guaranteed);
     pod.spec.initContainers = [...(pod.spec.initContainers ?? []).map(guaranteed), guaranteed({ name: 'user-init', image: 'busybox:1.36' })];
+  });
+  withTemplate('native sidecars first, Guaranteed, debug requested (a chained injection in a second mutation)', (pod) => {
+    pod.metadata.annotations = { ...pod.metadata.annotations, 'mesh.example.com/first': '', [`${PREFIX}/inject`]: 'debug' };
+    pod.spec.containers = pod.spec.containers.map(guaranteed);
+    if (pod.spec.initContainers) pod.spec.initContainers = pod.spec.initContainers.map(guaranteed);
   });
   withTemplate('native sidecars first, no init containers', (pod) => {
     pod.metadata.annotations = { ...pod.metadata.annotations, 'mesh.example.com/first': 'yes' };
