@@ -292,6 +292,32 @@ class PolicyWriter {
     return this.injection;
   }
 
+  /**
+   * The values every injection of a policy computes alike from the object: its name and namespace, the
+   * names in the status annotation, the containers those injections added and every container name,
+   * the user's containers, and whether the pod is Guaranteed.
+   */
+  sharedVariables(): Variable[] {
+    const t = this.template;
+    const inline = this.inlinePlaceholders();
+    // `namespace` is a reserved word in CEL, so no variable is called after its placeholder.
+    const vars: Variable[] = [
+      { name: 'objectName', expression: inline.name },
+      { name: 'objectNamespace', expression: inline.namespace },
+      { name: 'statusNames', expression: this.statusNamesExpression() },
+    ];
+    // Containers that injections listed in the status annotation added: the injector's, not the user's.
+    const injectedBy = this.config.injections
+      .map((other) => ({ name: other.name, containers: [...(other.containers ?? []), ...(other.initContainers ?? [])].map((c) => c.name) }))
+      .filter((other) => other.containers.length > 0)
+      .map((other) => `(${celString(other.name)} in variables.statusNames ? ${celStringList(other.containers)} : [])`);
+    vars.push({ name: 'injectedContainers', expression: injectedBy.length === 0 ? '[]' : injectedBy.join(' + ') });
+    vars.push({ name: 'takenContainerNames', expression: `${t}.spec.containers.map(c, c.name) + (has(${t}.spec.initContainers) ? ${t}.spec.initContainers.map(c, c.name) : [])` });
+    vars.push({ name: 'userContainers', expression: `${t}.spec.containers.filter(c, !(c.name in variables.injectedContainers))` });
+    vars.push({ name: 'podGuaranteed', expression: podGuaranteedExpression(t) });
+    return vars;
+  }
+
   /** CEL: the names the status annotation lists now. */
   statusNamesExpression(): string {
     return `${this.templateHas('annotations', this.keys.status)} ? ${this.templateValue('annotations', this.keys.status)}.split(",").map(s, s.trim()).filter(s, s != "" && s != "true" && s != "false") : []`;
@@ -442,21 +468,12 @@ class PolicyWriter {
     const add = (name: string, expression: string) => vars.push({ name, expression });
     const inline = this.inlinePlaceholders();
     // `namespace` is a reserved word in CEL, so no variable is called after its placeholder.
-    add('objectName', inline.name);
-    add('objectNamespace', inline.namespace);
+    // What every injection of a shared mutation reads alike is bound once, by the mutation.
+    if (!this.grouped) vars.push(...this.sharedVariables());
     if (injection.trigger.type === 'annotation') add('triggerValue', inline.annotation);
     const placeholders: PlaceholderExpressions = { name: 'string(variables.objectName)', namespace: 'string(variables.objectNamespace)', annotation: 'string(variables.triggerValue)' };
     const value = (json: unknown) => celValue(json as JsonValue, placeholders);
 
-    add('statusNames', this.statusNamesExpression());
-    // Containers that injections listed in the status annotation added: the injector's, not the user's.
-    const injectedBy = this.config.injections
-      .map((other) => ({ name: other.name, containers: [...(other.containers ?? []), ...(other.initContainers ?? [])].map((c) => c.name) }))
-      .filter((other) => other.containers.length > 0)
-      .map((other) => `(${celString(other.name)} in variables.statusNames ? ${celStringList(other.containers)} : [])`);
-    add('injectedContainers', injectedBy.length === 0 ? '[]' : injectedBy.join(' + '));
-    add('takenContainerNames', `${t}.spec.containers.map(c, c.name) + (has(${t}.spec.initContainers) ? ${t}.spec.initContainers.map(c, c.name) : [])`);
-    add('userContainers', `${t}.spec.containers.filter(c, !(c.name in variables.injectedContainers))`);
 
     const contentOps: string[] = [];
     // Containers, init containers, volumes and pull secrets: appended, never replacing the user's own.
@@ -473,7 +490,7 @@ class PolicyWriter {
     const first = native !== 'false' && injection.nativeSidecarPosition === 'first';
     // qos 'preserve-guaranteed': in a Guaranteed pod, the injected containers' limits are their requests.
     const preserve = injection.qos === 'preserve-guaranteed';
-    if (preserve) add('guaranteed', `${podGuaranteedExpression(t)}${this.earlierKeptGuaranteed()}`);
+    if (preserve) add('guaranteed', `variables.podGuaranteed${this.earlierKeptGuaranteed()}`);
     const asNative = (item: object) => ({ ...item, restartPolicy: 'Always' });
     const containerValue = (item: object, transform: (item: object) => object) => {
       const plain = value(transform(item));
@@ -672,9 +689,8 @@ function groupPatchExpression(writers: readonly PolicyWriter[]): string {
     writer.earlier = writers.slice(0, index).map((earlier, member) => ({ variable: `m${member}`, injection: earlier.injectionOf }));
   });
   const { template: t, pointer, statusKey } = writers[0].place;
-  const vars: Variable[] = writers.map((writer, index) => ({ name: `m${index}`, expression: writer.sectionsExpression() }));
+  const vars: Variable[] = [...writers[0].sharedVariables(), ...writers.map((writer, index) => ({ name: `m${index}`, expression: writer.sectionsExpression() }))];
   const add = (name: string, expression: string) => vars.push({ name, expression });
-  add('statusNames', writers[0].statusNamesExpression());
   const section = (index: number) => writers.map((_, member) => `variables.m${member}[${index}]`).join(' + ');
   add('contentPatch', section(0));
   add('labelPatch', section(1));
@@ -756,6 +772,8 @@ export function bindInOrder(named: readonly Variable[], result: string): string 
   const local = (expression: string) => expression.replace(/\bvariables\.([A-Za-z_][A-Za-z0-9_]*)/g, '$1');
   let body = result;
   for (let index = named.length - 1; index >= 0; index--) {
+    // Each binding costs a comprehension at admission: one that nothing after it reads is left out.
+    if (!new RegExp(`\\b${named[index].name}\\b`).test(body)) continue;
     body = `[${local(named[index].expression)}].map(${named[index].name}, ${body})[0]`;
   }
   return body;
