@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { App } from 'cdk8s';
 import { SidecarInjectorChart, WebhookCertificate, WebhookCertificates, WebhookServer } from '../charts';
+import type { AdmissionPolicyApiVersion, InjectorBackend } from '../charts/admission-policy';
 import { DEFAULT_INJECTIONS } from './default-injections';
 
 export const DEFAULT_NAMESPACE = 'sidecar-injector';
@@ -16,6 +17,14 @@ export interface DefaultAppOptions {
   readonly certificate?: WebhookCertificate;
   /** The time the store decides renewals by. @default now */
   readonly now?: Date;
+  /**
+   * Which backend applies the injections: `admissionPolicy` writes MutatingAdmissionPolicies and
+   * their bindings, and no webhook, certificate or pods at all.
+   * @default 'webhook'
+   */
+  readonly backend?: InjectorBackend;
+  /** The `admissionregistration.k8s.io` version of the policies (with a policy backend). @default 'v1' */
+  readonly admissionPolicyApiVersion?: AdmissionPolicyApiVersion;
 }
 
 /**
@@ -34,6 +43,8 @@ export function buildDefaultApp(options: DefaultAppOptions): App {
     injections: DEFAULT_INJECTIONS,
     certificates,
     server: WebhookServer.fromBundle(),
+    backend: options.backend,
+    admissionPolicyApiVersion: options.admissionPolicyApiVersion,
   });
   return app;
 }

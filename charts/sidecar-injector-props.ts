@@ -132,9 +132,9 @@ export interface SidecarInjectorProps {
   /**
    * Which backend applies the injections: `webhook` (the webhook's Deployment, Service, Secret,
    * ConfigMap and MutatingWebhookConfiguration), `admissionPolicy` (MutatingAdmissionPolicies and
-   * bindings in the kube-apiserver, and no webhook objects at all; an injection CEL cannot express
-   * fails synth), or `both-where-possible` (policies where CEL can express the injection, the webhook,
-   * carrying only the others, elsewhere). The policies use the same namespace and object selectors,
+   * bindings in the kube-apiserver, and no webhook objects at all), or `both-where-possible` (policies
+   * where CEL can express the injection, the webhook for the others: every injection the config
+   * accepts is expressible, so this is `admissionPolicy`). The policies use the same namespace and object selectors,
    * failurePolicy, opt-out and status annotation, so switching never injects twice.
    * @default 'webhook'
    */

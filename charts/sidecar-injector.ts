@@ -170,8 +170,9 @@ export class SidecarInjector extends Construct {
       });
       this.addPolicies(injections);
     }
-    // With the policy backend alone there is no webhook: no pods, certificate, Service or configuration.
-    if (this.backend === 'admissionPolicy') {
+    // With the policy backend there is no webhook: no pods, certificate, Service or configuration.
+    // `both-where-possible` is the same now: every injection the config accepts is a policy.
+    if (this.backend !== 'webhook') {
       registerInjector(this, props.createNamespace ?? true);
       return;
     }

@@ -69,8 +69,8 @@ export interface MutatingAdmissionPolicyBindingSpec {
 /**
  * Which backend applies the injections. `webhook`: the mutating webhook (Deployment, Service, TLS
  * Secret, ConfigMap, MutatingWebhookConfiguration). `admissionPolicy`: MutatingAdmissionPolicies in
- * the kube-apiserver, nothing else; an injection CEL cannot express fails synth. `both-where-possible`:
- * policies for the injections CEL can express, the webhook (carrying only the rest) for the others.
+ * the kube-apiserver, nothing else. `both-where-possible`: policies for the injections CEL can express,
+ * the webhook for the others; every injection a valid config holds is expressible, so no webhook.
  */
 export type InjectorBackend = 'webhook' | 'admissionPolicy' | 'both-where-possible';
 

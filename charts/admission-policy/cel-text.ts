@@ -85,3 +85,16 @@ const CEL_RESERVED = new Set([
 export function isCelFieldName(name: string): boolean {
   return CEL_IDENTIFIER.test(name) && !CEL_RESERVED.has(name);
 }
+
+/**
+ * `base.key`, or `base["key"]` for a key CEL cannot select with a dot (`nvidia.com/gpu`): only a
+ * map's key can be such a name, and a map can be indexed.
+ */
+export function celFieldSelect(base: string, key: string): string {
+  return isCelFieldName(key) ? `${base}.${key}` : `${base}[${celString(key)}]`;
+}
+
+/** Whether `base` has `key`: `has(base.key)`, or `"key" in base` for a map key that is no identifier. */
+export function celFieldPresent(base: string, key: string): string {
+  return isCelFieldName(key) ? `has(${base}.${key})` : `${celString(key)} in ${base}`;
+}

@@ -25,7 +25,10 @@ import {
   placeholdersIn,
 } from '../../webhook/config';
 import type { MatchCondition, MutatingAdmissionPolicySpec, NamedRuleWithOperations, Variable } from './admission-policy-types';
-import { PlaceholderExpressions, celString, celStringList, celTemplateString, celValue, isCelFieldName, jsonPointerToken } from './cel-text';
+import { PlaceholderExpressions, celFieldPresent, celFieldSelect, celString, celStringList, celTemplateString, celValue, jsonPointerToken } from './cel-text';
+import { withLimitsAtRequests } from '../../webhook/engine/qos';
+import { podGuaranteedExpression, podLevelResourcesExpression } from './qos-cel';
+import { mutationGroups, nonGuaranteedContainers } from './mutation-groups';
 
 /** Where the pod template sits in the admitted object. */
 export type TemplateShape = 'pods' | 'workloads' | 'cronjobs';
@@ -96,8 +99,10 @@ export interface InjectionPolicySettings {
 
 /**
  * The reasons an injection cannot be expressed faithfully in CEL, empty when it can. Checked: the
- * annotation trigger's valuePattern must be RE2 (CEL's `matches`), and merge field names must be CEL
- * identifiers (a merge reads them with `has(c.field)`).
+ * annotation trigger's valuePattern must be RE2 (CEL's `matches`); config validation already refuses
+ * any other pattern, so for a valid config this is always empty: everything the webhook applies,
+ * QoS preservation, the first position of native sidecars and merge keys like `nvidia.com/gpu`
+ * included, the policies apply too.
  */
 export function policyLimitations(injection: ResolvedInjection): string[] {
   const reasons: string[] = [];
@@ -109,21 +114,6 @@ export function policyLimitations(injection: ResolvedInjection): string[] {
       reasons.push(`trigger.valuePattern ${JSON.stringify(trigger.valuePattern)} is not RE2 syntax, which CEL's matches() needs (${(error as Error).message})`);
     }
   }
-  if (injection.qos === 'preserve-guaranteed') {
-    reasons.push('qos "preserve-guaranteed" needs the pod\'s QoS class, summed over every container\'s cpu and memory quantities; the policy does not compute it yet');
-  }
-  if ((injection.nativeSidecars ?? 'never') !== 'never' && injection.nativeSidecarPosition === 'first') {
-    reasons.push('nativeSidecarPosition "first" inserts before the pod\'s own init containers; only "last" is rendered as a policy');
-  }
-  (injection.merges ?? []).forEach((merge, index) => {
-    for (const path of fieldPaths(merge.fields)) {
-      const bad = path.find((key) => !isCelFieldName(key));
-      if (bad !== undefined) {
-        reasons.push(`merges[${index}].fields has the key ${JSON.stringify(bad)}, which CEL cannot test with has() (not an identifier, or a reserved word)`);
-        break;
-      }
-    }
-  });
   return reasons;
 }
 
@@ -153,6 +143,7 @@ export function shapePolicies(config: ResolvedInjectorConfig, injections: readon
     if (members.length === 0) continue;
     const kinds = TEMPLATE_SHAPES[shape].kinds.filter((kind) => members.some((injection) => injection.targetKinds.includes(kind)));
     const writers = members.map((injection) => new PolicyWriter(injection, config, shape, kinds));
+    const groups = mutationGroups(members, annotationKeys(config.annotationPrefix).inject).map((group) => group.map((injection) => writers[members.indexOf(injection)]));
     policies.push({
       shape,
       injections: members.map((injection) => injection.name),
@@ -167,7 +158,9 @@ export function shapePolicies(config: ResolvedInjectorConfig, injections: readon
           // apiserver adds to the template, where an unpatched Job (the webhook's answer) does.
           { name: 'an-injection-applies', expression: writers.map((writer) => `(${writer.guardExpression()})`).join(' || ') },
         ],
-        mutations: writers.map((writer) => ({ patchType: 'JSONPatch', jsonPatch: { expression: writer.patchExpression() } })),
+        // One mutation per run of injections that can share one (mutation-groups.ts): the apiserver's
+        // cost is per mutation.
+        mutations: groups.map((group) => ({ patchType: 'JSONPatch', jsonPatch: { expression: group.length === 1 ? group[0].patchExpression() : groupPatchExpression(group) } })),
         failurePolicy: settings.failurePolicy,
         // Another policy or webhook may add a label or annotation an injection triggers on.
         reinvocationPolicy: 'IfNeeded',
@@ -255,6 +248,94 @@ class PolicyWriter {
 
   patchExpression(): string {
     return `(${guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'patch'))})${TO_JSON_PATCH}`;
+  }
+
+  /** Whether this injection shares its mutation: it then leaves lists, metadata maps and the status
+   * annotation to the mutation, and gives `[content, labels, annotations]` (lists of adds). */
+  grouped = false;
+
+  /** This injection's part of a shared mutation: its three lists of adds, empty when its guard fails. */
+  sectionsExpression(): string {
+    return guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'sections'), '[[], [], []]');
+  }
+
+  /** Injections before this one in its shared mutation: their sections' variable and injection. */
+  earlier: { variable: string; injection: ResolvedInjection }[] = [];
+
+  /** CEL (with a leading operator, or empty): the sidecars earlier injections of the shared mutation insert first. */
+  private earlierFirstInserts(operator: string): string {
+    const pattern = celString(`^${this.pointer}/spec/initContainers/[0-9]+$`);
+    const counts = this.earlier
+      .filter(({ injection }) => (injection.nativeSidecars ?? 'never') !== 'never' && injection.nativeSidecarPosition === 'first')
+      .map(({ variable }) => `size(variables.${variable}[0].filter(p, string(p.path).matches(${pattern})))`);
+    return counts.length === 0 ? '' : `${operator}${counts.join(' + ')}`;
+  }
+
+  /** CEL (` && ...`, or empty): no earlier injection of the shared mutation added a container that is
+   * not itself Guaranteed, so the pod's class is still the one computed from the object. */
+  private earlierKeptGuaranteed(): string {
+    const added = celString(`^${this.pointer}/spec/(containers/-|initContainers/(-|[0-9]+))$`);
+    const terms = this.earlier.flatMap(({ variable, injection }) => {
+      const names = nonGuaranteedContainers(injection);
+      if (names.length === 0) return [];
+      return [`!variables.${variable}[0].exists(p, string(p.path).matches(${added}) && string(p.value.name) in ${celStringList(names)})`];
+    });
+    // Containers do not change the class of a pod with pod-level resources.
+    return terms.length === 0 ? '' : ` && ((${podLevelResourcesExpression(this.template)}) || (${terms.join(' && ')}))`;
+  }
+
+  /** The injection's name. */
+  get name(): string {
+    return this.injection.name;
+  }
+
+  get injectionOf(): ResolvedInjection {
+    return this.injection;
+  }
+
+  /**
+   * The values every injection of a policy computes alike from the object: its name and namespace, the
+   * names in the status annotation, the containers those injections added and every container name,
+   * the user's containers, and whether the pod is Guaranteed.
+   */
+  sharedVariables(): Variable[] {
+    const t = this.template;
+    const inline = this.inlinePlaceholders();
+    // `namespace` is a reserved word in CEL, so no variable is called after its placeholder.
+    const vars: Variable[] = [
+      { name: 'objectName', expression: inline.name },
+      { name: 'objectNamespace', expression: inline.namespace },
+      { name: 'statusNames', expression: this.statusNamesExpression() },
+    ];
+    // Containers that injections listed in the status annotation added: the injector's, not the user's.
+    const injectedBy = this.config.injections
+      .map((other) => ({ name: other.name, containers: [...(other.containers ?? []), ...(other.initContainers ?? [])].map((c) => c.name) }))
+      .filter((other) => other.containers.length > 0)
+      .map((other) => `(${celString(other.name)} in variables.statusNames ? ${celStringList(other.containers)} : [])`);
+    vars.push({ name: 'injectedContainers', expression: injectedBy.length === 0 ? '[]' : injectedBy.join(' + ') });
+    vars.push({ name: 'takenContainerNames', expression: `${t}.spec.containers.map(c, c.name) + (has(${t}.spec.initContainers) ? ${t}.spec.initContainers.map(c, c.name) : [])` });
+    vars.push({ name: 'userContainers', expression: `${t}.spec.containers.filter(c, !(c.name in variables.injectedContainers))` });
+    vars.push({ name: 'podGuaranteed', expression: podGuaranteedExpression(t) });
+    return vars;
+  }
+
+  /** CEL: the names the status annotation lists now. */
+  statusNamesExpression(): string {
+    return `${this.templateHas('annotations', this.keys.status)} ? ${this.templateValue('annotations', this.keys.status)}.split(",").map(s, s.trim()).filter(s, s != "" && s != "true" && s != "false") : []`;
+  }
+
+  /** The template's CEL expression and JSON pointer, and the status annotation key. */
+  get place(): { template: string; pointer: string; statusKey: string } {
+    return { template: this.template, pointer: this.pointer, statusKey: this.keys.status };
+  }
+
+  /**
+   * The hashes annotation's key and CEL for the entries already there (a list of at most one
+   * string), which this injection's `name=hash` entries follow, as the webhook appends them.
+   */
+  get hashesPlace(): { key: string; existing: string } {
+    const value = this.templateValue('annotations', this.keys.hashes);
+    return { key: this.keys.hashes, existing: `(${this.templateHas('annotations', this.keys.hashes)} && ${value} != "" ? [${value}] : [])` };
   }
 
   // --- metadata reads ----------------------------------------------------------------------------
@@ -397,24 +478,12 @@ class PolicyWriter {
     const add = (name: string, expression: string) => vars.push({ name, expression });
     const inline = this.inlinePlaceholders();
     // `namespace` is a reserved word in CEL, so no variable is called after its placeholder.
-    add('objectName', inline.name);
-    add('objectNamespace', inline.namespace);
+    // What every injection of a shared mutation reads alike is bound once, by the mutation.
+    if (!this.grouped) vars.push(...this.sharedVariables());
     if (injection.trigger.type === 'annotation') add('triggerValue', inline.annotation);
     const placeholders: PlaceholderExpressions = { name: 'string(variables.objectName)', namespace: 'string(variables.objectNamespace)', annotation: 'string(variables.triggerValue)' };
     const value = (json: unknown) => celValue(json as JsonValue, placeholders);
 
-    add(
-      'statusNames',
-      `${this.templateHas('annotations', this.keys.status)} ? ${this.templateValue('annotations', this.keys.status)}.split(",").map(s, s.trim()).filter(s, s != "" && s != "true" && s != "false") : []`,
-    );
-    // Containers that injections listed in the status annotation added: the injector's, not the user's.
-    const injectedBy = this.config.injections
-      .map((other) => ({ name: other.name, containers: [...(other.containers ?? []), ...(other.initContainers ?? [])].map((c) => c.name) }))
-      .filter((other) => other.containers.length > 0)
-      .map((other) => `(${celString(other.name)} in variables.statusNames ? ${celStringList(other.containers)} : [])`);
-    add('injectedContainers', injectedBy.length === 0 ? '[]' : injectedBy.join(' + '));
-    add('takenContainerNames', `${t}.spec.containers.map(c, c.name) + (has(${t}.spec.initContainers) ? ${t}.spec.initContainers.map(c, c.name) : [])`);
-    add('userContainers', `${t}.spec.containers.filter(c, !(c.name in variables.injectedContainers))`);
 
     const contentOps: string[] = [];
     // Containers, init containers, volumes and pull secrets: appended, never replacing the user's own.
@@ -428,28 +497,62 @@ class PolicyWriter {
     // in the pods that `nativeSidecars` names; appended before the injection's own init containers.
     const native = this.nativeSidecarCondition();
     if (native !== 'false') add('nativeSidecars', native);
+    const first = native !== 'false' && injection.nativeSidecarPosition === 'first';
+    // qos 'preserve-guaranteed': in a Guaranteed pod, the injected containers' limits are their requests.
+    const preserve = injection.qos === 'preserve-guaranteed';
+    if (preserve) add('guaranteed', `variables.podGuaranteed${this.earlierKeptGuaranteed()}`);
+    const asNative = (item: object) => ({ ...item, restartPolicy: 'Always' });
+    const containerValue = (item: object, transform: (item: object) => object) => {
+      const plain = value(transform(item));
+      if (!preserve) return `dyn(${plain})`;
+      const limited = value(transform(withLimitsAtRequests(item as JsonObject)));
+      return limited === plain ? `dyn(${plain})` : `(variables.guaranteed ? dyn(${limited}) : dyn(${plain}))`;
+    };
     for (const { field, variable, taken } of listAdditions) {
       const items = (injection[field] ?? []) as readonly { name: string }[];
+      const isContainer = field === 'containers' || field === 'initContainers';
       const itemList = (list: readonly { name: string }[], condition: string, transform: (item: object) => object = (item) => item) =>
-        list.map((item) => when(`${condition}!(${taken(item.name)})`, `dyn(${value(transform(item))})`));
+        list.map((item) => when(`${condition}!(${taken(item.name)})`, isContainer ? containerValue(item, transform) : `dyn(${value(item)})`));
       const terms: string[] = [];
+      const listPointer = celString(`${this.pointer}/spec/${field}`);
+      const appendPointer = celString(`${this.pointer}/spec/${field}/-`);
       if (field === 'containers') terms.push(...itemList(items, native === 'false' ? '' : '!variables.nativeSidecars && '));
       else if (field === 'initContainers') {
-        if (native !== 'false') terms.push(...itemList(injection.containers ?? [], 'variables.nativeSidecars && ', (item) => ({ ...item, restartPolicy: 'Always' })));
+        if (first) {
+          // Before the pod's own init containers, after those of earlier injections placed first (as
+          // the webhook places every such sidecar of one admission): inserted one by one at the same
+          // index, so in reverse order.
+          const sidecars = [...(injection.containers ?? [])].reverse();
+          add('addFirstInitContainers', concat(itemList(sidecars, 'variables.nativeSidecars && ', asNative)));
+          const inserts = this.earlierFirstInserts(' + ');
+          add('firstIndex', inserts === '' ? this.firstIndexExpression() : `(${this.firstIndexExpression()})${inserts}`);
+          add(variable, concat(itemList(items, '')));
+          const appends = this.grouped
+            ? `variables.${variable}.map(item, ${op(appendPointer, 'item')})`
+            : `(has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}])`;
+          contentOps.push(
+            `(size(variables.addFirstInitContainers) + size(variables.${variable}) == 0 ? [] : ` +
+              `${appends} + ` +
+              `variables.addFirstInitContainers.map(item, ${op(`${celString(`${this.pointer}/spec/${field}/`)} + string(variables.firstIndex)`, 'item')}))`,
+          );
+          continue;
+        }
+        if (native !== 'false') terms.push(...itemList(injection.containers ?? [], 'variables.nativeSidecars && ', asNative));
         terms.push(...itemList(items, ''));
       } else terms.push(...itemList(items, ''));
       if (terms.length === 0) continue;
       add(variable, concat(terms));
-      const listPointer = celString(`${this.pointer}/spec/${field}`);
-      const appendPointer = celString(`${this.pointer}/spec/${field}/-`);
       contentOps.push(
-        `(size(variables.${variable}) == 0 ? [] : (has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}]))`,
+        this.grouped
+          ? `variables.${variable}.map(item, ${op(appendPointer, 'item')})`
+          : `(size(variables.${variable}) == 0 ? [] : (has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}]))`,
       );
     }
 
     // Env vars and mounts: into each of the user's containers, skipping names (mount paths) it has.
+    // Init containers shift by the sidecars that injections earlier in a shared mutation insert first.
     const containerPointer = (list: 'containers' | 'initContainers', c: string) =>
-      `${celString(`${this.pointer}/spec/${list}/`)} + string(${t}.spec.${list}.map(x, x.name).indexOf(${c}.name))`;
+      `${celString(`${this.pointer}/spec/${list}/`)} + string(${t}.spec.${list}.map(x, x.name).indexOf(${c}.name)${list === 'initContainers' ? this.earlierFirstInserts(' + ') : ''})`;
     for (const [field, key] of [['env', 'name'], ['volumeMounts', 'mountPath']] as const) {
       const items = (injection[field] ?? []) as readonly Record<string, unknown>[];
       if (items.length === 0) continue;
@@ -478,6 +581,10 @@ class PolicyWriter {
         concat(entries.map(([key, text]) => when(`!${this.templateHas(map, key)}`, op(celString(`${this.pointer}/metadata/${map}/${jsonPointerToken(key)}`), value(text))))),
       );
     }
+    if (this.grouped) {
+      add('sections', '[variables.contentPatch, variables.labelPatch, variables.annotationPatch]');
+      return vars;
+    }
     add('changed', 'size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) > 0');
     const metadata = `${this.pointer}/metadata`;
     const ensureMetadata = [
@@ -495,6 +602,21 @@ class PolicyWriter {
       `!variables.changed ? [] : variables.contentPatch + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]`,
     );
     return vars;
+  }
+
+  /**
+   * CEL: where this injection's first-placed native sidecars go among the init containers: after
+   * those that earlier injections (in config order, listed in the status annotation) placed first.
+   */
+  private firstIndexExpression(): string {
+    const t = this.template;
+    const own = this.config.injections.indexOf(this.injection);
+    const earlier = this.config.injections
+      .slice(0, own < 0 ? 0 : own)
+      .filter((other) => (other.nativeSidecars ?? 'never') !== 'never' && other.nativeSidecarPosition === 'first' && (other.containers ?? []).length > 0)
+      .map((other) => `(${celString(other.name)} in variables.statusNames ? ${celStringList((other.containers ?? []).map((c) => c.name))} : [])`);
+    if (earlier.length === 0) return '0';
+    return `has(${t}.spec.initContainers) ? size(${t}.spec.initContainers.filter(c, c.name in ${concat(earlier)})) : 0`;
   }
 
   /** CEL: this object's pod gets the injection's containers as native sidecars ('false' when never). */
@@ -527,10 +649,12 @@ class PolicyWriter {
     const t = this.template;
     const selected = `(has(${t}.spec.${list}) ? ${t}.spec.${list} : []).filter(c, !(c.name in variables.injectedContainers) && c.name in ${celStringList(merge.containerNames)})`;
     const ops: string[] = [];
-    const access = (path: string[]) => ['c', ...path].join('.');
+    // A key that is no CEL identifier (`nvidia.com/gpu`) is a map key: indexed, and tested with `in`.
+    const access = (path: string[]) => path.reduce(celFieldSelect, 'c');
+    const present = (path: string[]) => celFieldPresent(access(path.slice(0, -1)), path[path.length - 1]);
     const pointerOf = (path: string[]) => `${containerPointer(list, 'c')} + ${celString('/' + path.map(jsonPointerToken).join('/'))}`;
-    const hasAll = (paths: string[][]) => paths.map((path) => `has(${access(path)})`);
-    const leafUnchanged = (path: string[], leaf: JsonValue) => `(has(${access(path)}) && ${access(path)} == ${value(leaf)})`;
+    const hasAll = (paths: string[][]) => paths.map(present);
+    const leafUnchanged = (path: string[], leaf: JsonValue) => `(${present(path)} && ${access(path)} == ${value(leaf)})`;
     const emit = (conditions: string[], path: string[], patchValue: JsonValue) => {
       ops.push(`${selected}.filter(c, ${conditions.join(' && ')}).map(c, ${op(pointerOf(path), value(patchValue))})`);
     };
@@ -547,7 +671,7 @@ class PolicyWriter {
       for (const path of fieldPaths(merge.fields)) {
         const node = valueAt(merge.fields, path);
         const parents = hasAll(objectPaths.filter((candidate) => candidate.length < path.length && candidate.every((key, index) => path[index] === key)));
-        if (isObject(node)) emit([...parents, `!has(${access(path)})`], path, node);
+        if (isObject(node)) emit([...parents, `!${present(path)}`], path, node);
         else emit([...parents, `!${leafUnchanged(path, node)}`], path, node);
       }
     }
@@ -559,10 +683,60 @@ class PolicyWriter {
  * `(\n  // name\n  (condition) &&\n  // name\n  (condition)\n) ? data : []`: the named conditions, one per
  * line, each after a CEL comment with its name, guarding `data`.
  */
-function guardedPatch(conditions: readonly MatchCondition[], data: string): string {
+function guardedPatch(conditions: readonly MatchCondition[], data: string, otherwise = '[]'): string {
   if (conditions.length === 0) return data;
   const lines = conditions.map((condition, index) => `  // ${condition.name}\n  (${condition.expression})${index < conditions.length - 1 ? ' &&' : ''}`);
-  return `(\n${lines.join('\n')}\n) ? ${data} : []`;
+  return `(\n${lines.join('\n')}\n) ? ${data} : ${otherwise}`;
+}
+
+/** The line a shared mutation starts with, naming its injections in order (read back by `mutationInjections`). */
+const GROUP_LINE = /^\(\/\/ injections (\[.*\])\n/;
+
+/**
+ * One mutation for injections that can share it (mutation-groups.ts): each one's adds, computed from
+ * the object as admitted, then once for all of them the lists they append to, the metadata maps and
+ * the status annotation, which lists those that changed something, in order.
+ */
+function groupPatchExpression(writers: readonly PolicyWriter[]): string {
+  writers.forEach((writer, index) => {
+    writer.grouped = true;
+    writer.earlier = writers.slice(0, index).map((earlier, member) => ({ variable: `m${member}`, injection: earlier.injectionOf }));
+  });
+  const { template: t, pointer, statusKey } = writers[0].place;
+  const vars: Variable[] = [...writers[0].sharedVariables(), ...writers.map((writer, index) => ({ name: `m${index}`, expression: writer.sectionsExpression() }))];
+  const add = (name: string, expression: string) => vars.push({ name, expression });
+  const section = (index: number) => writers.map((_, member) => `variables.m${member}[${index}]`).join(' + ');
+  add('contentPatch', section(0));
+  add('labelPatch', section(1));
+  add('annotationPatch', section(2));
+  const changedMember = (member: number) => `size(variables.m${member}[0]) + size(variables.m${member}[1]) + size(variables.m${member}[2]) > 0`;
+  const lists = ['containers', 'initContainers', 'volumes', 'imagePullSecrets'].map((field) =>
+    when(`!has(${t}.spec.${field}) && variables.contentPatch.exists(p, string(p.path).startsWith(${celString(`${pointer}/spec/${field}/`)}))`, op(celString(`${pointer}/spec/${field}`), '[]')),
+  );
+  const metadata = `${pointer}/metadata`;
+  const ensureMetadata = [
+    when(`!has(${t}.metadata)`, op(celString(metadata), '{}')),
+    when(`size(variables.labelPatch) > 0 && !(has(${t}.metadata) && has(${t}.metadata.labels))`, op(celString(`${metadata}/labels`), '{}')),
+    when(`!(has(${t}.metadata) && has(${t}.metadata.annotations))`, op(celString(`${metadata}/annotations`), '{}')),
+  ];
+  const names = writers.map((writer, member) => `(${changedMember(member)} ? [${celString(writer.name)}] : [])`).join(' + ');
+  const status = op(celString(`${metadata}/annotations/${jsonPointerToken(statusKey)}`), `(variables.statusNames + ${names}).join(",")`);
+  // Each injection's hash as configured, computed at synth, for those that changed something, in order.
+  const hashes = writers[0].hashesPlace;
+  const hashEntries = writers.map((writer, member) => `(${changedMember(member)} ? [${celString(injectionHashEntry(writer.injectionOf))}] : [])`).join(' + ');
+  const hashesOp = op(celString(`${metadata}/annotations/${jsonPointerToken(hashes.key)}`), `(${hashes.existing} + ${hashEntries}).join(",")`);
+  add(
+    'patch',
+    `size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) == 0 ? [] : ` +
+      `${lists.join(' + ')} + variables.contentPatch + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]`,
+  );
+  return `(// injections ${JSON.stringify(writers.map((writer) => writer.name))}\n${bindInOrder(vars, 'patch')})${TO_JSON_PATCH}`;
+}
+
+/** The injections a shared mutation applies, in order (undefined for a mutation of one injection). */
+export function mutationInjections(expression: string): string[] | undefined {
+  const match = GROUP_LINE.exec(expression);
+  return match ? (JSON.parse(match[1]) as string[]) : undefined;
 }
 
 const GUARD_LINE = /^ {2}\/\/ ([a-z][a-z0-9-]*)\n {2}\((.*)\)( &&)?$/;
@@ -585,6 +759,24 @@ export function mutationGuard(expression: string): MatchCondition[] {
   return conditions;
 }
 
+/**
+ * The guards of each injection a mutation applies, in order: one for a mutation of one injection, one
+ * per injection of a shared mutation (each injection's part starts with its guard lines).
+ */
+export function mutationGuards(expression: string): MatchCondition[][] {
+  const blocks = [...expression.matchAll(/\(\n((?: {2}\/\/ [a-z][a-z0-9-]*\n {2}\(.*\)(?: &&)?\n)+)\) \? /g)];
+  return blocks.map((block) => {
+    const lines = block[1].trimEnd().split('\n');
+    const conditions: MatchCondition[] = [];
+    for (let index = 0; index + 1 < lines.length; index += 2) {
+      const match = GUARD_LINE.exec(`${lines[index]}\n${lines[index + 1]}`);
+      if (!match) throw new Error(`not a guard line: ${lines[index]} / ${lines[index + 1]}`);
+      conditions.push({ name: match[1], expression: match[2] });
+    }
+    return conditions;
+  });
+}
+
 /** Turns the list of `{path, value}` maps into the JSONPatch operations the apiserver applies. */
 export const TO_JSON_PATCH = '.map(p, JSONPatch{op: "add", path: string(p.path), value: p.value})';
 
@@ -598,6 +790,8 @@ export function bindInOrder(named: readonly Variable[], result: string): string 
   const local = (expression: string) => expression.replace(/\bvariables\.([A-Za-z_][A-Za-z0-9_]*)/g, '$1');
   let body = result;
   for (let index = named.length - 1; index >= 0; index--) {
+    // Each binding costs a comprehension at admission: one that nothing after it reads is left out.
+    if (!new RegExp(`\\b${named[index].name}\\b`).test(body)) continue;
     body = `[${local(named[index].expression)}].map(${named[index].name}, ${body})[0]`;
   }
   return body;

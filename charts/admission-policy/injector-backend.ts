@@ -19,23 +19,22 @@ export function backendSettingsIssues(props: { backend?: unknown; admissionPolic
   return issues;
 }
 
-/** Whether `injection` goes to the admission policies under `backend`. */
-export function appliedByPolicy(backend: InjectorBackend, injection: ResolvedInjection): boolean {
-  if (backend === 'webhook') return false;
-  if (backend === 'admissionPolicy') return true;
-  return policyLimitations(injection).length === 0;
+/** Whether `injection` goes to the admission policies under `backend`: every one, unless `webhook`. */
+export function appliedByPolicy(backend: InjectorBackend, _injection: ResolvedInjection): boolean {
+  return backend !== 'webhook';
 }
 
 /**
- * With backend `admissionPolicy`, every injection CEL cannot express is an error naming
- * `injections[N]` and the reason (the other backends keep such injections on the webhook).
+ * With a policy backend, every injection CEL cannot express is an error naming `injections[N]` and
+ * the reason. None is left for a valid config (policyLimitations), so `both-where-possible` makes no
+ * webhook either: there is nothing it would carry.
  */
 export function policyBackendIssues(backend: InjectorBackend, injections: readonly ResolvedInjection[], firstIndex: number): ConfigIssue[] {
-  if (backend !== 'admissionPolicy') return [];
+  if (backend === 'webhook') return [];
   return injections.flatMap((injection, offset) =>
     policyLimitations(injection).map((reason) => ({
       path: `injections[${firstIndex + offset}]`,
-      message: `injection "${injection.name}" cannot be a MutatingAdmissionPolicy: ${reason}; backend "both-where-possible" keeps it on the webhook`,
+      message: `injection "${injection.name}" cannot be a MutatingAdmissionPolicy: ${reason}`,
     })),
   );
 }

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
-import { CONFIG_FILE_NAME, SidecarInjectorPropsError } from '../../charts';
+import { CONFIG_FILE_NAME } from '../../charts';
 import { admissionPolicyViolations } from '../support/admission-policy-schemas';
 import { POLICY_TEST_INJECTIONS, injectionsOfPolicy } from '../support/admission-policy-config';
 import { assertValidManifest } from '../support/openapi-validator';
@@ -34,35 +34,28 @@ test('backend "admissionPolicy" with admissionPolicyApiVersion v1alpha1 emits th
   }
 });
 
-test('backend "admissionPolicy" refuses an injection CEL cannot express, naming it, the reason and the way out', () => {
-  assert.throws(
-    () => synthChart({ backend: 'admissionPolicy', injections: DEFAULT_INJECTIONS }),
-    (error: Error) =>
-      error instanceof SidecarInjectorPropsError &&
-      /injections\[0\]: injection "envoy" cannot be a MutatingAdmissionPolicy: qos "preserve-guaranteed"/.test(error.message) &&
-      /backend "both-where-possible" keeps it on the webhook/.test(error.message),
-  );
-});
-
-test('backend "both-where-possible": the webhook carries only what CEL cannot express, the policies the rest', () => {
-  const { manifests, injector } = synthChart({ backend: 'both-where-possible', injections: DEFAULT_INJECTIONS });
-  const configMap = manifests.find((m) => m.kind === 'ConfigMap')!;
-  const webhookInjections = JSON.parse(configMap.data[CONFIG_FILE_NAME]).injections.map((i: any) => i.name);
-  assert.deepEqual(webhookInjections, ['envoy', 'nginx-sidecar']);
+test('backend "admissionPolicy" takes every injection the webhook takes: the default app\'s, qos "preserve-guaranteed" and all', () => {
+  const { manifests } = synthChart({ backend: 'admissionPolicy', injections: DEFAULT_INJECTIONS });
+  assert.ok(DEFAULT_INJECTIONS.some((injection) => injection.qos === 'preserve-guaranteed'), 'the default injections preserve Guaranteed pods');
   assert.deepEqual(
     policies(manifests).map((p) => [p.metadata.name, injectionsOfPolicy(p)]),
     [
+      ['sidecar-injector.sidecar-injector.pods', ['envoy', 'nginx-sidecar', 'probe-defaults']],
       ['sidecar-injector.sidecar-injector.workloads', ['wait-for-it']],
-      ['sidecar-injector.sidecar-injector.pods', ['probe-defaults']],
     ],
   );
-  assert.deepEqual(injector.config.injections.map((i) => i.name), DEFAULT_INJECTIONS.map((i) => i.name), 'config still lists every injection');
-  const webhook = manifests.find((m) => m.kind === 'MutatingWebhookConfiguration')!;
-  assert.deepEqual(webhook.webhooks[0].rules.map((r: any) => r.resources), [['pods']], 'the webhook is called only for the kinds its injections target');
-  for (const manifest of manifests) {
-    if (manifest.apiVersion.startsWith('admissionregistration.k8s.io/') && manifest.kind.startsWith('MutatingAdmissionPolicy')) {
-      assert.deepEqual(admissionPolicyViolations(manifest), []);
-    } else assertValidManifest(manifest);
+  assert.deepEqual(manifests.filter((m) => !m.kind.startsWith('MutatingAdmissionPolicy')).map((m) => m.kind), [], 'no webhook objects');
+});
+
+test('backend "both-where-possible": nothing is left that needs the webhook, so it makes the policies alone', () => {
+  const both = synthChart({ backend: 'both-where-possible', injections: DEFAULT_INJECTIONS });
+  const policyOnly = synthChart({ backend: 'admissionPolicy', injections: DEFAULT_INJECTIONS });
+  assert.deepEqual(both.manifests, policyOnly.manifests);
+  assert.equal(both.injector.webhookConfiguration, undefined);
+  assert.deepEqual(both.injector.webhookConfig.injections, [], 'the webhook would carry no injection');
+  for (const manifest of both.manifests) {
+    if (manifest.kind.startsWith('MutatingAdmissionPolicy')) assert.deepEqual(admissionPolicyViolations(manifest), []);
+    else assertValidManifest(manifest);
   }
 });
 

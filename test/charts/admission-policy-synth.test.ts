@@ -8,19 +8,19 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { App, Chart, Testing } from 'cdk8s';
 import { Environment, parse } from '@marcbachmann/cel-js';
-import { Injection, resolveInjectorConfig } from '../../webhook/config';
+import { Injection, JsonValue, resolveInjectorConfig } from '../../webhook/config';
 import {
   ADMISSION_POLICY_API_VERSIONS,
   AdmissionPolicyApiVersion,
-  AdmissionPolicyLimitationError,
   InjectionAdmissionPolicies,
   configPolicyLimitations,
 } from '../../charts/admission-policy';
 import { admissionPolicyViolations } from '../support/admission-policy-schemas';
-import { isCelFieldName } from '../../charts/admission-policy/cel-text';
-import { patchDataExpressions } from '../support/admission-policy-simulator';
-import { TO_JSON_PATCH, mutationGuard } from '../../charts/admission-policy/injection-policy';
-import { POLICY_TEST_INJECTIONS, injectionsOfPolicy } from '../support/admission-policy-config';
+import { celValue, isCelFieldName } from '../../charts/admission-policy/cel-text';
+import { admitWithPolicies, kubernetesCelEnvironment, patchDataExpressions } from '../support/admission-policy-simulator';
+import { podGuaranteedExpression } from '../../charts/admission-policy/qos-cel';
+import { TO_JSON_PATCH, mutationGuard, mutationGuards } from '../../charts/admission-policy/injection-policy';
+import { POLICY_TEST_INJECTIONS, injectionPoliciesOf, injectionsOfPolicy } from '../support/admission-policy-config';
 
 const PREFIX = 'sidecar-injector.io';
 
@@ -50,8 +50,12 @@ const conditionOf = (policy: any, name: string): string | undefined => policy.sp
 const guardOf = (policy: any, injection: string) => {
   const index = injectionsOfPolicy(policy).indexOf(injection);
   assert.ok(index >= 0, `${policy.metadata.name} has no mutation for ${injection}; it has ${injectionsOfPolicy(policy).join(', ')}`);
-  return mutationGuard(policy.spec.mutations[index].jsonPatch.expression);
+  // Each mutation's injections' guards, in order: the same order as injectionsOfPolicy's.
+  return policy.spec.mutations.flatMap((mutation: any) => mutationGuards(mutation.jsonPatch.expression))[index] as ReturnType<typeof mutationGuard>;
 };
+/** The index of the mutation that applies `injection`. */
+const mutationIndexOf = (policy: any, injection: string) =>
+  policy.spec.mutations.findIndex((mutation: any) => injectionsOfPolicy({ spec: { mutations: [mutation] } }).includes(injection));
 const guardConditionOf = (policy: any, injection: string, name: string) => guardOf(policy, injection).find((c) => c.name === name)?.expression;
 
 for (const apiVersion of ADMISSION_POLICY_API_VERSIONS) {
@@ -61,8 +65,9 @@ for (const apiVersion of ADMISSION_POLICY_API_VERSIONS) {
     const bindings = objects.filter((o) => o.kind === 'MutatingAdmissionPolicyBinding');
     assert.deepEqual(policies.map((p) => p.metadata.name), ['sidecar-injector.pods', 'sidecar-injector.workloads', 'sidecar-injector.cronjobs'], 'one policy per template shape');
     const shapeCount = (kinds: readonly string[]) => [['Pod'], ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job'], ['CronJob']].filter((shape) => shape.some((k) => kinds.includes(k))).length;
-    const expectedMutations = POLICY_TEST_INJECTIONS.reduce((sum, i) => sum + shapeCount(i.targetKinds ?? ['Pod']), 0);
-    assert.equal(policies.reduce((sum, p) => sum + p.spec.mutations.length, 0), expectedMutations, 'one mutation per injection and template shape it targets');
+    const expected = POLICY_TEST_INJECTIONS.reduce((sum, i) => sum + shapeCount(i.targetKinds ?? ['Pod']), 0);
+    assert.equal(policies.reduce((sum, p) => sum + injectionsOfPolicy(p).length, 0), expected, 'each injection once in the mutations of each template shape it targets');
+    assert.ok(policies.reduce((sum, p) => sum + p.spec.mutations.length, 0) < expected, 'injections that can share a mutation share one');
     assert.deepEqual(bindings.map((b) => b.spec.policyName).sort(), policies.map((p) => p.metadata.name).sort(), 'each policy has exactly one binding naming it');
     for (const object of objects) {
       assert.equal(object.apiVersion, `admissionregistration.k8s.io/${apiVersion}`);
@@ -97,7 +102,7 @@ test('one policy per place the pod template sits, matching the resources and ope
     { apiGroups: ['batch'], apiVersions: ['v1'], resources: ['jobs'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' },
   ], 'no ReplicaSet: no test injection targets it');
   assert.deepEqual(cronjobs.spec.matchConstraints.resourceRules, [{ apiGroups: ['batch'], apiVersions: ['v1'], resources: ['cronjobs'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' }]);
-  assert.deepEqual(injectionsOfPolicy(workloads), ['wait-for-it', 'debug', 'tier-limits', 'log-shipper'], 'config order');
+  assert.deepEqual(injectionsOfPolicy(workloads), ['wait-for-it', 'debug', 'tier-limits', 'log-shipper', 'mesh-first', 'gpu-limits'], 'config order');
   assert.deepEqual(injectionsOfPolicy(cronjobs), ['debug', 'log-shipper']);
   assert.equal(conditionOf(cronjobs, 'pod-spec-present')?.includes('object.spec.jobTemplate.spec.template.spec.containers'), true);
   // An injection that targets fewer kinds than its shape's policy checks the kind in its guard.
@@ -118,7 +123,7 @@ test('one policy per place the pod template sits, matching the resources and ope
     );
     for (const mutation of policy.spec.mutations) {
       assert.equal(mutation.patchType, 'JSONPatch');
-      assert.ok(mutation.jsonPatch.expression.startsWith('((\n  // '), mutation.jsonPatch.expression.slice(0, 40));
+      assert.ok(/^\(\(\n {2}\/\/ |^\(\/\/ injections \[/.test(mutation.jsonPatch.expression), mutation.jsonPatch.expression.slice(0, 40));
       assert.ok(mutation.jsonPatch.expression.endsWith(TO_JSON_PATCH));
     }
   }
@@ -248,22 +253,21 @@ test('no spec.variables (Kubernetes 1.32 cannot read them from a mutation); ever
     assert.equal(policy.spec.variables, undefined);
     for (const [index, data] of patchDataExpressions(policy.spec).entries()) {
       const bound = nodes(parse(data).ast, (n) => n.op === 'rcall' && n.args[0] === 'map').map((n) => n.args[2][0].args);
-      assert.ok(bound.includes('objectNamespace') && bound.includes('patch'), `${policy.metadata.name} mutations[${index}]: ${bound.join(', ')}`);
+      assert.ok(bound.includes('patch'), `${policy.metadata.name} mutations[${index}]: ${bound.join(', ')}`);
       for (const name of bound) assert.ok(isCelFieldName(name), `${policy.metadata.name} mutations[${index}]: bound name ${JSON.stringify(name)}`);
     }
   }
 });
 
 test('every match condition, mutation guard and mutation parses and type-checks with homogeneous literals', () => {
-  const env = new Environment({ unlistedVariablesAreDyn: true }).registerFunction({
-    name: 'indexOf', receiverType: 'list', returnType: 'int', params: [{ name: 'item', type: 'dyn' }], handler: () => 0n,
-  });
+  // The Kubernetes functions the policies call (lists' indexOf, the quantity library) with their types.
+  const env = kubernetesCelEnvironment();
   for (const policy of synth(POLICY_TEST_INJECTIONS).filter((o) => o.kind === 'MutatingAdmissionPolicy')) {
     const mutations = patchDataExpressions(policy.spec).flatMap((data, index) => [
-      ...mutationGuard(policy.spec.mutations[index].jsonPatch.expression).map((c) => ({ name: `mutations[${index}] guard ${c.name}`, expression: c.expression })),
+      ...mutationGuards(policy.spec.mutations[index].jsonPatch.expression).flat().map((c) => ({ name: `mutations[${index}] guard ${c.name}`, expression: c.expression })),
       { name: `mutations[${index}]`, expression: data },
     ]);
-    assert.ok(mutations.length > 2 * policy.spec.mutations.length, 'every mutation has a guard');
+    assert.ok(mutations.length >= 2 * injectionsOfPolicy(policy).length + policy.spec.mutations.length, 'every injection has a guard');
     for (const { name, expression } of [...policy.spec.matchConditions, ...mutations]) {
       const result = env.check(expression);
       assert.equal(result.valid, true, `${policy.metadata.name} ${name}: ${(result as any).error?.message}`);
@@ -271,17 +275,22 @@ test('every match condition, mutation guard and mutation parses and type-checks 
   }
 });
 
-test('an injection CEL cannot express is named with the reason, and the construct refuses it', () => {
+test('a merge key that is no CEL identifier (nvidia.com/gpu) is a map key: indexed, and tested with `in` instead of has()', () => {
   const injection: Injection = {
     name: 'gpu-limits',
     trigger: { type: 'always' },
     merges: [{ containerNames: ['app'], fields: { resources: { limits: { 'nvidia.com/gpu': 1 } } } }],
   };
-  const limitations = configPolicyLimitations(resolveInjectorConfig({ injections: [injection] }));
-  assert.deepEqual(limitations, [
-    { injection: 'gpu-limits', reason: 'merges[0].fields has the key "nvidia.com/gpu", which CEL cannot test with has() (not an identifier, or a reserved word)' },
-  ]);
-  assert.throws(() => synth([injection]), (error: Error) => error instanceof AdmissionPolicyLimitationError && /injection "gpu-limits"/.test(error.message));
+  assert.deepEqual(configPolicyLimitations(resolveInjectorConfig({ injections: [injection] })), []);
+  const policy = policyOf(synth([injection]), 'sidecar-injector.pods');
+  const [data] = patchDataExpressions(policy.spec);
+  assert.ok(data.includes('has(c.resources) && has(c.resources.limits) && !("nvidia.com/gpu" in c.resources.limits && c.resources.limits["nvidia.com/gpu"] == 1)'), data);
+  assert.ok(data.includes('"/resources/limits/nvidia.com~1gpu"'), 'the JSON pointer escapes the slash');
+  const hasArguments = nodes(parse(data).ast, (n) => n.op === 'call' && n.args[0] === 'has').map((n) => JSON.stringify(n.args[1]));
+  assert.ok(hasArguments.length > 0 && hasArguments.every((text) => !text.includes('nvidia')), `has() never gets the key: ${hasArguments.join(', ')}`);
+  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'n' }, spec: { containers: [{ name: 'app', image: 'a', resources: { limits: { cpu: '1' } } }, { name: 'other', image: 'o' }] } };
+  const admitted = admitWithPolicies([policy], { kind: { group: '', version: 'v1', kind: 'Pod' }, resource: { group: '', version: 'v1', resource: 'pods' }, operation: 'CREATE', namespace: 'n', object: pod });
+  assert.deepEqual(admitted.spec.containers.map((c: any) => c.resources), [{ limits: { cpu: '1', 'nvidia.com/gpu': 1 } }, undefined]);
 });
 
 test('a valuePattern that is not RE2 is refused before it reaches CEL (the validator and CEL agree on RE2)', () => {
@@ -289,7 +298,55 @@ test('a valuePattern that is not RE2 is refused before it reaches CEL (the valid
   assert.throws(() => resolveInjectorConfig({ injections: [injection] }), /valuePattern/);
 });
 
-test('qos "preserve-guaranteed" is reported as not expressible (it stays on the webhook)', () => {
-  const config = resolveInjectorConfig({ injections: [{ name: 'q', trigger: { type: 'always' }, qos: 'preserve-guaranteed', containers: [{ name: 'x', image: 'x', resources: { requests: { cpu: '1m', memory: '1Mi' } } }] }] });
-  assert.deepEqual(configPolicyLimitations(config).map((l) => l.injection), ['q']);
+test('qos "preserve-guaranteed": the policy decides Guaranteed with the quantity library, and picks the injected container with limits at its requests', () => {
+  const injection: Injection = {
+    name: 'q',
+    trigger: { type: 'always' },
+    qos: 'preserve-guaranteed',
+    containers: [{ name: 'proxy', image: 'x', resources: { requests: { cpu: '100m', memory: '64Mi' } } }],
+  };
+  assert.deepEqual(configPolicyLimitations(resolveInjectorConfig({ injections: [injection] })), []);
+  const policy = policyOf(synth([injection]), 'sidecar-injector.pods');
+  const [data] = patchDataExpressions(policy.spec);
+  assert.ok(data.includes(`[${podGuaranteedExpression('object')}].map(podGuaranteed,`), `the pod's class is computed once, bound as "podGuaranteed": ${data}`);
+  assert.ok(data.includes('[podGuaranteed].map(guaranteed,'), 'and nothing earlier in the mutation can change it');
+  const literal = (json: JsonValue) => celValue(json, { name: '', namespace: '', annotation: '' });
+  const limited = literal({ name: 'proxy', image: 'x', resources: { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '100m', memory: '64Mi' } } });
+  const plain = literal({ name: 'proxy', image: 'x', resources: { requests: { cpu: '100m', memory: '64Mi' } } });
+  assert.ok(data.includes(`(guaranteed ? dyn(${limited}) : dyn(${plain}))`), data);
+  const calls = new Set(nodes(parse(podGuaranteedExpression('object')).ast, (n) => n.op === 'call' || n.op === 'rcall').map((n) => n.args[0]));
+  assert.deepEqual([...calls].filter((name) => ['quantity', 'isQuantity', 'compareTo', 'isGreaterThan', 'sign'].includes(name)).sort(), ['compareTo', 'isGreaterThan', 'isQuantity', 'quantity']);
+  const request = (resources: any, podResources?: any) => ({
+    kind: { group: '', version: 'v1', kind: 'Pod' },
+    resource: { group: '', version: 'v1', resource: 'pods' },
+    operation: 'CREATE',
+    namespace: 'n',
+    object: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'n' }, spec: { containers: [{ name: 'app', image: 'a', resources }], ...(podResources ? { resources: podResources } : {}) } },
+  });
+  const proxyLimits = (resources: any, podResources?: any) => admitWithPolicies([policy], request(resources, podResources)).spec.containers[1].resources.limits;
+  assert.deepEqual(proxyLimits({ limits: { cpu: '1', memory: '1Gi' } }), { cpu: '100m', memory: '64Mi' }, 'Guaranteed (requests default to limits): limits set');
+  assert.deepEqual(proxyLimits({ requests: { cpu: '1000m', memory: '1Gi' }, limits: { cpu: '1', memory: '1024Mi' } }), { cpu: '100m', memory: '64Mi' }, 'equal quantities written differently');
+  assert.equal(proxyLimits({ requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } }), undefined, 'Burstable: left as written');
+  assert.equal(proxyLimits({ limits: { cpu: '1', memory: '0' } }), undefined, 'a zero limit is no limit: Burstable');
+  assert.equal(proxyLimits({}), undefined, 'BestEffort');
+  assert.deepEqual(proxyLimits({}, { limits: { cpu: '2', memory: '2Gi' } }), { cpu: '100m', memory: '64Mi' }, 'pod-level resources decide alone');
+});
+
+test('nativeSidecarPosition "first": inserted at the index after earlier first-placed injections\' sidecars, one by one in reverse', () => {
+  const config = resolveInjectorConfig({ annotationPrefix: PREFIX, injections: POLICY_TEST_INJECTIONS });
+  const policy = injectionPoliciesOf(config).find((p) => p.metadata.name === 'test.pods')!;
+  const shared = patchDataExpressions(policy.spec)[mutationIndexOf(policy, 'mesh-first')];
+  assert.equal(mutationIndexOf(policy, 'token-first'), mutationIndexOf(policy, 'mesh-first'), 'both in one mutation');
+  assert.ok(shared.includes('"/spec/initContainers/" + string(firstIndex)'), 'an index, not "-"');
+  const mesh = shared.slice(0, shared.indexOf('.map(addFirstInitContainers, [0].map(firstIndex,'));
+  assert.ok(mesh.length > 0, 'mesh-first is the first such injection: index 0');
+  // token-first: after mesh-first's sidecars, those of an earlier admission (status annotation) and
+  // those mesh-first inserts in this same mutation (read from its part, bound as m<i>).
+  const tokenIndex = /\[\((has\(object\.spec\.initContainers\) \? size\(object\.spec\.initContainers\.filter\(c, c\.name in \("mesh-first" in statusNames \? \["mesh-init-proxy", "mesh-certs"\] : \[\]\)\)\) : 0)\) \+ size\((m\d+)\[0\]\.filter\(p, string\(p\.path\)\.matches\("\^\/spec\/initContainers\/\[0-9\]\+\$"\)\)\)\]\.map\(firstIndex,/.exec(shared);
+  assert.ok(tokenIndex, 'token-first counts mesh-first\'s sidecars, earlier and in this mutation');
+  assert.equal(tokenIndex[2], `m${injectionsOfPolicy({ spec: { mutations: [policy.spec.mutations[mutationIndexOf(policy, 'mesh-first')]] } }).indexOf('mesh-first')}`);
+  // mesh-first's sidecars to insert, bound after its regular containers: the last container first.
+  const reversed = mesh.slice(mesh.lastIndexOf('.map(addContainers,'));
+  const names = [...reversed.matchAll(/"name": dyn\("([^"]+)"\)/g)].map((match) => match[1]);
+  assert.deepEqual([...new Set(names)], ['mesh-certs', 'mesh-init-proxy'], 'reverse order: each insert at the same index');
 });

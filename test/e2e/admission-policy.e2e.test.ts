@@ -9,6 +9,7 @@
 // each backend is measured through the apiserver, against a namespace neither touches.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { App, Chart, Testing } from 'cdk8s';
@@ -25,7 +26,11 @@ if (skip) console.log(`npm run e2e ${skip}`);
 
 const NAMESPACES = { policy: 'e2e-policy', webhook: 'e2e-webhook', baseline: 'e2e-baseline' } as const;
 const BACKEND_LABEL = 'e2e.sidecar-injector.io/backend';
-const config = resolveInjectorConfig({ annotationPrefix: TEST_ANNOTATION_PREFIX, injections: POLICY_TEST_INJECTIONS });
+// E2E_INJECTIONS=envoy,nginx-sidecar,debug: only these test injections, for the latency of a smaller
+// config (the parity checks, which need every injection, are then left out, saying so).
+const ONLY = process.env.E2E_INJECTIONS ? process.env.E2E_INJECTIONS.split(',') : undefined;
+const onlySome = ONLY ? `E2E_INJECTIONS=${ONLY.join(',')}: the parity checks need every test injection` : false;
+const config = resolveInjectorConfig({ annotationPrefix: TEST_ANNOTATION_PREFIX, injections: POLICY_TEST_INJECTIONS.filter((injection) => !ONLY || ONLY.includes(injection.name)) });
 
 let plane: ControlPlane | undefined;
 let webhook: InProcessWebhook | undefined;
@@ -191,7 +196,7 @@ after(async () => {
 const injectedSeen = new Set<string>();
 
 for (const name of reviewNames()) {
-  test(`${name}: the apiserver stores the same object under the policies as under the webhook, in every trigger scenario`, { skip }, async () => {
+  test(`${name}: the apiserver stores the same object under the policies as under the webhook, in every trigger scenario`, { skip: skip || onlySome }, async () => {
     const request = loadReview(name).request;
     if (!request.object) return;
     for (const [label, variant] of triggerVariants(request.object)) {
@@ -210,7 +215,7 @@ for (const name of reviewNames()) {
   });
 }
 
-test('every test injection was injected by the apiserver somewhere above', { skip }, () => {
+test('every test injection was injected by the apiserver somewhere above', { skip: skip || onlySome }, () => {
   assert.deepEqual([...injectedSeen].sort(), config.injections.map((injection) => injection.name).sort());
 });
 
@@ -233,4 +238,26 @@ test('admission latency through the apiserver: policies vs webhook vs neither', 
   console.log('| backend | p50 ms | p90 ms | p50 over baseline ms |');
   console.log('| --- | --- | --- | --- |');
   for (const row of rows) console.log(`| ${row.backend} | ${row.p50.toFixed(2)} | ${row.p90.toFixed(2)} | ${(row.p50 - base.p50).toFixed(2)} |`);
+
+  // E2E_PPROF_DIR: the apiserver's CPU profile while it admits the same pod through one backend only,
+  // for `go tool pprof -top <dir>/policy.pprof` (where the policies' time goes) against webhook.pprof.
+  const profileDir = process.env.E2E_PPROF_DIR;
+  if (!profileDir) return;
+  const seconds = Number(process.env.E2E_PPROF_SECONDS ?? 15);
+  fs.mkdirSync(profileDir, { recursive: true });
+  for (const backend of ['policy', 'webhook', 'baseline'] as const) {
+    let stop = false;
+    let count = 0;
+    const load = (async () => {
+      while (!stop) {
+        assert.equal((await dryRunCreate(NAMESPACES[backend], object)).status, 201);
+        count++;
+      }
+    })();
+    const profile = await plane!.bytes(`/debug/pprof/profile?seconds=${seconds}`);
+    stop = true;
+    await load;
+    fs.writeFileSync(path.join(profileDir, `${backend}.pprof`), profile);
+    console.log(`${backend}: ${count} sequential dryRun pod creates in the ${seconds} s CPU profile ${path.join(profileDir, `${backend}.pprof`)}`);
+  }
 });

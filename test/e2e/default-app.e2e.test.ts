@@ -11,14 +11,15 @@
 //    init containers as a native sidecar.
 // 4. The control: seed 000's plain Envoy (no securityContext), injected the same way into the same
 //    kind of namespace, is rejected by Pod Security admission, while the pod alone is admitted.
-// 5. The same injections as MutatingAdmissionPolicies (backend: 'admissionPolicy', in the version the
-//    apiserver serves), created as synthesized, inject the same pods in a namespace enforcing restricted.
+// 5. The default app synthesized policy-only (INJECTOR_BACKEND=admissionPolicy, in the version the
+//    apiserver serves), created as synthesized, injects the same pods in a namespace enforcing
+//    restricted, and keeps a Guaranteed pod Guaranteed (the apiserver's status.qosClass).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import type { AdmissionPolicyApiVersion } from '../../charts/admission-policy';
 import { Injection, resolveInjectorConfig } from '../../webhook/config';
-import { Manifest, describeManifest, findManifest, synthChart, synthDefaultAppToTemp } from '../support/synth-helpers';
+import { Manifest, describeManifest, findManifest, synthDefaultAppToTemp } from '../support/synth-helpers';
 import { InProcessWebhook, startInProcess } from '../support/webhook-harness';
 import { ControlPlane, binaryVersion, findBinaries, policyApiVersionFor, policyApiserverFlags } from './support/control-plane';
 
@@ -28,7 +29,6 @@ if (skip) console.log(`npm run e2e (default app) ${skip}`);
 
 const PREFIX = 'sidecar-injector.io';
 const SEED_000_LABEL = 'e2e.sidecar-injector.io/seed-000';
-const POLICY_LABEL = 'e2e.sidecar-injector.io/policy';
 const NAMESPACES = {
   /** Selected by the synthesized webhook configuration; enforces restricted. */
   injected: 'e2e-apps-restricted',
@@ -266,21 +266,32 @@ test("the control: seed 000's plain Envoy makes Pod Security admission refuse th
   assert.match(injected.body.message, /container "envoy"/);
 });
 
-test('the same injections as admission policies, created as synthesized, inject the same pods under restricted', { skip }, async () => {
-  // qos 'preserve-guaranteed' needs the pod's QoS class, which the policies do not compute yet: synth
-  // refuses it for this backend (both-where-possible keeps such an injection on the webhook), so it is left out.
-  const injections = DEFAULT_INJECTIONS.map(({ qos: _qos, ...rest }) => rest);
-  const policies = synthChart({
-    backend: 'admissionPolicy',
-    admissionPolicyApiVersion: policyApiVersion,
-    injections,
-    namespaceSelector: { matchLabels: { [POLICY_LABEL]: 'true' } },
-  }).manifests;
-  assert.ok(policies.some((object) => object.kind === 'MutatingAdmissionPolicy'), `no policies in ${policies.map(describeManifest).join(', ')}`);
-  assert.ok(!policies.some((object) => object.kind === 'Deployment' || object.kind === 'MutatingWebhookConfiguration'), 'the policy backend makes no webhook objects');
-  assert.deepEqual(await createAsSynthesized(policies), []);
-  await plane!.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACES.policy, labels: { [POLICY_LABEL]: 'true', ...ENFORCE_RESTRICTED } } });
+test('the default app synthesized policy-only (INJECTOR_BACKEND=admissionPolicy), created as synthesized, injects the same pods under restricted, a Guaranteed pod staying Guaranteed', { skip }, async () => {
+  // The whole default app, qos 'preserve-guaranteed' included, as `npm run synth` writes it with the policy backend.
+  assert.ok(DEFAULT_INJECTIONS.some((injection) => injection.qos === 'preserve-guaranteed'));
+  const policyApp = synthDefaultAppToTemp(undefined, undefined, { backend: 'admissionPolicy', admissionPolicyApiVersion: policyApiVersion }).manifests;
+  assert.ok(policyApp.some((object) => object.kind === 'MutatingAdmissionPolicy'), `no policies in ${policyApp.map(describeManifest).join(', ')}`);
+  assert.ok(!policyApp.some((object) => object.kind === 'Deployment' || object.kind === 'MutatingWebhookConfiguration'), 'the policy backend makes no webhook objects');
+  // Policy-only from here: the webhook registered above selects the same namespace labels.
+  await plane!.ok('DELETE', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/e2e-default-app');
+  assert.deepEqual(await createAsSynthesized(policyApp.filter((object) => object.kind !== 'Namespace' || object.metadata.name !== 'sidecar-injector')), []);
+  const injectionLabels = policyApp.find((object) => object.kind === 'MutatingAdmissionPolicyBinding')!.spec.matchResources.namespaceSelector.matchLabels;
+  await plane!.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACES.policy, labels: { ...injectionLabels, ...ENFORCE_RESTRICTED } } });
   await waitUntilInjecting(NAMESPACES.policy);
 
   await assertSeedPodsInjected(NAMESPACES.policy);
+
+  // A Guaranteed pod stays Guaranteed under the policies, by the apiserver's own status.qosClass; Envoy
+  // gets limits at its requests, as the webhook gives it.
+  const exact = { cpu: '500m', memory: '256Mi' };
+  const guaranteed = await dryRunCreate(NAMESPACES.policy, restrictedPod('guaranteed', {}, { requests: exact, limits: exact }));
+  assert.equal(guaranteed.status, 201, describe(guaranteed));
+  assert.deepEqual(containerNames(guaranteed.body.spec, 'containers'), ['my-container', 'envoy']);
+  assert.equal(guaranteed.body.status?.qosClass, 'Guaranteed', `stored: ${JSON.stringify(guaranteed.body.spec.containers.map((c: any) => c.resources))}`);
+  assert.deepEqual(guaranteed.body.spec.containers[1].resources.limits, guaranteed.body.spec.containers[1].resources.requests);
+  // The control: a Burstable pod keeps Envoy's limits as configured, and stays Burstable.
+  const burstable = await dryRunCreate(NAMESPACES.policy, restrictedPod('burstable', {}, { requests: { cpu: '250m', memory: '256Mi' }, limits: exact }));
+  assert.equal(burstable.status, 201, describe(burstable));
+  assert.equal(burstable.body.status?.qosClass, 'Burstable');
+  assert.notDeepEqual(burstable.body.spec.containers[1].resources.limits, burstable.body.spec.containers[1].resources.requests);
 });

@@ -70,18 +70,19 @@ describe('an injection that changes the QoS class', () => {
     assert.equal(qosClassOf([...before.spec.containers, ...before.spec.initContainers]), 'Guaranteed', 'the test pod starts Guaranteed');
     const result = run(guaranteedPod(), config);
     assert.equal(qosClassOf([...result.pod.spec.containers, ...result.pod.spec.initContainers]), 'Burstable');
-    assert.deepEqual(result.podWarnings.map(({ injection, reason, qosClass }) => ({ injection, reason, qosClass })), [
-      { injection: 'proxy', reason: 'qos-class-changed', qosClass: { before: 'Guaranteed', after: 'Burstable' } },
+    assert.deepEqual(result.podWarnings.map(({ injection, reason, qosClass, shown }) => ({ injection, reason, qosClass, shown })), [
+      { injection: 'proxy', reason: 'qos-class-changed', qosClass: { before: 'Guaranteed', after: 'Burstable' }, shown: true },
     ]);
     const warning = result.warnings.find((text) => text.includes('QoS'));
     assert.ok(warning, `expected a QoS warning in ${JSON.stringify(result.warnings)}`);
     assert.match(warning, /injection "proxy" changes the pod's QoS class from Guaranteed to Burstable; set qos: "preserve-guaranteed"/);
   });
 
-  test('BestEffort becomes Burstable when the sidecar has requests: warned too', () => {
+  test('BestEffort becomes Burstable when the sidecar has requests: counted, not warned (a class raised needs no action)', () => {
     const config = resolveInjectorConfig({ injections: [sidecar()] });
     const result = run(loadReview('pod-create-demoapp').request, config);
-    assert.deepEqual(result.podWarnings.map((warning) => warning.qosClass), [{ before: 'BestEffort', after: 'Burstable' }]);
+    assert.deepEqual(result.podWarnings.map(({ qosClass, shown }) => ({ qosClass, shown })), [{ qosClass: { before: 'BestEffort', after: 'Burstable' }, shown: false }]);
+    assert.deepEqual(result.warnings.filter((text) => text.includes('QoS')), [], `no QoS warning for the client, got ${JSON.stringify(result.warnings)}`);
   });
 
   test('a sidecar that keeps the class (Burstable stays Burstable) brings no warning', () => {

@@ -1,7 +1,7 @@
 // Test helper: the policies of a whole config, as the construct names them, without a cdk8s app.
 import type { Injection, ResolvedInjectorConfig } from '../../webhook/config';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
-import { mutationGuard, shapePolicies } from '../../charts/admission-policy/injection-policy';
+import { mutationGuard, mutationInjections, shapePolicies } from '../../charts/admission-policy/injection-policy';
 import type { SimulatedPolicy } from './admission-policy-simulator';
 import { podOf } from './recorded-reviews';
 
@@ -16,11 +16,13 @@ export function injectionPoliciesOf(config: ResolvedInjectorConfig, failurePolic
 }
 
 /**
- * The injections a synthesized policy applies, in the order of its mutations: each mutation's
- * `not-already-injected` guard names its injection in the status-annotation check.
+ * The injections a synthesized policy applies, in the order of its mutations: a shared mutation's
+ * first line names them, and a mutation of one injection names it in its `not-already-injected` guard.
  */
 export function injectionsOfPolicy(policy: { spec: { mutations: readonly any[] } }): string[] {
-  return policy.spec.mutations.map((mutation, index) => {
+  return policy.spec.mutations.flatMap((mutation, index) => {
+    const shared = mutationInjections(mutation.jsonPatch.expression);
+    if (shared) return shared;
     const condition = mutationGuard(mutation.jsonPatch.expression).find((c) => c.name === 'not-already-injected');
     const name = condition && /\.exists\(s, s\.trim\(\) == ("(?:[^"\\]|\\.)*")\)\)$/.exec(condition.expression)?.[1];
     if (!name) throw new Error(`mutations[${index}] has no not-already-injected guard naming its injection`);
@@ -28,9 +30,9 @@ export function injectionsOfPolicy(policy: { spec: { mutations: readonly any[] }
   });
 }
 
-/** The seed injections without qos "preserve-guaranteed" (which stays on the webhook), and one of each other feature. */
+/** The seed injections (qos "preserve-guaranteed" included), and one of each other feature. */
 export const POLICY_TEST_INJECTIONS: Injection[] = [
-  ...DEFAULT_INJECTIONS.map(({ qos: _qos, ...injection }) => injection as Injection),
+  ...DEFAULT_INJECTIONS,
   {
     name: 'debug',
     trigger: { type: 'requested' },
@@ -54,6 +56,52 @@ export const POLICY_TEST_INJECTIONS: Injection[] = [
     targetKinds: ['Pod', 'Job', 'CronJob'],
     nativeSidecars: 'jobs',
     containers: [{ name: 'log-shipper', image: 'fluent/fluent-bit:3.1', args: ['--target', '{{annotation}}'], resources: { requests: { cpu: '10m', memory: '32Mi' } } }],
+  },
+  {
+    // Native sidecars placed before the pod's own init containers, two of them in one injection.
+    name: 'mesh-first',
+    trigger: { type: 'annotation', key: 'mesh.example.com/first' },
+    targetKinds: ['Pod', 'Deployment', 'Job'],
+    nativeSidecars: 'always',
+    nativeSidecarPosition: 'first',
+    qos: 'preserve-guaranteed',
+    containers: [
+      { name: 'mesh-init-proxy', image: 'example.com/proxy:1.0', resources: { requests: { cpu: '20m', memory: '16Mi' } } },
+      { name: 'mesh-certs', image: 'example.com/certs:1.0', resources: { limits: { cpu: '5m', memory: '8Mi' } } },
+    ],
+    initContainers: [{ name: 'mesh-setup', image: 'example.com/setup:1.0', resources: { requests: { cpu: '1m', memory: '4Mi' }, limits: { memory: '8Mi' } } }],
+  },
+  {
+    // A second first-placed injection: its sidecars go after mesh-first's, as the webhook places them.
+    name: 'token-first',
+    trigger: { type: 'annotation', key: 'mesh.example.com/first' },
+    targetKinds: ['Pod'],
+    nativeSidecars: 'always',
+    nativeSidecarPosition: 'first',
+    containers: [{ name: 'token-refresher', image: 'example.com/token:1.0' }],
+  },
+  {
+    // Triggered by a label debug adds: it reads what an earlier injection changed, so it gets a
+    // mutation of its own, after theirs (placed first after mesh-first's and token-first's sidecars,
+    // with the pod's class as the earlier mutation left it).
+    name: 'debug-chained',
+    trigger: { type: 'labelSelector', matchLabels: { 'debug.example.com/enabled': 'true' } },
+    targetKinds: ['Pod'],
+    nativeSidecars: 'always',
+    nativeSidecarPosition: 'first',
+    qos: 'preserve-guaranteed',
+    containers: [{ name: 'debug-shell', image: 'busybox:1.36', resources: { limits: { cpu: '10m', memory: '16Mi' } } }],
+  },
+  {
+    // Merge keys that are no CEL identifiers: map keys, indexed.
+    name: 'gpu-limits',
+    trigger: { type: 'labelSelector', matchLabels: { 'gpu.example.com/wants': 'one' } },
+    targetKinds: ['Pod', 'Deployment'],
+    merges: [
+      { containerNames: ['sleep', 'app', 'nginx'], fields: { resources: { limits: { 'nvidia.com/gpu': '1' } } }, whenMissing: 'create' },
+      // Only where requests exist (skip): an extended resource's request must equal its limit.
+      { containerNames: ['sleep', 'app', 'nginx'], fields: { resources: { requests: { 'nvidia.com/gpu': '1' } } } },
+    ],
   },
 ];
 
@@ -82,6 +130,38 @@ export function triggerVariants(object: any): [string, any][] {
   withTemplate('logs pattern not met', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, 'logs.example.com/ship': 'collector' }));
   withTemplate('wait-for-it on the object only', (_pod, whole) => {
     whole.metadata.annotations = { ...whole.metadata.annotations, 'com.foreach/wait-for-it': 'db:5432' };
+  });
+  const guaranteed = (container: any) => ({ ...container, resources: { limits: { cpu: '250m', memory: '64Mi' } } });
+  withTemplate('Guaranteed (every container limited, requests defaulted), nginx sidecar requested', (pod) => {
+    pod.metadata.annotations = { ...pod.metadata.annotations, 'sidecar-injector-webhook.morven.me/inject': 'true' };
+    pod.spec.containers = pod.spec.containers.map(guaranteed);
+    if (pod.spec.initContainers) pod.spec.initContainers = pod.spec.initContainers.map(guaranteed);
+  });
+  withTemplate('Burstable (one limit short), nginx sidecar requested', (pod) => {
+    pod.metadata.annotations = { ...pod.metadata.annotations, 'sidecar-injector-webhook.morven.me/inject': 'true' };
+    pod.spec.containers = pod.spec.containers.map((container: any, index: number) =>
+      index === 0 ? { ...container, resources: { requests: { cpu: '250m', memory: '64Mi' }, limits: { cpu: '500m', memory: '64Mi' } } } : guaranteed(container),
+    );
+  });
+  withTemplate('pod-level resources Guaranteed', (pod) => {
+    pod.spec.resources = { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1000m', memory: '1024Mi' } };
+  });
+  withTemplate('native sidecars first, Guaranteed, with an init container of its own', (pod) => {
+    pod.metadata.annotations = { ...pod.metadata.annotations, 'mesh.example.com/first': '' };
+    pod.spec.containers = pod.spec.containers.map(guaranteed);
+    pod.spec.initContainers = [...(pod.spec.initContainers ?? []).map(guaranteed), guaranteed({ name: 'user-init', image: 'busybox:1.36' })];
+  });
+  withTemplate('native sidecars first, Guaranteed, debug requested (a chained injection in a second mutation)', (pod) => {
+    pod.metadata.annotations = { ...pod.metadata.annotations, 'mesh.example.com/first': '', [`${PREFIX}/inject`]: 'debug' };
+    pod.spec.containers = pod.spec.containers.map(guaranteed);
+    if (pod.spec.initContainers) pod.spec.initContainers = pod.spec.initContainers.map(guaranteed);
+  });
+  withTemplate('native sidecars first, no init containers', (pod) => {
+    pod.metadata.annotations = { ...pod.metadata.annotations, 'mesh.example.com/first': 'yes' };
+  });
+  withTemplate('gpu wanted', (pod) => {
+    pod.metadata.labels = { ...pod.metadata.labels, 'gpu.example.com/wants': 'one' };
+    pod.spec.containers = pod.spec.containers.map((container: any, index: number) => (index === 0 ? { ...container, resources: { requests: { cpu: '100m' } } } : container));
   });
   withTemplate('nginx sidecar requested, a user volume of the same name', (pod) => {
     pod.metadata.annotations = { ...pod.metadata.annotations, 'sidecar-injector-webhook.morven.me/inject': 'true' };

@@ -7,6 +7,7 @@
 // as text) is the only part cel-js cannot construct; the simulator evaluates the rest of the expression.
 import { applyPatch, Operation } from 'fast-json-patch';
 import { Environment } from '@marcbachmann/cel-js';
+import { parseQuantity } from '../../webhook/config';
 
 import { TO_JSON_PATCH, mutationGuard } from '../../charts/admission-policy/injection-policy';
 
@@ -34,17 +35,74 @@ export interface SimulatedRequest {
 
 let environment: Environment | undefined;
 
+/**
+ * A Kubernetes quantity as the CEL quantity library holds it (k8s.io/apiserver/pkg/cel/library/quantity.go
+ * wraps resource.Quantity): exact, in nano-units, which is Quantity's own precision (finer values are
+ * rounded up), so comparisons and sums are exact as in Kubernetes.
+ */
+export class CelQuantity {
+  constructor(readonly nanos: bigint) {}
+}
+
+const NANOS = 1_000_000_000n;
+const INT64_MAX = (1n << 63n) - 1n;
+const INT64_MIN = -(1n << 63n);
+
+/** Kubernetes parses only strings here (`quantity(1)` does not type-check): a number is no quantity. */
+function quantityOf(text: string): CelQuantity | undefined {
+  if (typeof text !== 'string') return undefined;
+  const nanos = parseQuantity(text);
+  return nanos === undefined ? undefined : new CelQuantity(nanos);
+}
+
+function quantityOrThrow(text: string): CelQuantity {
+  const quantity = quantityOf(text);
+  // quantity.go: resource.ParseQuantity's error becomes the CEL error.
+  if (!quantity) throw new Error(`quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' (got ${JSON.stringify(text)})`);
+  return quantity;
+}
+
+function int64(value: bigint, what: string): bigint {
+  if (value > INT64_MAX || value < INT64_MIN) throw new Error(`${what}: integer overflow`);
+  return value;
+}
+
+function sign(value: bigint): bigint {
+  return value > 0n ? 1n : value < 0n ? -1n : 0n;
+}
+
 /** A CEL environment with the functions the Kubernetes CEL libraries add that policies use. */
 export function kubernetesCelEnvironment(): Environment {
   if (environment) return environment;
-  environment = new Environment({ unlistedVariablesAreDyn: true }).registerFunction({
-    // Kubernetes' lists library: the index of the first equal element, or -1.
-    name: 'indexOf',
-    receiverType: 'list',
-    returnType: 'int',
-    params: [{ name: 'item', type: 'dyn' }],
-    handler: (list: unknown[], item: unknown) => BigInt(list.findIndex((candidate) => JSON.stringify(candidate) === JSON.stringify(item))),
-  });
+  environment = new Environment({ unlistedVariablesAreDyn: true })
+    .registerFunction({
+      // Kubernetes' lists library: the index of the first equal element, or -1.
+      name: 'indexOf',
+      receiverType: 'list',
+      returnType: 'int',
+      params: [{ name: 'item', type: 'dyn' }],
+      handler: (list: unknown[], item: unknown) => BigInt(list.findIndex((candidate) => JSON.stringify(candidate) === JSON.stringify(item))),
+    })
+    // Kubernetes' quantity library, the functions of quantity.go with its semantics.
+    .registerType('Quantity', CelQuantity)
+    .registerFunction('quantity(string): Quantity', quantityOrThrow)
+    .registerFunction('isQuantity(string): bool', (text: string) => quantityOf(text) !== undefined)
+    // A global function in quantity.go (cel.Overload, not MemberOverload), whatever its doc comment
+    // says: `q.sign()` does not compile on the apiserver, so it does not here.
+    .registerFunction('sign(Quantity): int', (q: CelQuantity) => sign(q.nanos))
+    .registerFunction('Quantity.isInteger(): bool', (q: CelQuantity) => q.nanos % NANOS === 0n && q.nanos / NANOS <= INT64_MAX && q.nanos / NANOS >= INT64_MIN)
+    .registerFunction('Quantity.asInteger(): int', (q: CelQuantity) => {
+      if (q.nanos % NANOS !== 0n) throw new Error('cannot convert value to integer');
+      return int64(q.nanos / NANOS, 'asInteger');
+    })
+    .registerFunction('Quantity.asApproximateFloat(): double', (q: CelQuantity) => Number(q.nanos) / 1e9)
+    .registerFunction('Quantity.compareTo(Quantity): int', (a: CelQuantity, b: CelQuantity) => sign(a.nanos - b.nanos))
+    .registerFunction('Quantity.isGreaterThan(Quantity): bool', (a: CelQuantity, b: CelQuantity) => a.nanos > b.nanos)
+    .registerFunction('Quantity.isLessThan(Quantity): bool', (a: CelQuantity, b: CelQuantity) => a.nanos < b.nanos)
+    .registerFunction('Quantity.add(Quantity): Quantity', (a: CelQuantity, b: CelQuantity) => new CelQuantity(a.nanos + b.nanos))
+    .registerFunction('Quantity.add(int): Quantity', (a: CelQuantity, b: bigint) => new CelQuantity(a.nanos + b * NANOS))
+    .registerFunction('Quantity.sub(Quantity): Quantity', (a: CelQuantity, b: CelQuantity) => new CelQuantity(a.nanos - b.nanos))
+    .registerFunction('Quantity.sub(int): Quantity', (a: CelQuantity, b: bigint) => new CelQuantity(a.nanos - b * NANOS));
   return environment;
 }
 

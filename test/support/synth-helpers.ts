@@ -9,7 +9,7 @@ import { parseAllDocuments } from 'yaml';
 import { SidecarInjector, SidecarInjectorProps } from '../../charts/sidecar-injector';
 import { SidecarInjectorChart } from '../../charts/sidecar-injector-chart';
 import { WebhookCertificate } from '../../charts/certificates/webhook-certificate';
-import { synthDefaultApp } from '../../app/default-app';
+import { DefaultAppOptions, synthDefaultApp } from '../../app/default-app';
 import { LabelSelector, matchesLabelSelector } from '../../webhook/engine/label-selector';
 import { testCertificate, testCertificateFor } from './test-certificate';
 
@@ -40,8 +40,12 @@ export function makeTempDir(label = 'synth'): string {
 }
 
 /** Runs the default app (`npm run synth`) into `outdir` (a new temp dir when left out). */
-export function synthDefaultAppToTemp(certificate: WebhookCertificate = testCertificate(), outdir = makeTempDir()): SynthesizedFiles {
-  const files = synthDefaultApp({ outdir, certificate }).sort();
+export function synthDefaultAppToTemp(
+  certificate: WebhookCertificate = testCertificate(),
+  outdir = makeTempDir(),
+  backend: Pick<DefaultAppOptions, 'backend' | 'admissionPolicyApiVersion'> = {},
+): SynthesizedFiles {
+  const files = synthDefaultApp({ outdir, certificate, ...backend }).sort();
   const manifests = files.flatMap((file) => Yaml.load(file) as Manifest[]);
   const yamlText = files.map((file) => fs.readFileSync(file, 'utf8')).join('');
   return { outdir, files, manifests, yamlText };

@@ -55,8 +55,14 @@ export interface PodWarning {
   readonly injection: string;
   /** The kind of harm: `qos-class-changed` or `job-never-completes`. */
   readonly reason: PodWarningReason;
-  /** The warning as the client sees it (also in the response's `warnings`). */
+  /** The warning's text; in the response's `warnings` when `shown`. */
   readonly message: string;
+  /**
+   * Whether the client sees it (the response's `warnings`): only what a user can act on, a class
+   * lowered (Guaranteed to Burstable) or a Job kept from finishing. A class raised (a plain BestEffort
+   * pod that a sidecar's requests make Burstable) is counted, not shown.
+   */
+  readonly shown: boolean;
   /** For `qos-class-changed`: the class before and after this injection. */
   readonly qosClass?: {
     /** The pod's QoS class before the injection. */
@@ -74,7 +80,7 @@ export interface MutationResult {
   readonly decisions: readonly InjectionDecision[];
   /** The JSON patch as operations (the decoded form of `response.patch`); empty when nothing changes. */
   readonly patch: readonly PatchOperation[];
-  /** The warnings of the response that have a reason to count; each is also in `response.warnings`. */
+  /** Every class change and Job warning, to count; those `shown` are also in `response.warnings`. */
   readonly podWarnings: readonly PodWarning[];
 }
 
@@ -213,7 +219,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
           }
           if (qosClass && after && after !== qosClass) {
             const warning = qosWarningOf(injection, qosClass, after);
-            warnings.push(warning.message);
+            if (warning.shown) warnings.push(warning.message);
             podWarnings.push(warning);
           }
           qosClass = after;
@@ -222,7 +228,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
           const names = builder.regularContainersAdded.map((name) => `"${name}"`).join(', ');
           const message = `injection "${injection.name}" adds container ${names} to a Job's pod as a regular container: the Job will not complete while it runs; set nativeSidecars: "jobs" on the injection`;
           warnings.push(message);
-          podWarnings.push({ injection: injection.name, reason: 'job-never-completes', message });
+          podWarnings.push({ injection: injection.name, reason: 'job-never-completes', message, shown: true });
         }
       } else {
         decisions[entry.index] = entry.decisions['no-change'];
@@ -260,6 +266,9 @@ function removeAt<T>(list: T[], index: number): void {
  * classes of pod the same way, request after request). */
 const qosWarningCache = new WeakMap<ResolvedInjection, Partial<Record<QosClass, Partial<Record<QosClass, PodWarning>>>>>();
 
+/** Higher is kept longer under node pressure: a change to a lower rank is what a user acts on. */
+const QOS_RANK: Readonly<Record<QosClass, number>> = { BestEffort: 0, Burstable: 1, Guaranteed: 2 };
+
 function qosWarningOf(injection: ResolvedInjection, before: QosClass, after: QosClass): PodWarning {
   let byClasses = qosWarningCache.get(injection);
   if (byClasses === undefined) qosWarningCache.set(injection, (byClasses = {}));
@@ -268,7 +277,8 @@ function qosWarningOf(injection: ResolvedInjection, before: QosClass, after: Qos
   if (warning === undefined) {
     const advice = before === 'Guaranteed' && injection.qos !== 'preserve-guaranteed' ? '; set qos: "preserve-guaranteed" on the injection to keep it' : '';
     const message = `injection "${injection.name}" changes the pod's QoS class from ${before} to ${after}${advice}`;
-    warning = Object.freeze({ injection: injection.name, reason: 'qos-class-changed', message, qosClass: Object.freeze({ before, after }) });
+    const shown = QOS_RANK[after] < QOS_RANK[before];
+    warning = Object.freeze({ injection: injection.name, reason: 'qos-class-changed', message, shown, qosClass: Object.freeze({ before, after }) });
     byAfter[after] = warning;
   }
   return warning;

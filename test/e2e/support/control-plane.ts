@@ -273,6 +273,20 @@ export class ControlPlane {
     });
   }
 
+  /** A GET whose answer is bytes (a /debug/pprof profile), as the admin client. */
+  bytes(requestPath: string, timeoutMs = 120_000): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      const req = https.request({ host: '127.0.0.1', port: this.apiserverPort, path: requestPath, method: 'GET', agent: this.agent, timeout: timeoutMs }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`GET ${requestPath}: ${res.statusCode} ${Buffer.concat(chunks).toString('utf8')}`))));
+      });
+      req.on('timeout', () => req.destroy(new Error(`GET ${requestPath} timed out`)));
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
   /** Like request, but throws with the apiserver's message unless the status is 2xx. */
   async ok(method: string, requestPath: string, body?: unknown): Promise<any> {
     const response = await this.request(method, requestPath, body);
