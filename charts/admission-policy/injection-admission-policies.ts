@@ -1,6 +1,6 @@
 import { ApiObject, Lazy } from 'cdk8s';
 import { Construct } from 'constructs';
-import type { ResolvedInjection, ResolvedInjectorConfig } from '../../webhook/config';
+import { ANNOTATIONS_SIZE_LIMIT, POLICY_CONFIG_ANNOTATION, type ResolvedInjection, type ResolvedInjectorConfig } from '../../webhook/config';
 import {
   ADMISSION_POLICY_API_VERSIONS,
   AdmissionPolicyApiVersion,
@@ -102,10 +102,13 @@ export class InjectionAdmissionPolicies extends Construct {
       if (!policy) throw new Error(`no injection targets ${shape} any more`);
       return policy.spec;
     };
+    // The whole config rides along for `status --from`, as the webhook's ConfigMap carries it; cdk8s
+    // resolves a Lazy annotation value at synth, after every addInjection().
+    const configAnnotation = Lazy.any({ produce: () => this.synthesizeConfigAnnotation() }) as unknown as string;
     const policy = new ApiObject(this, `${shape}-policy`, {
       apiVersion,
       kind: 'MutatingAdmissionPolicy',
-      metadata: { name, labels },
+      metadata: { name, labels, annotations: { [POLICY_CONFIG_ANNOTATION]: configAnnotation } },
       spec: Lazy.any({ produce: spec }),
     });
     const bindingSpec: MutatingAdmissionPolicyBindingSpec = {
@@ -119,5 +122,19 @@ export class InjectionAdmissionPolicies extends Construct {
       spec: bindingSpec,
     });
     return { shape, policy, binding };
+  }
+
+  /** The config as compact JSON, or an error naming `injections` when the apiserver would refuse its size. */
+  private synthesizeConfigAnnotation(): string {
+    const json = JSON.stringify(this.props.config());
+    const bytes = Buffer.byteLength(POLICY_CONFIG_ANNOTATION) + Buffer.byteLength(json);
+    if (bytes > ANNOTATIONS_SIZE_LIMIT) {
+      throw new Error(
+        `[${this.node.path}] injections: the config is ${bytes} bytes as the annotation ${POLICY_CONFIG_ANNOTATION} of each MutatingAdmissionPolicy ` +
+          `(written for \`status --from\`), over the ${ANNOTATIONS_SIZE_LIMIT} bytes Kubernetes allows in an object's annotations; ` +
+          "make the injections smaller, split them over two SidecarInjectors, or use backend 'webhook', whose ConfigMap holds up to 1 MiB",
+      );
+    }
+    return json;
   }
 }

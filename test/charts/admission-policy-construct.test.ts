@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { CONFIG_FILE_NAME } from '../../charts';
+import { POLICY_CONFIG_ANNOTATION } from '../../webhook/config';
 import { admissionPolicyViolations } from '../support/admission-policy-schemas';
 import { POLICY_TEST_INJECTIONS, injectionsOfPolicy } from '../support/admission-policy-config';
 import { assertValidManifest } from '../support/openapi-validator';
@@ -24,6 +25,25 @@ test('backend "admissionPolicy": only policies and bindings, no webhook Deployme
   });
   assert.deepEqual(binding.spec.matchResources.objectSelector, { matchExpressions: [{ key: 'sidecar-injector.io/webhook', operator: 'DoesNotExist' }] });
   assert.ok(policies(manifests).every((p) => p.metadata.name.startsWith('sidecar-injector.sidecar-injector.')));
+});
+
+test('each policy carries the whole config in an annotation, as the webhook\'s ConfigMap holds it, for status --from', () => {
+  const { manifests, injector } = synthChart({ backend: 'admissionPolicy', injections: POLICY_TEST_INJECTIONS });
+  const webhook = synthChart({ injections: POLICY_TEST_INJECTIONS }).manifests.find((m) => m.kind === 'ConfigMap')!;
+  assert.ok(policies(manifests).length > 1, 'the test injections make more than one policy');
+  for (const policy of policies(manifests)) {
+    assert.deepEqual(JSON.parse(policy.metadata.annotations[POLICY_CONFIG_ANNOTATION]), JSON.parse(webhook.data[CONFIG_FILE_NAME]), policy.metadata.name);
+    assert.deepEqual(JSON.parse(policy.metadata.annotations[POLICY_CONFIG_ANNOTATION]), injector.config, policy.metadata.name);
+  }
+});
+
+test('a config too large for a policy\'s annotations fails synth naming injections and the limit', () => {
+  const env = Array.from({ length: 3000 }, (_, i) => ({ name: `SETTING_${i}`, value: 'x'.repeat(80) }));
+  const { app } = buildChart({ backend: 'admissionPolicy', podSecurity: 'privileged', injections: [{ name: 'big', trigger: { type: 'always' }, containers: [{ name: 'big', image: 'registry.example/big:1', env }] }] });
+  assert.throws(
+    () => synthesize(app),
+    /\[sidecar-injector\/SidecarInjector\/AdmissionPolicies\] injections: the config is 3\d{5} bytes as the annotation sidecar-injector\.io\/config\.json of each MutatingAdmissionPolicy \(written for `status --from`\), over the 262144 bytes Kubernetes allows in an object's annotations; .*backend 'webhook'/,
+  );
 });
 
 test('backend "admissionPolicy" with admissionPolicyApiVersion v1alpha1 emits the Kubernetes 1.32 version, valid against its schema', () => {

@@ -167,15 +167,48 @@ test('parseSelector reads kubectl label selectors', () => {
   });
 });
 
-test('status --from refuses an output with admission policies, whose injections the ConfigMap does not hold, and names --config', () => {
-  for (const backend of ['admissionPolicy', 'both-where-possible'] as const) {
+test('status --from a policy backend\'s output reads the config from the policies and the scope from their bindings, and finds what it finds in the webhook\'s output', () => {
+  // Scope: namespaces labelled team=shop (kube-system is excluded by name however labelled), and
+  // not the injector's own pods (its exclusion label).
+  const props = { injections: CONFIG_B.injections.map(({ targetKinds: _, ...injection }) => injection), podSecurity: 'privileged' as const, namespaceSelector: { matchLabels: { team: 'shop' } } };
+  const outOfScope = [admitted(deploymentPod('kube-system', 'dns', 'k1'), undefined), admitted(deploymentPod('shop', 'injector', 'x1', { 'sidecar-injector.io/webhook': 'x' }), undefined)];
+  const pods = list(...outdated, current, missing, bare, unknown, ...outOfScope);
+  const reports = new Map<string, any>();
+  for (const backend of ['webhook', 'admissionPolicy', 'both-where-possible'] as const) {
     const dist = path.join(dir, `dist-${backend}`);
     fs.mkdirSync(dist);
-    fs.writeFileSync(path.join(dist, 'injector.k8s.yaml'), synthChart({ backend, injections: CONFIG_B.injections.map(({ targetKinds: _, ...injection }) => injection), podSecurity: 'privileged' }).yamlText);
-    const run = runCliProcess(['status', '--from', dist, '--stdin'], { stdin: list(current) });
-    assert.equal(run.status, 1, `${backend}: ${describeRun(run)}`);
-    assert.match(run.stderr, /holds MutatingAdmissionPolicies \(sidecar-injector\.sidecar-injector\.pods\), whose injections are not in the ConfigMap's config\.json; give --config/, backend);
+    const { manifests, yamlText } = synthChart({ ...props, backend });
+    assert.equal(manifests.some((object) => object.kind === 'ConfigMap'), backend === 'webhook', `${backend}: a ConfigMap only with the webhook`);
+    fs.writeFileSync(path.join(dist, 'injector.k8s.yaml'), yamlText);
+    const run = runCliProcess(['status', '--from', dist, '--stdin', '-o', 'json'], { stdin: pods });
+    assert.equal(run.status, 4, `${backend}: ${describeRun(run)}`);
+    const { config, ...report } = JSON.parse(run.stdout);
+    assert.match(config, backend === 'webhook' ? /^ConfigMap sidecar-injector\/sidecar-injector-config / : /^MutatingAdmissionPolicy sidecar-injector\.sidecar-injector\.pods .*, MutatingAdmissionPolicyBinding sidecar-injector\.sidecar-injector\.pods /, backend);
+    reports.set(backend, report);
   }
+  const findings = (report: any) => report.workloads.map((w: any) => `${w.namespace} ${w.name}: ${w.findings.map((f: any) => `${f.injection} ${f.state}`).join(', ')}`);
+  assert.deepEqual(findings(reports.get('webhook')), [
+    'ops legacy: envoy version-unknown',
+    'ops debug: envoy outdated',
+    'shop api: ',
+    'shop cart: envoy missing',
+    'shop web: envoy outdated, metrics no-longer-configured',
+  ]);
+  assert.deepEqual(reports.get('admissionPolicy'), reports.get('webhook'));
+  assert.deepEqual(reports.get('both-where-possible'), reports.get('webhook'));
+  // Without the bindings' scope the out-of-scope pods would be owed the injection too.
+  const unscoped = runCliProcess(['status', '--config', configB, '--stdin', '-o', 'json'], { stdin: pods });
+  assert.deepEqual(findings(JSON.parse(unscoped.stdout)).filter((line: string) => /dns|injector/.test(line)), ['kube-system dns: envoy missing', 'shop injector: envoy missing']);
+});
+
+test('status --from refuses policies synthesized without the config annotation, and names --config', () => {
+  const dist = path.join(dir, 'dist-old-policies');
+  fs.mkdirSync(dist);
+  const { yamlText } = synthChart({ backend: 'admissionPolicy', injections: CONFIG_B.injections.map(({ targetKinds: _, ...injection }) => injection), podSecurity: 'privileged' });
+  fs.writeFileSync(path.join(dist, 'injector.k8s.yaml'), yamlText.replace(/^ {4}sidecar-injector\.io\/config\.json: .*\n/m, '').replace(/^ {2}annotations:\n(?= {2}\S)/m, ''));
+  const run = runCliProcess(['status', '--from', dist, '--stdin'], { stdin: list(current) });
+  assert.equal(run.status, 1, describeRun(run));
+  assert.match(run.stderr, /holds MutatingAdmissionPolicies \(MutatingAdmissionPolicy sidecar-injector\.sidecar-injector\.pods\) without the sidecar-injector\.io\/config\.json annotation .*give --config/);
 });
 
 test('an injection that targets Deployments is owed by pods of Deployments, not by bare pods', () => {

@@ -15,7 +15,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { AdmissionPolicyApiVersion } from '../../charts/admission-policy';
-import { Injection, injectionHash, resolveInjectorConfig } from '../../webhook/config';
+import { Injection, injectionHash } from '../../webhook/config';
 import { CLI_MAIN, REPO_ROOT } from '../support/cli-process';
 import { Manifest, findManifest, makeTempDir, synthChart } from '../support/synth-helpers';
 import { InProcessWebhook, startInProcess, until } from '../support/webhook-harness';
@@ -251,7 +251,8 @@ test('webhook backend: status finds the outdated, missing and no-longer-configur
 });
 
 test('admission-policy backend: the same, with the policies writing the hashes', { skip }, async () => {
-  const policyObjects = (injections: Injection[]) => synthesized(injections, 'admissionPolicy').manifests.filter((m) => m.kind === 'MutatingAdmissionPolicy' || m.kind === 'MutatingAdmissionPolicyBinding');
+  const synthesizedB = synthesized(INJECTIONS_B, 'admissionPolicy');
+  const policyObjects = (manifests: Manifest[]) => manifests.filter((m) => m.kind === 'MutatingAdmissionPolicy' || m.kind === 'MutatingAdmissionPolicyBinding');
   const base = `/apis/admissionregistration.k8s.io/${policyApiVersion}`;
   const plural = (object: Manifest) => (object.kind === 'MutatingAdmissionPolicy' ? 'mutatingadmissionpolicies' : 'mutatingadmissionpolicybindings');
   const createAll = async (objects: Manifest[]) => {
@@ -260,16 +261,18 @@ test('admission-policy backend: the same, with the policies writing the hashes',
   const deleteAll = async (objects: Manifest[], kind?: string) => {
     for (const object of objects) if (!kind || object.kind === kind) await plane!.ok('DELETE', `${base}/${plural(object)}/${object.metadata.name}`);
   };
-  const a = policyObjects(INJECTIONS_A);
-  const b = policyObjects(INJECTIONS_B);
+  const a = policyObjects(synthesized(INJECTIONS_A, 'admissionPolicy').manifests);
+  const b = policyObjects(synthesizedB.manifests);
   assert.ok(a.length >= 2 && b.length >= 2, 'policies and bindings synthesized');
-  // The policy backend has no ConfigMap: the CLI reads config.json as written here.
-  const configB = path.join(dir, 'config-policy-b.json');
-  fs.writeFileSync(configB, JSON.stringify(resolveInjectorConfig({ injections: INJECTIONS_B })));
+  // What `cdk8s synth` writes for config B: the CLI reads the config from the policies' annotation
+  // and the scope from the bindings (the apiserver stores both as applied here).
+  const distB = path.join(dir, 'dist-policy');
+  fs.mkdirSync(distB);
+  fs.writeFileSync(path.join(distB, 'injector.k8s.yaml'), synthesizedB.yamlText);
   await dayTwo({
     namespace: 'e2e-day-two-policy',
     label: 'admissionPolicy',
-    sourceArgs: ['--config', configB],
+    sourceArgs: ['--from', distB],
     installA: () => createAll(a),
     // The bindings go: the policies are no longer in force, as a webhook that is down.
     outage: () => deleteAll(a, 'MutatingAdmissionPolicyBinding'),

@@ -8,8 +8,8 @@ import type { KubernetesObject } from '../engine/admission-review';
 import { matchesLabelSelector, type LabelSelector } from '../engine/label-selector';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { type ClusterObjects, type InjectionState, STALE_STATES, classifyPods, ownerKey } from './injection-status';
-import { type InjectorSource, loadConfigFile, loadSynthesized, synthesizedPolicyNames } from './injector-source';
-import { InputError, UsageError, readManifests } from './manifest-input';
+import { type InjectorSource, loadConfigFile, loadSynthesized } from './injector-source';
+import { UsageError, readManifests } from './manifest-input';
 import { listItems } from './preview';
 import { type StatusReport, type WorkloadStatus, formatStatus, statusReport } from './status-command';
 
@@ -90,18 +90,7 @@ export function parseSelector(text: string): LabelSelector {
 function sourceOf(options: SelectionOptions): InjectorSource {
   if (options.from !== undefined && options.config !== undefined) throw new UsageError('give either --from or --config, not both');
   if (options.from === undefined && options.config === undefined) throw new UsageError('give --from <dist> (the synthesized output) or --config <config.json>');
-  if (options.from !== undefined) {
-    // The policies' injections are not in the ConfigMap (there is none with backend admissionPolicy):
-    // read from it alone, every pod they injected would look "no longer configured", and be restarted.
-    const policies = synthesizedPolicyNames(options.from);
-    if (policies.length > 0) {
-      throw new InputError([
-        `--from ${options.from}: holds MutatingAdmissionPolicies (${policies.join(', ')}), whose injections are not in the ConfigMap's config.json; ` +
-          'give --config with the whole config instead, written by your app: JSON.stringify(injector.config)',
-      ]);
-    }
-    return loadSynthesized(options.from);
-  }
+  if (options.from !== undefined) return loadSynthesized(options.from);
   return loadConfigFile(options.config!);
 }
 

@@ -1,17 +1,19 @@
 // Where the CLI gets the injector from: `--from dist/` reads what `cdk8s synth` wrote (the ConfigMap's
 // config.json, which the webhook loads, and the MutatingWebhookConfiguration, which decides whether
-// the apiserver calls it); `--config config.json` reads the config alone.
+// the apiserver calls it; or, for the policy backend, the config the MutatingAdmissionPolicies carry
+// in an annotation and the scope of their bindings); `--config config.json` reads the config alone.
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CONFIG_FILE_NAME, InjectorConfigError, ResolvedInjectorConfig, loadInjectorConfig } from '../config';
-import type { MutatingWebhookConfiguration } from '../engine/webhook-match';
+import { CONFIG_FILE_NAME, InjectorConfigError, POLICY_CONFIG_ANNOTATION, ResolvedInjectorConfig, loadInjectorConfig } from '../config';
+import type { MutatingWebhook, MutatingWebhookConfiguration } from '../engine/webhook-match';
 import { InputDocument, InputError, describeLocation, readManifests } from './manifest-input';
 
 export interface InjectorSource {
   /** The config the webhook would load, validated by the same validator. */
   readonly config: ResolvedInjectorConfig;
-  /** The webhook configuration; undefined with `--config`, when only the engine can be evaluated. */
+  /** The webhook configuration (for policies, its equivalent: each bound policy's resources with its
+   * binding's selectors); undefined with `--config`, when only the engine can be evaluated. */
   readonly webhookConfiguration?: MutatingWebhookConfiguration;
   /** What was read, for messages: `dist/sidecar-injector.k8s.yaml: ConfigMap sidecar-injector/...`. */
   readonly description: string;
@@ -65,21 +67,81 @@ function synthesizedFiles(from: string): string[] {
   return names;
 }
 
-/** The names of the MutatingAdmissionPolicies in a synthesized directory (or file). */
-export function synthesizedPolicyNames(from: string): string[] {
-  return readManifests(synthesizedFiles(from))
-    .map((document) => document.object as Record<string, any> | null)
-    .filter((object) => object?.kind === 'MutatingAdmissionPolicy' && String(object.apiVersion).startsWith('admissionregistration.k8s.io/'))
-    .map((object) => String(object!.metadata?.name));
+/** The document's object, read as parsed YAML. */
+function objectOf(document: InputDocument): Record<string, any> {
+  return document.object as Record<string, any>;
 }
 
-/** Reads a synthesized directory (or one synthesized file): its injector ConfigMap and webhook configuration. */
-export function loadSynthesized(from: string): InjectorSource {
-  const documents = readManifests(synthesizedFiles(from));
-  const configMaps = documents.filter(isConfigMapWithConfig);
-  if (configMaps.length === 0) {
-    throw new InputError([`--from ${from}: no ConfigMap with a ${CONFIG_FILE_NAME} key; is this the output of cdk8s synth for a SidecarInjector?`]);
+function isAdmissionRegistration(document: InputDocument, kind: string): boolean {
+  const object = document.object as Record<string, any> | null;
+  return object?.kind === kind && String(object.apiVersion).startsWith('admissionregistration.k8s.io/');
+}
+
+/** One injector found in the synthesized output, before its config is parsed. */
+interface SynthesizedInjector {
+  readonly configText: string;
+  readonly subject: string;
+  readonly webhookConfiguration: MutatingWebhookConfiguration;
+  readonly description: string;
+}
+
+/**
+ * The policy backend's injectors: its policies are named `<prefix>.<pods|workloads|cronjobs>` and each
+ * carries the whole config. The apiserver applies a policy where a binding's matchResources select the
+ * object, so each bound policy becomes a webhook with the policy's resources and the binding's
+ * selectors: "missing" is then computed with the scope the policies apply in, as for the webhook.
+ */
+function policyInjectors(from: string, documents: InputDocument[]): SynthesizedInjector[] {
+  const policies = documents.filter((document) => isAdmissionRegistration(document, 'MutatingAdmissionPolicy'));
+  const bindings = documents.filter((document) => isAdmissionRegistration(document, 'MutatingAdmissionPolicyBinding'));
+  const carrying = policies.filter((document) => typeof objectOf(document).metadata?.annotations?.[POLICY_CONFIG_ANNOTATION] === 'string');
+  if (policies.length > 0 && carrying.length === 0) {
+    throw new InputError([
+      `--from ${from}: holds MutatingAdmissionPolicies (${policies.map((document) => describeObject(document.object!)).join(', ')}) without the ` +
+        `${POLICY_CONFIG_ANNOTATION} annotation (synthesized by an older version); synth again, or give --config with the whole config: JSON.stringify(injector.config)`,
+    ]);
   }
+  const groups = new Map<string, InputDocument[]>();
+  for (const document of carrying) {
+    const name = String(objectOf(document).metadata?.name);
+    const prefix = name.slice(0, Math.max(0, name.lastIndexOf('.')));
+    groups.set(prefix, [...(groups.get(prefix) ?? []), document]);
+  }
+  return [...groups].map(([prefix, members]) => {
+    const first = members[0].object as Record<string, any>;
+    const configText: string = first.metadata.annotations[POLICY_CONFIG_ANNOTATION];
+    const webhooks: MutatingWebhook[] = [];
+    const used: InputDocument[] = [];
+    for (const member of members) {
+      const policy = member.object as Record<string, any>;
+      if (policy.metadata.annotations[POLICY_CONFIG_ANNOTATION] !== configText) {
+        throw new InputError([`--from ${from}: ${describeObject(policy)} and ${describeObject(first)} carry different ${POLICY_CONFIG_ANNOTATION}; synth again`]);
+      }
+      for (const binding of bindings.filter((candidate) => objectOf(candidate).spec?.policyName === policy.metadata.name)) {
+        const matchResources = objectOf(binding).spec?.matchResources ?? {};
+        webhooks.push({
+          name: `${objectOf(binding).metadata?.name} (MutatingAdmissionPolicyBinding)`,
+          rules: policy.spec?.matchConstraints?.resourceRules ?? [],
+          matchPolicy: policy.spec?.matchConstraints?.matchPolicy,
+          namespaceSelector: matchResources.namespaceSelector,
+          objectSelector: matchResources.objectSelector,
+        });
+        used.push(binding);
+      }
+    }
+    return {
+      configText,
+      subject: `${describeLocation(members[0])}: ${describeObject(first)} annotation ${POLICY_CONFIG_ANNOTATION}`,
+      webhookConfiguration: { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', metadata: { name: prefix }, webhooks },
+      description: `${[...members, ...used].map((document) => `${describeObject(document.object!)} (${document.source})`).join(', ')}`,
+    };
+  });
+}
+
+/** The webhook backend's injectors: each ConfigMap with a config.json and the configuration calling its namespace. */
+function webhookInjectors(from: string, documents: InputDocument[]): SynthesizedInjector[] {
+  const configMaps = documents.filter(isConfigMapWithConfig);
+  if (configMaps.length === 0) return [];
   const webhookConfigurations = documents.filter(isWebhookConfiguration);
   // Each injector's webhook configuration calls the Service in the namespace of its ConfigMap.
   const pairs = configMaps.flatMap((configMap) => {
@@ -93,19 +155,35 @@ export function loadSynthesized(from: string): InjectorSource {
     if (webhookConfigurations.length === 0) throw new InputError([`--from ${from}: no MutatingWebhookConfiguration; is this the output of cdk8s synth for a SidecarInjector?`]);
     throw new InputError([`--from ${from}: no MutatingWebhookConfiguration calls a Service in the namespace of ${found(configMaps)}`]);
   }
-  if (pairs.length > 1) {
+  return pairs.map(({ configMap, webhookConfiguration }) => {
+    const configMapObject = configMap.object as Record<string, any>;
+    return {
+      configText: configMapObject.data[CONFIG_FILE_NAME],
+      subject: `${describeLocation(configMap)}: ${describeObject(configMapObject)} ${CONFIG_FILE_NAME}`,
+      webhookConfiguration: webhookConfiguration.object as MutatingWebhookConfiguration,
+      description: `${describeObject(configMapObject)} (${configMap.source}) and ${describeObject(webhookConfiguration.object!)} (${webhookConfiguration.source})`,
+    };
+  });
+}
+
+/**
+ * Reads a synthesized directory (or one synthesized file): its injector ConfigMap and webhook
+ * configuration, or its MutatingAdmissionPolicies (whose annotation holds the same config) and bindings.
+ */
+export function loadSynthesized(from: string): InjectorSource {
+  const documents = readManifests(synthesizedFiles(from));
+  const injectors = [...webhookInjectors(from, documents), ...policyInjectors(from, documents)];
+  if (injectors.length === 0) {
     throw new InputError([
-      `--from ${from}: holds ${pairs.length} injectors (${pairs.map((pair) => describeObject(pair.configMap.object!)).join(', ')}); point --from at one synthesized file`,
+      `--from ${from}: no ConfigMap with a ${CONFIG_FILE_NAME} key and no MutatingAdmissionPolicy with a ${POLICY_CONFIG_ANNOTATION} annotation; ` +
+        'is this the output of cdk8s synth for a SidecarInjector?',
     ]);
   }
-  const { configMap, webhookConfiguration } = pairs[0];
-  const configMapObject = configMap.object as Record<string, any>;
-  const subject = `${describeLocation(configMap)}: ${describeObject(configMapObject)} ${CONFIG_FILE_NAME}`;
-  return {
-    config: parseConfig(configMapObject.data[CONFIG_FILE_NAME], subject),
-    webhookConfiguration: webhookConfiguration.object as MutatingWebhookConfiguration,
-    description: `${describeObject(configMapObject)} (${configMap.source}) and ${describeObject(webhookConfiguration.object!)} (${webhookConfiguration.source})`,
-  };
+  if (injectors.length > 1) {
+    throw new InputError([`--from ${from}: holds ${injectors.length} injectors (${injectors.map((injector) => injector.description).join('; ')}); point --from at one synthesized file`]);
+  }
+  const [injector] = injectors;
+  return { config: parseConfig(injector.configText, injector.subject), webhookConfiguration: injector.webhookConfiguration, description: injector.description };
 }
 
 /** Reads an InjectorConfig JSON file (what the construct writes to the ConfigMap's config.json). */

@@ -244,6 +244,15 @@ export interface ResolvedInjection extends Injection {
 export const CONFIG_FILE_NAME = 'config.json';
 
 /**
+ * The annotation on each MutatingAdmissionPolicy that holds the whole resolved config as JSON (what
+ * the webhook's ConfigMap holds as `config.json`), so `status --from` reads a policy backend's output too.
+ */
+export const POLICY_CONFIG_ANNOTATION = 'sidecar-injector.io/config.json';
+
+/** The most bytes (keys plus values) the apiserver accepts in one object's annotations. */
+export const ANNOTATIONS_SIZE_LIMIT = 256 * 1024;
+
+/**
  * The two annotation keys for an annotation prefix: `inject` (`<prefix>/inject`, set by users: a
  * comma-separated list of injection names to request, or `"false"` to opt out) and `status`
  * (`<prefix>/status`, set by the webhook: the comma-separated names of the injections applied), and
