@@ -51,6 +51,14 @@ export const MEMORY_RESERVED_BYTES = 96 * MiB;
 /** Bytes of memory one held request body byte costs at the peak: the body read into one buffer, its
  * string, and the parsed object (measured ~3x, 4x leaves room for the GC to lag behind). */
 export const MEMORY_PER_BODY_BYTE = 4;
+/** What JSON.parse makes of a body byte at worst, in budget bytes (MEMORY_PER_BODY_BYTE heap bytes
+ * each). Measured on Node 22, heap per body byte with the body's buffer and string: deep
+ * `[[[...]]]` 31, `[{},{},...]` 24, `[[],...]` 16, `{"k1":0,...}` (unique keys) 10, `[0,0,...]` 7, a
+ * pod's JSON ~5: the 4 assumed per byte holds for pods, not for every shape. */
+export const JSON_WORST_BUDGET_PER_BODY_BYTE = 8;
+/** Bodies up to this size are charged the worst case at once, unread (so they stay small: SMALL_BODY_BYTES
+ * / 8); larger ones are charged by their shape as their bytes arrive (memory-budget.ts `jsonShapeCharge`). */
+export const UNSCANNED_BODY_BYTES = 8 * 1024;
 /** The smallest budget: one ~3 MiB object still fits; below it a request of that size is shed. */
 export const MIN_MEMORY_BUDGET_BYTES = 4 * MiB;
 /** Bodies up to this size are "small" (every recorded review is under 10 KiB). */
