@@ -70,6 +70,14 @@ function isJsonContentType(header: string | undefined): boolean {
 const JSON_HEADERS = (length: number): Record<string, string | number> => ({ 'Content-Type': 'application/json', 'Content-Length': length });
 
 function sendText(res: ServerResponse, status: number, text: string, extraHeaders?: Record<string, string | number>, bytes = Buffer.byteLength(text)): void {
+  // A request pipelined behind one not yet answered has no socket yet. Its answer is written when it
+  // gets one, not buffered in the response: Node pauses a connection's parser once 16 KiB of such
+  // answers wait, and a TLS connection's parser then still receives the bytes TLS had decrypted and
+  // fails with 'Parse Error: Paused' (2,000 pipelined requests got 18-33 answers, then a reset).
+  if (res.socket === null && !res.destroyed) {
+    res.once('socket', () => sendText(res, status, text, extraHeaders, bytes));
+    return;
+  }
   // One writeHead with all headers: cheaper than a setHeader call (and its validation) each.
   const headers = JSON_HEADERS(bytes);
   if (extraHeaders) Object.assign(headers, extraHeaders);

@@ -219,6 +219,14 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       socket.destroy();
       return;
     }
+    // Node paused the parser because the client does not read its pipelined answers, and TLS still
+    // delivered bytes: answers are waiting on this connection, so a 400 written now would land in the
+    // middle of them. Closed instead; the client resends what it got no answer for.
+    if (error.code === 'HPE_PAUSED') {
+      socket.destroy();
+      logger.log('debug', 'closed a connection whose client pipelined requests faster than it read the answers');
+      return;
+    }
     const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? '400 Bad Request';
     if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     else socket.destroy();
