@@ -31,8 +31,13 @@ let webhook: BundledWebhook | undefined;
 let dirs: MountedDirs | undefined;
 const manifests: Manifest[] = [];
 
+/** The process's RSS; NaN once it has exited. */
 function rssBytes(pid: number): number {
-  return Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+  try {
+    return Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+  } catch {
+    return NaN;
+  }
 }
 
 /** A pod that passes "restricted", with a status annotation of `VALUE_BYTES` naming no injection, unique by `index`. */
@@ -106,14 +111,15 @@ test(`${CREATES} dry-run pod creates through the apiserver, each with a unique $
         const index = next++;
         const response = await create(index);
         if (!injected(response)) failures.push(`pod ${index}: ${response.status} ${response.body?.message ?? ''} containers ${JSON.stringify(response.body?.spec?.containers?.map((c: any) => c.name))}`.slice(0, 300));
-        if (index % 100 === 0) peak = Math.max(peak, rssBytes(pid));
+        if (index % 100 === 0) peak = Math.max(peak, rssBytes(pid) || 0);
       }
     }),
   );
   const afterRss = rssBytes(pid);
   console.log(`webhook RSS before ${(before / MiB).toFixed(1)} MiB, after ${CREATES} creates ${(afterRss / MiB).toFixed(1)} MiB (peak sampled ${(Math.max(peak, afterRss) / MiB).toFixed(1)} MiB); ${CREATES - failures.length} of ${CREATES} injected`);
+  const { exitCode, signalCode } = webhook!.child;
+  assert.ok(exitCode === null && signalCode === null, `the webhook process died (exit code ${exitCode}, signal ${signalCode}) after ${CREATES - failures.length} injected pods`);
   assert.deepEqual(failures.slice(0, 5), [], `expected every pod admitted with envoy injected; ${failures.length} were not`);
-  assert.equal(webhook!.child.exitCode, null, 'the webhook process is alive');
   const health = await httpsRequest(webhook!.port, '/healthz', undefined, { ca: plane!.pki.caCertificate, servername: 'localhost' }).catch((error) => ({ status: 0, text: String(error) }));
   assert.equal(health.status, 200, `the webhook answers /healthz: ${JSON.stringify(health).slice(0, 200)}`);
   assert.ok(afterRss - before < RSS_BOUND_BYTES, `webhook RSS grew from ${(before / MiB).toFixed(1)} to ${(afterRss / MiB).toFixed(1)} MiB, more than ${RSS_BOUND_BYTES / MiB} MiB`);
