@@ -130,7 +130,7 @@ export function webhookDeployment(scope: Construct, settings: WebhookDeploymentS
 /**
  * The memory limit as the server sizes itself from it (webhook/config/runtime-settings.ts
  * `memorySizing`): the limit itself through the downward API, so the request-body budget follows the
- * limit the pod really has, and V8's heap limit in NODE_OPTIONS, computed here from the same limit
+ * limit the pod really has, and V8's heap and young-generation limits in NODE_OPTIONS, computed here from the same limit
  * because node reads it before any code runs. Without a memory limit the downward API gives the node's
  * allocatable memory, and V8 keeps its own default heap limit.
  */
@@ -139,7 +139,10 @@ function memoryEnv(limit: string | undefined): k8s.EnvVar[] {
     { name: RUNTIME_ENV.memoryLimitBytes, valueFrom: { resourceFieldRef: { containerName: 'webhook', resource: 'limits.memory' } } },
   ];
   const bytes = limit === undefined ? undefined : memoryQuantityBytes(limit);
-  if (bytes !== undefined) env.push({ name: 'NODE_OPTIONS', value: `--max-old-space-size=${memorySizing(bytes).heapLimitMiB}` });
+  if (bytes !== undefined) {
+    const sizing = memorySizing(bytes);
+    env.push({ name: 'NODE_OPTIONS', value: `--max-old-space-size=${sizing.heapLimitMiB} --max-semi-space-size=${sizing.semiSpaceMiB}` });
+  }
   return env;
 }
 

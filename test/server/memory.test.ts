@@ -99,6 +99,7 @@ describe('the bundled webhook, started with the synthesized Deployment\'s enviro
     assert.equal(env[RUNTIME_ENV.memoryLimitBytes], String(limitBytes), `expected ${RUNTIME_ENV.memoryLimitBytes} from the downward API to be limits.memory in bytes`);
     const sizing = memorySizing(limitBytes);
     assert.match(env.NODE_OPTIONS ?? '', new RegExp(`--max-old-space-size=${sizing.heapLimitMiB}\\b`), `expected NODE_OPTIONS to carry --max-old-space-size=${sizing.heapLimitMiB}`);
+    assert.match(env.NODE_OPTIONS ?? '', new RegExp(`--max-semi-space-size=${sizing.semiSpaceMiB}\\b`), `expected NODE_OPTIONS to carry --max-semi-space-size=${sizing.semiSpaceMiB}`);
     const memoryLine = webhook.logs.map((line) => { try { return JSON.parse(line); } catch { return undefined; } }).find((entry) => entry?.msg === 'memory');
     assert.ok(memoryLine, `expected a "memory" log line at start; logs:\n${webhook.logs.join('')}`);
     assert.equal(memoryLine.limitBytes, limitBytes, 'the server sized itself from the limit the Deployment passes');
@@ -278,11 +279,11 @@ describe('the bundled webhook while nobody reads its stdout (a container runtime
 });
 
 describe('the Deployment and NetworkPolicy follow the memory and source props', () => {
-  test('a 512Mi limit gives NODE_OPTIONS --max-old-space-size=256 and a 104 MiB budget', () => {
+  test('a 512Mi limit gives NODE_OPTIONS --max-old-space-size=256 --max-semi-space-size=16 and a 104 MiB budget', () => {
     const { manifests } = synthChart({ resources: { limits: { memory: '512Mi' } } });
     const container = findManifest(manifests, 'Deployment').spec.template.spec.containers[0];
     const env = Object.fromEntries(container.env.map((variable: any) => [variable.name, variable.value ?? downwardResourceValue(container, variable)]));
-    assert.equal(env.NODE_OPTIONS, '--max-old-space-size=256', `expected half of 512 MiB as V8's heap limit, got NODE_OPTIONS ${JSON.stringify(env.NODE_OPTIONS)}`);
+    assert.equal(env.NODE_OPTIONS, '--max-old-space-size=256 --max-semi-space-size=16', `expected half of 512 MiB as V8's heap limit and 512 / 24 capped at 16 as its semi-space, got NODE_OPTIONS ${JSON.stringify(env.NODE_OPTIONS)}`);
     assert.equal(env[RUNTIME_ENV.memoryLimitBytes], String(512 * MiB));
     assert.equal(memorySizing(Number(env[RUNTIME_ENV.memoryLimitBytes])).budgetBytes, 104 * MiB);
   });

@@ -43,14 +43,22 @@ export const TLS_FILES = { certificate: 'tls.crt', privateKey: 'tls.key', caCert
 
 const MiB = 1024 * 1024;
 
-/** The webhook's own memory when busy, before any request body: code, V8's young generation (it
- * grows to ~48 MiB under fast allocation), TLS buffers, the idle heap, the log backlog (at most
+/** The webhook's own memory when busy, before any request body: code, V8's young generation (two
+ * semi-spaces of `semiSpaceMiB`, at most 2 x 16 MiB), TLS buffers, the idle heap, the log backlog (at most
  * 1 MiB) and the kept patch and answer texts (at most 1 MiB each). Measured: ~100 MiB peak RSS at
  * saturation with small reviews (BENCHMARKS.md). */
 export const MEMORY_RESERVED_BYTES = 96 * MiB;
 /** Bytes of memory one held request body byte costs at the peak: the body read into one buffer, its
  * string, and the parsed object (measured ~3x, 4x leaves room for the GC to lag behind). */
 export const MEMORY_PER_BODY_BYTE = 4;
+/** What JSON.parse makes of a body byte at worst, in budget bytes (MEMORY_PER_BODY_BYTE heap bytes
+ * each). Measured on Node 22, heap per body byte with the body's buffer and string: deep
+ * `[[[...]]]` 31, `[{},{},...]` 24, `[[],...]` 16, `{"k1":0,...}` (unique keys) 10, `[0,0,...]` 7, a
+ * pod's JSON ~5: the 4 assumed per byte holds for pods, not for every shape. */
+export const JSON_WORST_BUDGET_PER_BODY_BYTE = 8;
+/** Bodies up to this size are charged the worst case at once, unread (so they stay small: SMALL_BODY_BYTES
+ * / 8); larger ones are charged by their shape as their bytes arrive (memory-budget.ts `jsonShapeCharge`). */
+export const UNSCANNED_BODY_BYTES = 8 * 1024;
 /** The smallest budget: one ~3 MiB object still fits; below it a request of that size is shed. */
 export const MIN_MEMORY_BUDGET_BYTES = 4 * MiB;
 /** Bodies up to this size are "small" (every recorded review is under 10 KiB). */
@@ -68,12 +76,18 @@ export interface MemorySizing {
   /** V8's old-generation limit (`--max-old-space-size`), MiB: half the limit, so V8 collects before
    * the kubelet's OOM killer would. */
   readonly heapLimitMiB: number;
+  /** V8's largest semi-space (`--max-semi-space-size`), MiB: the limit / 24, from 1 to 16 (V8's own
+   * default, 16). Left to itself V8 grows the young generation to 2 x 16 MiB whenever enough objects
+   * survive scavenges (answers batched per event-loop turn keep a turn's requests alive together) and
+   * shrinks it again later: a step of ~13-16 MiB of RSS long after start. Capped, it reaches its size
+   * within seconds of load and stays there. */
+  readonly semiSpaceMiB: number;
 }
 
 /**
  * The sizing rule: `budget = max(4 MiB, (limit - 96 MiB) / 4)`, three quarters of it for large
  * bodies; V8's heap limit is half the limit. For the default 192Mi: a 24 MiB budget (18 MiB for bodies
- * over 64 KiB: two 7 MiB bodies or six 3 MiB ones at once) and a 96 MiB heap.
+ * over 64 KiB: two 7 MiB bodies or six 3 MiB ones at once), a 96 MiB heap and 8 MiB semi-spaces.
  */
 export function memorySizing(limitBytes: number): MemorySizing {
   const budgetBytes = Math.max(MIN_MEMORY_BUDGET_BYTES, Math.floor((limitBytes - MEMORY_RESERVED_BYTES) / MEMORY_PER_BODY_BYTE));
@@ -82,6 +96,7 @@ export function memorySizing(limitBytes: number): MemorySizing {
     budgetBytes,
     largeBodyBytes: Math.floor((budgetBytes * 3) / 4),
     heapLimitMiB: Math.max(16, Math.floor(limitBytes / MiB / 2)),
+    semiSpaceMiB: Math.min(16, Math.max(1, Math.floor(limitBytes / MiB / 24))),
   };
 }
 

@@ -10,7 +10,7 @@
 // is never changed in place, a reload brings new objects) and the wrappers made of them here, frozen.
 // A patch with any other object (a templated injection's rendered container) is encoded every time.
 
-import { TwoLevelCache } from './bounded-cache';
+import { TwoLevelCache, keyBytes } from './bounded-cache';
 
 /** Objects whose identity stands for their content: a config's, and wrappers of those. */
 const stable = new WeakSet<object>();
@@ -55,15 +55,18 @@ export function stableCopy<T extends object>(source: T, key: string, extra: Part
 }
 
 /** `{ [key]: value }` for a primitive or stable value: the same object each time, stable itself (the
- * label or annotation map a patch creates on a pod without one). Bounded; cleared when full. */
-const records = new TwoLevelCache<string, unknown, object>(1024);
+ * label or annotation map a patch creates on a pod without one). A value may come from the request (a
+ * templated label, the status annotation's names), so the cache is bounded in bytes as well as entries. */
+const records = new TwoLevelCache<string, unknown, object>({ maxEntries: 1024, maxBytes: 256 * 1024 });
+/** Bytes of a one-member record beyond its key and value. */
+const RECORD_BYTES = 64;
 export function stableRecord(key: string, value: unknown): Record<string, unknown> {
   if (typeof value === 'object' && value !== null && !stable.has(value)) return { [key]: value };
   let record = records.get(key, value);
   if (record === undefined) {
     record = Object.freeze({ [key]: value });
     stable.add(record);
-    records.set(key, value, record);
+    records.set(key, value, record, keyBytes(key) + keyBytes(value) + RECORD_BYTES);
   }
   return record as Record<string, unknown>;
 }
@@ -106,12 +109,16 @@ function encodeUncached(operations: readonly EncodedOperation[]): string {
   return scratch.toString('base64', 0, length);
 }
 
-/** Bounds of one cache: nodes of the operation tree, and bytes of the kept base64. Past either it
- * starts over empty (a workload of ever-new patches, such as rendered per-pod values, pays only that). */
+/** Bounds of one cache: nodes of the operation tree, and bytes of its keys (paths and primitive
+ * values, which may come from the request) and of the kept base64. Both are checked before anything
+ * is added; past either the cache starts over empty (a workload of ever-new patches, such as rendered
+ * per-pod values, pays only that). */
 export const PATCH_CACHE_MAX_NODES = 4096;
 export const PATCH_CACHE_MAX_BYTES = 1024 * 1024;
 /** Patches larger than this are encoded every time, not kept. */
 const MAX_CACHED_PATCH_BYTES = 64 * 1024;
+/** Bytes of a tree node beyond its keys: the node and its share of the two maps. */
+const NODE_BYTES = 160;
 
 interface PatchNode {
   /** The base64 of the patch whose operations lead here. */
@@ -128,31 +135,40 @@ export class PatchEncoder {
 
   /** Base64 of `JSON.stringify(operations)`. */
   encode(operations: readonly EncodedOperation[]): string {
-    let node = this.root;
+    // Looked up without adding anything: a patch that is not kept leaves no node behind.
+    let node: PatchNode | undefined = this.root;
     for (const operation of operations) {
       const key = cacheKey(operation.value);
       if (key === undefined || operation.op !== 'add') return encodeUncached(operations);
-      node.next ??= new Map();
-      let byValue = node.next.get(operation.path);
-      if (byValue === undefined) node.next.set(operation.path, (byValue = new Map()));
-      let child = byValue.get(key);
-      if (child === undefined) {
-        byValue.set(key, (child = {}));
-        this.nodes++;
-      }
-      node = child;
+      node = node.next?.get(operation.path)?.get(key);
+      if (node === undefined) break;
     }
-    if (node.base64 !== undefined) return node.base64;
+    if (node?.base64 !== undefined) return node.base64;
     const base64 = encodeUncached(operations);
     if (base64.length > MAX_CACHED_PATCH_BYTES) return base64;
-    if (this.nodes > PATCH_CACHE_MAX_NODES || this.bytes + base64.length > PATCH_CACHE_MAX_BYTES) {
+    // What keeping it costs, counted as if every node were new (an upper bound), before adding any.
+    let cost = base64.length;
+    for (const operation of operations) cost += NODE_BYTES + keyBytes(operation.path) + keyBytes(operation.value);
+    if (cost > MAX_CACHED_PATCH_BYTES) return base64;
+    if (this.nodes + operations.length > PATCH_CACHE_MAX_NODES || this.bytes + cost > PATCH_CACHE_MAX_BYTES) {
       this.root = {};
       this.nodes = 0;
       this.bytes = 0;
-      return base64;
     }
-    node.base64 = base64;
-    this.bytes += base64.length;
+    let at = this.root;
+    for (const operation of operations) {
+      at.next ??= new Map();
+      let byValue = at.next.get(operation.path);
+      if (byValue === undefined) at.next.set(operation.path, (byValue = new Map()));
+      let child = byValue.get(operation.value);
+      if (child === undefined) {
+        byValue.set(operation.value, (child = {}));
+        this.nodes++;
+      }
+      at = child;
+    }
+    at.base64 = base64;
+    this.bytes += cost;
     return base64;
   }
 

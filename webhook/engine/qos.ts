@@ -3,6 +3,7 @@
 // quantities ignored, and requests defaulted from limits the way the apiserver defaults a Pod.
 
 import { parseQuantity } from '../config';
+import { BoundedCache, stringBytes } from './bounded-cache';
 import { Json, isJsonObject } from './json-object';
 
 /** A pod's Quality of Service class (`status.qosClass`), which decides its eviction order under node
@@ -23,17 +24,17 @@ interface Compute {
 const NONE: Compute = Object.freeze({ requestCpu: 0n, requestMemory: 0n, limitCpu: 0n, limitMemory: 0n });
 
 /** Parsed quantities by their text: a cluster uses few distinct ones ("100m", "128Mi"), and every
- * request parses each container's. Bounded; cleared when full. */
-const quantityCache = new Map<unknown, bigint | undefined>();
-const QUANTITY_CACHE_ENTRIES = 4096;
+ * request parses each container's. The text is the request's, so only short ones that parse are kept
+ * (a quantity is rarely over a dozen characters), in a cache bounded in entries and bytes. */
+const quantityCache = new BoundedCache<string, bigint>({ maxEntries: 4096, maxBytes: 256 * 1024 });
+const MAX_CACHED_QUANTITY_LENGTH = 64;
 
 function cachedQuantity(value: unknown): bigint | undefined {
   if (typeof value !== 'string') return parseQuantity(value);
   let parsed = quantityCache.get(value);
-  if (parsed === undefined && !quantityCache.has(value)) {
+  if (parsed === undefined) {
     parsed = parseQuantity(value);
-    if (quantityCache.size >= QUANTITY_CACHE_ENTRIES) quantityCache.clear();
-    quantityCache.set(value, parsed);
+    if (parsed !== undefined && value.length <= MAX_CACHED_QUANTITY_LENGTH) quantityCache.set(value, parsed, stringBytes(value) + 32);
   }
   return parsed;
 }

@@ -3,11 +3,11 @@
 // can crash the process.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SMALL_BODY_BYTES, type ResolvedInjectorConfig } from '../config';
+import { JSON_WORST_BUDGET_PER_BODY_BYTE, SMALL_BODY_BYTES, UNSCANNED_BODY_BYTES, type ResolvedInjectorConfig } from '../config';
 import { AdmissionRequest, AdmissionResponse, AdmissionReview, BadAdmissionReview, InjectionDecision, MutationResult, decodeAdmissionReview, evaluate } from '../engine';
 import { jsonString } from './json-text';
 import type { Logger } from './logger';
-import type { MemoryBudget } from './memory-budget';
+import { type MemoryBudget, jsonShapeCharge } from './memory-budget';
 import type { RequestOutcome, WebhookMetrics } from './metrics';
 
 /** Large enough for any object the apiserver stores (its etcd limit is ~1.5 MiB, requests up to 3 MiB). */
@@ -70,6 +70,14 @@ function isJsonContentType(header: string | undefined): boolean {
 const JSON_HEADERS = (length: number): Record<string, string | number> => ({ 'Content-Type': 'application/json', 'Content-Length': length });
 
 function sendText(res: ServerResponse, status: number, text: string, extraHeaders?: Record<string, string | number>, bytes = Buffer.byteLength(text)): void {
+  // A request pipelined behind one not yet answered has no socket yet. Its answer is written when it
+  // gets one, not buffered in the response: Node pauses a connection's parser once 16 KiB of such
+  // answers wait, and a TLS connection's parser then still receives the bytes TLS had decrypted and
+  // fails with 'Parse Error: Paused' (2,000 pipelined requests got 18-33 answers, then a reset).
+  if (res.socket === null && !res.destroyed) {
+    res.once('socket', () => sendText(res, status, text, extraHeaders, bytes));
+    return;
+  }
   // One writeHead with all headers: cheaper than a setHeader call (and its validation) each.
   const headers = JSON_HEADERS(bytes);
   if (extraHeaders) Object.assign(headers, extraHeaders);
@@ -371,7 +379,11 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
     // Node reads the rest of the body (at most MAX_BODY_BYTES) and drops it chunk by chunk, which holds
     // no memory, and the client reliably sees the 429 (closing now would reset the connection under a
     // client still sending, and lose the answer).
-    if (known && !budget.take(0, declared)) {
+    // What the body will cost parsed, in budget bytes: a small one its worst case at once, unread; a
+    // larger one its length now and its shape's charge as its bytes arrive (checked before parsing).
+    const scanned = !known || declared > UNSCANNED_BODY_BYTES;
+    const charge = known ? (scanned ? declared : declared * JSON_WORST_BUDGET_PER_BODY_BYTE) : 0;
+    if (known && !budget.take(0, charge)) {
       // Even for a client that asked to close after this request: the server closing first, while the
       // client still sends, would reset the connection and lose the 429. The client closes once it
       // has the answer.
@@ -379,7 +391,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       reject(res, started, 0, shed(`a body of ${declared} bytes`), undefined, false, { 'Retry-After': SHED_RETRY_AFTER_SECONDS });
       return;
     }
-    let held = known ? declared : 0;
+    let held = charge;
     let done = false;
     // A declared length is read straight into one buffer; an unknown one is collected chunk by chunk.
     let whole: Buffer | undefined;
@@ -392,8 +404,22 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       reject(res, started, held, error, undefined, true, headers);
       held = 0;
     };
+    /** Takes the budget bytes of `chunk`'s shape; false (and the request refused) when they do not fit. */
+    const chargeShape = (chunk: Buffer): boolean => {
+      const more = jsonShapeCharge(chunk);
+      if (more === 0 || budget.take(held, more)) {
+        held += more;
+        return true;
+      }
+      // A shape that alone costs more than every large body may hold together never fits: 413, not 429.
+      if (held + more > budget.sizing.largeBodyBytes) {
+        fail(new HttpError(413, 'too_large', `body's JSON shape (its objects, arrays and members) would take over ${held + more} bytes of this replica's memory budget, more than the ${budget.sizing.largeBodyBytes} large bodies may hold`));
+      } else fail(shed(`a body of ${known ? declared : size} bytes, by its JSON shape,`), { 'Retry-After': SHED_RETRY_AFTER_SECONDS });
+      return false;
+    };
     req.on('data', (chunk: Buffer) => {
       if (done) return;
+      if (scanned && known && !chargeShape(chunk)) return;
       if (known) {
         if (whole === undefined) {
           // A body that is one chunk (every small review) is used as it is.
@@ -419,6 +445,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
         return;
       }
       held += chunk.length;
+      if (!chargeShape(chunk)) return;
       (chunks ??= []).push(chunk);
     });
     req.on('end', () => {

@@ -54,6 +54,23 @@ const KEEP_ALIVE_TIMEOUT_MS = 120_000;
 /** Request line and headers: the apiserver and the kubelet send a few hundred bytes; more is refused with 431. */
 export const MAX_HEADER_BYTES = 8 * 1024;
 
+/** Mozilla's intermediate profile: TLS 1.2 with ECDHE and AEAD suites only (AES-GCM, ChaCha20-Poly1305;
+ * no CBC suite, which testssl.sh flags for LUCKY13), TLS 1.3 with its own three; nothing older. */
+export const TLS_PROFILE = {
+  minVersion: 'TLSv1.2',
+  ciphers: [
+    'TLS_AES_128_GCM_SHA256',
+    'TLS_AES_256_GCM_SHA384',
+    'TLS_CHACHA20_POLY1305_SHA256',
+    'ECDHE-ECDSA-AES128-GCM-SHA256',
+    'ECDHE-RSA-AES128-GCM-SHA256',
+    'ECDHE-ECDSA-AES256-GCM-SHA384',
+    'ECDHE-RSA-AES256-GCM-SHA384',
+    'ECDHE-ECDSA-CHACHA20-POLY1305',
+    'ECDHE-RSA-CHACHA20-POLY1305',
+  ].join(':'),
+} as const;
+
 export async function startWebhookServer(settings: WebhookServerSettings): Promise<RunningWebhookServer> {
   const logger = createLogger(settings.logLevel, settings.writeLog);
   const memory = settings.memory ?? memorySizing(RUNTIME_DEFAULTS.memoryLimitBytes);
@@ -133,7 +150,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     {
       cert: tls.cert,
       key: tls.key,
-      minVersion: 'TLSv1.2',
+      ...TLS_PROFILE,
       requestTimeout: settings.requestTimeoutSeconds * 1000,
       headersTimeout: Math.min(10_000, settings.requestTimeoutSeconds * 1000),
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
@@ -202,6 +219,14 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       socket.destroy();
       return;
     }
+    // Node paused the parser because the client does not read its pipelined answers, and TLS still
+    // delivered bytes: answers are waiting on this connection, so a 400 written now would land in the
+    // middle of them. Closed instead; the client resends what it got no answer for.
+    if (error.code === 'HPE_PAUSED') {
+      socket.destroy();
+      logger.log('debug', 'closed a connection whose client pipelined requests faster than it read the answers');
+      return;
+    }
     const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? '400 Bad Request';
     if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     else socket.destroy();
@@ -212,7 +237,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     try {
       const next = readTlsMaterial(settings.tlsDir);
       if (next.cert + next.key === tlsText) return;
-      server.setSecureContext({ cert: next.cert, key: next.key, minVersion: 'TLSv1.2' });
+      server.setSecureContext({ cert: next.cert, key: next.key, ...TLS_PROFILE });
       tlsText = next.cert + next.key;
       metrics.countReload('certificate', 'success');
       logger.log('info', 'certificate reloaded');
