@@ -146,7 +146,7 @@ export class WebhookMetrics {
     if (budget) {
       new Gauge({
         name: 'sidecar_injector_memory_budget_bytes',
-        help: 'Request body bytes the server may hold at once (derived from the container memory limit); past it, 429.',
+        help: 'Budget units the request bodies held at once may be charged (derived from the container memory limit): a body is charged by its JSON shape, at least its length; past it, 429.',
         registers,
         collect() {
           this.set(budget.sizing.budgetBytes);
@@ -154,7 +154,7 @@ export class WebhookMetrics {
       });
       new Gauge({
         name: 'sidecar_injector_memory_budget_held_bytes',
-        help: 'Request body bytes held right now (bodies being read plus requests being processed).',
+        help: 'Budget units held right now by request bodies being read plus requests being processed (charged by JSON shape, at least their length).',
         registers,
         collect() {
           this.set(budget.held);
@@ -162,7 +162,7 @@ export class WebhookMetrics {
       });
       new Gauge({
         name: 'sidecar_injector_memory_budget_peak_held_bytes',
-        help: 'The most request body bytes held at once since start.',
+        help: 'The most budget units held at once since start (request bodies charged by JSON shape, at least their length).',
         registers,
         collect() {
           this.set(budget.peakHeld);
