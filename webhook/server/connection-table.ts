@@ -128,8 +128,9 @@ export class ConnectionTable {
     this.entries.delete(entry.raw);
     if (!entry.cut) this.closed[reason]++;
     if (!entry.cut) this.onClose(reason, { open: this.entries.size, seconds: Math.round((performance.now() - entry.since) / 100) / 10 });
-    entry.raw.destroy();
+    // The TLS socket first: destroying the TCP socket under it would make Node answer the reset.
     entry.clear?.destroy();
+    entry.raw.destroy();
   }
 
   private sweep(): void {
