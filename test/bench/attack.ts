@@ -123,7 +123,7 @@ function ready(opsPort: number): Promise<boolean> {
 }
 
 async function startChild(command: string, args: string[], env: Record<string, string>, port: number, opsPort: number): Promise<{ child: ChildProcess; port: number; opsPort: number }> {
-  const child = spawn(command, args, { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(command, args, { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
   const deadline = performance.now() + 20_000;
   while (!(await ready(opsPort))) {
     if (child.exitCode !== null || performance.now() > deadline) {

@@ -85,6 +85,11 @@ describe('the bundled webhook while 600 attacker connections try to hold it', ()
       t.diagnostic(`attackers: ${JSON.stringify(attack.stats)}`);
       assert.deepEqual(failures, [], `probes and admissions that failed while ${ATTACKERS} attacker connections were held`);
       expectations[kind](attack.stats);
+      if (kind === 'silent-tls') {
+        const metrics = (await opsRequest(webhook.opsPort, '/metrics')).text;
+        const evicted = Number(/^sidecar_injector_connections_closed_total\{reason="evicted"\} (\d+)/m.exec(metrics)?.[1] ?? -1);
+        assert.ok(evicted >= ATTACKERS - MAX_CONNECTIONS, `evictions counted in /metrics: expected at least ${ATTACKERS - MAX_CONNECTIONS}, got ${evicted}`);
+      }
     });
   }
 });

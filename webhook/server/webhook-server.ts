@@ -181,6 +181,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   const logClosed = (reason: ConnectionCloseReason, details: Record<string, unknown>) =>
     logger.log('debug', reason === 'evicted' ? 'connection closed to make room' : reason === 'silent' ? 'silent connection closed' : 'slow request body cut with 408', details);
   const connections = new ConnectionTable(server, { maxConnections, silentMs: KEEP_ALIVE_TIMEOUT_MS, minBodyBytesPerSecond: MIN_BODY_BYTES_PER_SECOND }, logClosed, true);
+  metrics.watchConnections(connections);
   server.on('tlsClientError', (error) => logger.log('debug', 'TLS handshake failed', { error: error.message }));
   // A connection that has not sent a byte yet is an idle connection in its client's pool: Go's
   // http.Transport, the apiserver's, keeps a connection it dialed for a request that another
