@@ -240,7 +240,7 @@ async function runOne(target: Target, kind: AttackKind, deployed: ReturnType<typ
 const pct = (part: number, whole: number) => (whole === 0 ? 'n/a' : `${((100 * part) / whole).toFixed(part === whole ? 0 : 2)}%`);
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MiB`;
 
-function report(rows: Row[], runtime: Record<string, string>, skipped: string[]): string {
+function report(rows: Row[], runtime: Record<string, string>, skipped: string[], kept: string[] = []): string {
   const lines = [
     BEGIN,
     '## Attacks on the webhook port (`npm run attack`)',
@@ -254,6 +254,7 @@ function report(rows: Row[], runtime: Record<string, string>, skipped: string[])
     '',
     ...Object.entries(runtime).map(([name, what]) => `- ${name}: ${what}`),
     ...skipped.map((line) => `- ${line}`),
+    ...kept.filter((line) => line.startsWith('- ')),
     '',
     '| target | attack | probes answered | admissions 200 within 5 s | p99 | peak RSS | attacker connections: peak open / cut by the server / reconnects / 408s |',
     '| --- | --- | --- | --- | --- | --- | --- |',
@@ -265,6 +266,7 @@ function report(rows: Row[], runtime: Record<string, string>, skipped: string[])
         `${(load.latencyUs.p99 / 1000).toFixed(1)} ms | ${mib(row.peakRssBytes)} | ${attackers.peakOpen} / ${attackers.closedByServer} / ${attackers.reconnects} / ${attackers.got408} |`,
     );
   }
+  lines.push(...kept.filter((line) => line.startsWith('| ')));
   const webhookRows = rows.filter((row) => row.target === 'webhook');
   const holds = webhookRows.every((row) => row.probes.ok === row.probes.sent && row.load.ok >= row.load.measured * 0.999 && row.peakRssBytes < LIMIT_BYTES);
   lines.push(
@@ -335,8 +337,13 @@ async function main(): Promise<void> {
       );
     }
   }
-  const section = report(rows, runtime, skipped);
   const existing = fs.existsSync(OUTPUT) ? fs.readFileSync(OUTPUT, 'utf8') : '# Security\n\n';
+  // A target left out with ATTACK_TARGETS keeps its rows from the last run, marked as such.
+  const kept = existing
+    .split('\n')
+    .filter((line) => ['webhook', 'go-anchor'].some((name) => !TARGETS.includes(name) && (line.startsWith(`| ${name} |`) || line.startsWith(`- ${name}:`))))
+    .map((line) => (line.startsWith('- ') && !line.includes('(previous run)') ? line + ' (previous run)' : line));
+  const section = report(rows, runtime, skipped, kept);
   const start = existing.indexOf(BEGIN);
   const end = existing.indexOf(END);
   const next = start >= 0 && end > start ? existing.slice(0, start) + section.trimEnd() + existing.slice(end + END.length) : existing.trimEnd() + '\n\n' + section;

@@ -109,19 +109,32 @@ export class ConnectionTable {
     return entry.req !== undefined && entry.res !== undefined && !entry.res.writableEnded && (entry.req.complete || entry.slow === 0);
   }
 
+  /**
+   * Which connection makes room, in this order: one that has never sent a request (silent, or still
+   * in its handshake), then one whose request is slower than the minimum rate or incomplete, then an
+   * idle keep-alive connection (one that has carried an admission: most likely an apiserver's, and
+   * closing it races the request its client may be sending that moment), and only when every other
+   * connection is being answered, one being answered. The oldest first in each class.
+   */
   private evictFor(newcomer: Socket): void {
+    let slow: Entry | undefined;
+    let idle: Entry | undefined;
     let busy: Entry | undefined;
     for (const entry of this.entries.values()) {
       if (entry.raw === newcomer) continue;
-      if (this.answering(entry)) {
-        busy ??= entry;
-        continue;
-      }
-      this.close(entry, 'evicted');
-      return;
+      if (entry.req === undefined) {
+        // Never a request; a partial one counts as slow (its headers are still arriving).
+        if (entry.clear === undefined || entry.clear.bytesRead === 0) {
+          this.close(entry, 'evicted');
+          return;
+        }
+        slow ??= entry;
+      } else if (this.answering(entry)) busy ??= entry;
+      else if (!entry.req.complete) slow ??= entry;
+      else idle ??= entry;
     }
-    // Every other connection is being answered: the oldest of them goes, still a new one gets in.
-    if (busy) this.close(busy, 'evicted');
+    const victim = slow ?? idle ?? busy;
+    if (victim) this.close(victim, 'evicted');
   }
 
   private close(entry: Entry, reason: ConnectionCloseReason): void {
@@ -164,11 +177,11 @@ export class ConnectionTable {
         continue;
       }
       if (++entry.slow < SLOW_SWEEPS) continue;
-      this.cutSlowBody(entry, res);
+      this.cutSlowBody(entry, req, res);
     }
   }
 
-  private cutSlowBody(entry: Entry, res: ServerResponse): void {
+  private cutSlowBody(entry: Entry, req: IncomingMessage, res: ServerResponse): void {
     if (res.headersSent || res.destroyed) {
       // An answer (a 413 or 429 decided from the declared length) is out; Node drains the rest.
       this.close(entry, 'slow_body');
@@ -180,6 +193,10 @@ export class ConnectionTable {
       error: { code: 408, message: `request body arrived slower than ${this.limits.minBodyBytesPerSecond} bytes per second` },
     });
     res.writeHead(408, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), Connection: 'close' }).end(text);
+    // The request's own 'close' is what gives its bytes back to the memory budget (the admission
+    // handler listens for it): once its response is written, Node would close the socket without
+    // emitting it.
+    req.destroy(new Error(`body arrived slower than ${this.limits.minBodyBytesPerSecond} bytes per second (answered 408)`));
     // Not waiting for the client to read it: the connection is cut at the next sweep at the latest.
     entry.cut = true;
   }
