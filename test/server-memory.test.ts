@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { RUNTIME_ENV, memoryQuantityBytes, memorySizing } from '../webhook/config';
 import { loadReview } from './support/recorded-reviews';
 import { findManifest, makeTempDir, synthChart, synthDefaultAppToTemp } from './support/synth-helpers';
-import { BundledWebhook, HttpsResult, deployedEnvironment, downwardResourceValue, httpsRequest, opsRequest, startBundled } from './support/webhook-harness';
+import { BundledWebhook, HttpsResult, deployedEnvironment, downwardResourceValue, opsRequest, startBundled } from './support/webhook-harness';
 import { reviewOfSize } from './bench/reviews';
 import { assertValidManifest } from './support/openapi-validator';
 
@@ -88,7 +88,7 @@ describe('the bundled webhook, started with the synthesized Deployment\'s enviro
     assert.ok(limit, `expected the Deployment's container to set limits.memory, got resources ${JSON.stringify(deployed.container.resources)}`);
     limitBytes = memoryQuantityBytes(String(limit))!;
     livenessTimeoutMs = (deployed.container.livenessProbe?.timeoutSeconds ?? 1) * 1000;
-    webhook = await startBundled({ ...env, [RUNTIME_ENV.listenPort]: '0' });
+    webhook = await startBundled({ ...env, [RUNTIME_ENV.listenPort]: '0', [RUNTIME_ENV.opsPort]: '0' });
   });
 
   after(async () => {
@@ -226,9 +226,8 @@ describe('the bundled webhook while nobody reads its stdout (a container runtime
   test(`${ADMISSIONS} admissions are all answered while stdout is not read; afterwards each one's log line has arrived or is counted as dropped`, { timeout: 90_000 }, async () => {
     const synthesized = synthDefaultAppToTemp();
     const deployed = deployedEnvironment(synthesized.manifests, path.join(makeTempDir('stdout-mounts')));
-    const webhook = await startBundled({ ...deployed.env, [RUNTIME_ENV.listenPort]: '0' });
+    const webhook = await startBundled({ ...deployed.env, [RUNTIME_ENV.listenPort]: '0', [RUNTIME_ENV.opsPort]: '0' });
     const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY, ca: deployed.caBundle, servername: deployed.serverName });
-    const options = { ca: deployed.caBundle, servername: deployed.serverName };
     try {
       // The server's stdout is a socket to this process: not reading it fills it, as a stalled
       // runtime fills a container's log pipe. A server that waited for it would stop answering here.
@@ -254,7 +253,7 @@ describe('the bundled webhook while nobody reads its stdout (a container runtime
       });
       await Promise.race([sending, stalled]).finally(() => clearTimeout(timer));
       assert.deepEqual(failures.slice(0, 5), [], `expected every admission answered 200 with its uid while stdout was not read; ${failures.length} were not`);
-      const dropped = sample((await httpsRequest(webhook.port, '/metrics', undefined, options)).text, 'sidecar_injector_log_lines_dropped_total');
+      const dropped = sample((await opsRequest(webhook.opsPort, '/metrics')).text, 'sidecar_injector_log_lines_dropped_total');
       assert.ok(dropped !== undefined && dropped > 0, `expected sidecar_injector_log_lines_dropped_total > 0 after ${ADMISSIONS} lines (~2 MB) into a full stdout; got ${dropped}`);
 
       webhook.child.stdout!.resume();

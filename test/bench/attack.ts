@@ -339,9 +339,15 @@ async function main(): Promise<void> {
   }
   const existing = fs.existsSync(OUTPUT) ? fs.readFileSync(OUTPUT, 'utf8') : '# Security\n\n';
   // A target left out with ATTACK_TARGETS keeps its rows from the last run, marked as such.
+  // So does an attack left out with ATTACK_KINDS.
+  const ran = new Set(rows.map((row) => `| ${row.target} | ${ATTACK_DESCRIPTIONS[row.kind]} |`));
   const kept = existing
     .split('\n')
-    .filter((line) => ['webhook', 'go-anchor'].some((name) => !TARGETS.includes(name) && (line.startsWith(`| ${name} |`) || line.startsWith(`- ${name}:`))))
+    .filter(
+      (line) =>
+        ['webhook', 'go-anchor'].some((name) => !TARGETS.includes(name) && line.startsWith(`- ${name}:`)) ||
+        (line.startsWith('| webhook |') || line.startsWith('| go-anchor |')) && ![...ran].some((prefix) => line.startsWith(prefix)),
+    )
     .map((line) => (line.startsWith('- ') && !line.includes('(previous run)') ? line + ' (previous run)' : line));
   const section = report(rows, runtime, skipped, kept);
   const start = existing.indexOf(BEGIN);
