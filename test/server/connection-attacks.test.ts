@@ -12,7 +12,12 @@ import { RUNTIME_ENV, RUNTIME_DEFAULTS, memorySizing } from '../../webhook/confi
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { ATTACK_DESCRIPTIONS, ATTACK_KINDS, AttackKind, startAttack } from '../bench/attacks';
 import { loadReview } from '../support/recorded-reviews';
-import { BundledWebhook, MountedDirs, TEST_SERVER_NAME, makeMountedDirs, opsRequest, postAdmission, startBundled } from '../support/webhook-harness';
+import { BundledWebhook, MountedDirs, TEST_SERVER_NAME, makeMountedDirs, opsRequest, postAdmission, startBundled, until } from '../support/webhook-harness';
+
+const sample = (metrics: string, series: string): number | undefined => {
+  const line = metrics.split('\n').find((candidate) => candidate.startsWith(series + ' '));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+};
 
 const certificate = generateWebhookCertificate({ serviceName: 'sidecar-injector', namespace: 'sidecar-injector' });
 const CONFIG: InjectorConfig = { injections: DEFAULT_INJECTIONS };
@@ -85,6 +90,13 @@ describe('the bundled webhook while 600 attacker connections try to hold it', ()
       t.diagnostic(`attackers: ${JSON.stringify(attack.stats)}`);
       assert.deepEqual(failures, [], `probes and admissions that failed while ${ATTACKERS} attacker connections were held`);
       expectations[kind](attack.stats);
+      // Every cut, eviction and abort gives its body's bytes back to the memory budget (a slow body
+      // cut with 408 once kept them, and after enough of them every admission was shed with 429).
+      const held = await until('the memory budget to be given back', 5000, async () => {
+        const value = sample((await opsRequest(webhook.opsPort, '/metrics')).text, 'sidecar_injector_memory_budget_held_bytes');
+        return value === 0 ? value : undefined;
+      }).catch((error: Error) => error.message);
+      assert.equal(held, 0, 'request body bytes still held once the attackers are gone');
       if (kind === 'silent-tls') {
         const metrics = (await opsRequest(webhook.opsPort, '/metrics')).text;
         const evicted = Number(/^sidecar_injector_connections_closed_total\{reason="evicted"\} (\d+)/m.exec(metrics)?.[1] ?? -1);
