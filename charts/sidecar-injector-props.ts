@@ -67,6 +67,14 @@ export interface SidecarInjectorProps {
   readonly replicas?: number;
   /** Container port the server listens on (the Service always exposes 443). @default 8443 */
   readonly port?: number;
+  /** Container port of the server's plain-HTTP ops endpoints, `/healthz` and `/readyz` (the kubelet's
+   * probes) and `/metrics`, apart from the webhook port so that nothing done to the webhook port can
+   * fail a probe. Not in the Service; reachable by the node and by `metricsSourceCidrs`. @default 8081 */
+  readonly opsPort?: number;
+  /** Sources allowed to reach the ops port (`/metrics`) besides the node, as CIDRs: where Prometheus
+   * runs, e.g. `['10.8.0.0/16']`. The kubelet's probes come from the node, which NetworkPolicy
+   * implementations allow regardless. @default none: only the node */
+  readonly metricsSourceCidrs?: string[];
   /** Container resources. The memory limit (at least 128Mi) sizes the server: it holds at most
    * max(4 MiB, (limit - 96 MiB) / 4) of request bodies at once (429 past it; three quarters of that for
    * bodies over 64 KiB) and V8's heap limit is limit / 2 (NODE_OPTIONS). 192Mi gives a 24 MiB budget:
@@ -173,6 +181,7 @@ export interface ResolvedSettings {
   readonly image: string;
   readonly replicas: number;
   readonly port: number;
+  readonly opsPort: number;
   readonly timeoutSeconds: number;
   readonly failurePolicy: string;
   readonly logLevel: LogLevel;
@@ -200,6 +209,7 @@ export function settingsIssues(props: SidecarInjectorProps, resolved: ResolvedSe
   check('name', resolved.name.length > 56 ? 'must be no more than 56 characters (its -config suffix must fit)' : dns1123LabelError(resolved.name), resolved.name);
   check('serviceName', dns1123LabelError(resolved.serviceName), resolved.serviceName);
   (props.apiServerCidrs ?? []).forEach((cidr, index) => check(`apiServerCidrs[${index}]`, cidrError(cidr), cidr));
+  (props.metricsSourceCidrs ?? []).forEach((cidr, index) => check(`metricsSourceCidrs[${index}]`, cidrError(cidr), cidr));
   const memoryLimit = props.resources?.limits?.memory;
   if (memoryLimit !== undefined) {
     const bytes = memoryQuantityBytes(String(memoryLimit));
@@ -223,6 +233,11 @@ export function settingsIssues(props: SidecarInjectorProps, resolved: ResolvedSe
   }
   if (!Number.isInteger(resolved.port) || resolved.port < 1024 || resolved.port > 65535) {
     issues.push({ path: 'port', message: `must be a whole number from 1024 to 65535 (the server runs as non-root), got ${resolved.port}` });
+  }
+  if (!Number.isInteger(resolved.opsPort) || resolved.opsPort < 1024 || resolved.opsPort > 65535) {
+    issues.push({ path: 'opsPort', message: `must be a whole number from 1024 to 65535 (the server runs as non-root), got ${resolved.opsPort}` });
+  } else if (resolved.opsPort === resolved.port) {
+    issues.push({ path: 'opsPort', message: `must differ from port (${resolved.port}): probes and metrics are served apart from the webhook` });
   }
   if (!Number.isInteger(resolved.timeoutSeconds) || resolved.timeoutSeconds < 1 || resolved.timeoutSeconds > 30) {
     issues.push({ path: 'timeoutSeconds', message: `must be a whole number from 1 to 30 (the apiserver's limit), got ${resolved.timeoutSeconds}` });

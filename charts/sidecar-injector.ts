@@ -67,6 +67,8 @@ export class SidecarInjector extends Construct {
   readonly replicas: number;
   /** Container port the webhook server listens on. */
   readonly port: number;
+  /** Container port of the plain-HTTP `/healthz`, `/readyz` and `/metrics`. */
+  readonly opsPort: number;
   /** Prefix of the `inject` and `status` annotations and of the exclusion label. */
   readonly annotationPrefix: string;
   /** `false` when the webhook admits everything unchanged (the kill switch). */
@@ -127,6 +129,7 @@ export class SidecarInjector extends Construct {
     this.image = props.image ?? DEFAULT_WEBHOOK_IMAGE;
     this.replicas = props.replicas ?? 2;
     this.port = props.port ?? RUNTIME_DEFAULTS.listenPort;
+    this.opsPort = props.opsPort ?? RUNTIME_DEFAULTS.opsPort;
     this.annotationPrefix = props.annotationPrefix ?? DEFAULT_ANNOTATION_PREFIX;
     this.enabled = props.enabled ?? true;
     this.failurePolicy = props.failurePolicy ?? 'Ignore';
@@ -206,6 +209,7 @@ export class SidecarInjector extends Construct {
       image: this.image,
       imagePullPolicy: props.imagePullPolicy ?? 'IfNotPresent',
       port: this.port,
+      opsPort: this.opsPort,
       logLevel: this.logLevel,
       resources: props.resources,
       secretName: this.secretName,
@@ -214,7 +218,7 @@ export class SidecarInjector extends Construct {
     });
     this.service = webhookService(this, metadata(this.serviceName), this.selectorLabels);
     this.podDisruptionBudget = webhookPodDisruptionBudget(this, metadata(this.name), this.selectorLabels);
-    this.networkPolicy = webhookNetworkPolicy(this, metadata(this.name), this.selectorLabels, this.port, props.apiServerCidrs);
+    this.networkPolicy = webhookNetworkPolicy(this, metadata(this.name), this.selectorLabels, this.port, props.apiServerCidrs, this.opsPort, props.metricsSourceCidrs);
     this.webhookConfiguration = mutatingWebhookConfiguration(this, {
       name: this.webhookConfigurationName,
       labels,

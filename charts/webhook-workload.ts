@@ -27,6 +27,8 @@ export interface WebhookDeploymentSettings {
   readonly image: string;
   readonly imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
   readonly port: number;
+  /** The plain-HTTP port of /healthz, /readyz and /metrics. */
+  readonly opsPort: number;
   readonly logLevel: LogLevel;
   readonly resources: ResourceRequirementsProps | undefined;
   readonly secretName: string;
@@ -40,8 +42,9 @@ export function webhookDeployment(scope: Construct, settings: WebhookDeploymentS
   const resources = settings.resources ?? { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '192Mi' } };
   const quantities = (map: Record<string, string> | undefined) =>
     map && Object.fromEntries(Object.entries(map).map(([key, value]) => [key, k8s.Quantity.fromString(value)]));
+  // On the ops port, plain HTTP: a full webhook port (connections, slow clients) cannot fail them.
   const probe = (path: string, periodSeconds: number): k8s.Probe => ({
-    httpGet: { path, port: k8s.IntOrString.fromString('https'), scheme: 'HTTPS' },
+    httpGet: { path, port: k8s.IntOrString.fromString('ops'), scheme: 'HTTP' },
     periodSeconds,
     timeoutSeconds: 2,
     failureThreshold: 3,
@@ -87,9 +90,13 @@ export function webhookDeployment(scope: Construct, settings: WebhookDeploymentS
               image: settings.image,
               imagePullPolicy: settings.imagePullPolicy,
               command: settings.server?.command,
-              ports: [{ name: 'https', containerPort: settings.port, protocol: 'TCP' }],
+              ports: [
+                { name: 'https', containerPort: settings.port, protocol: 'TCP' },
+                { name: 'ops', containerPort: settings.opsPort, protocol: 'TCP' },
+              ],
               env: [
                 { name: RUNTIME_ENV.listenPort, value: String(settings.port) },
+                { name: RUNTIME_ENV.opsPort, value: String(settings.opsPort) },
                 { name: RUNTIME_ENV.tlsDir, value: TLS_MOUNT },
                 { name: RUNTIME_ENV.configDir, value: CONFIG_MOUNT },
                 { name: RUNTIME_ENV.logLevel, value: settings.logLevel },
@@ -165,13 +172,18 @@ export function webhookPodDisruptionBudget(scope: Construct, metadata: k8s.Objec
   });
 }
 
-/** Ingress to the webhook port only (from `sourceCidrs` when given), and no egress at all. */
+/**
+ * Ingress to the webhook port (from `sourceCidrs` when given) and to the ops port from
+ * `metricsSourceCidrs` only (the node's kubelet reaches it regardless), and no egress at all.
+ */
 export function webhookNetworkPolicy(
   scope: Construct,
   metadata: k8s.ObjectMeta,
   selectorLabels: Record<string, string>,
   port: number,
   sourceCidrs?: readonly string[],
+  opsPort?: number,
+  metricsSourceCidrs?: readonly string[],
 ): k8s.KubeNetworkPolicy {
   return new k8s.KubeNetworkPolicy(scope, 'NetworkPolicy', {
     metadata,
@@ -185,6 +197,11 @@ export function webhookNetworkPolicy(
           from: sourceCidrs?.length ? sourceCidrs.map((cidr) => ({ ipBlock: { cidr } })) : undefined,
           ports: [{ protocol: 'TCP', port: k8s.IntOrString.fromNumber(port) }],
         },
+        // The ops port is not open to every pod: a flood there could fail the probes. Traffic from the
+        // node (the kubelet's probes) is allowed by every NetworkPolicy implementation regardless.
+        ...(opsPort !== undefined && metricsSourceCidrs?.length
+          ? [{ from: metricsSourceCidrs.map((cidr) => ({ ipBlock: { cidr } })), ports: [{ protocol: 'TCP', port: k8s.IntOrString.fromNumber(opsPort) }] }]
+          : []),
       ],
       egress: [],
     },

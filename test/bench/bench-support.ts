@@ -4,6 +4,7 @@
 // as its own pinned process, and cleanup of every child on exit.
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as http from 'node:http';
 import * as https from 'node:https';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -255,6 +256,8 @@ export interface ServerSpec {
   readonly nodeArgs: string[];
   readonly env: Record<string, string>;
   readonly port: number;
+  /** The webhook's plain-HTTP ops port (/readyz), when the server has one. */
+  readonly opsPort?: number;
   readonly caFile: string;
   readonly servername: string;
   /** Sees every line the server writes to stdout (e.g. --trace-gc-nvp output). */
@@ -272,6 +275,21 @@ export function httpsGet(port: number, requestPath: string, ca: string, serverna
     });
     req.on('timeout', () => req.destroy());
     req.on('error', () => resolve({ status: 0, body: '' }));
+  });
+}
+
+/** The status of GET /readyz: on the ops port over plain HTTP for the webhook, over HTTPS for the baseline; 0 when it could not connect. */
+export function readyStatus(spec: ServerSpec, ca: string, timeoutMs = 1000): Promise<number> {
+  if (spec.opsPort === undefined) return httpsGet(spec.port, '/readyz', ca, spec.servername, timeoutMs).then((result) => result.status);
+  const opsPort = spec.opsPort;
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port: opsPort, path: '/readyz', agent: false, timeout: timeoutMs }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('error', () => resolve(0));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(0));
   });
 }
 
@@ -315,7 +333,7 @@ export async function startServer(spec: ServerSpec, pinning: Pinning, timeoutMs 
   let readyMs = NaN;
   const deadline = started + timeoutMs;
   while (performance.now() < deadline && !exitedEarly) {
-    const { status } = await httpsGet(spec.port, '/readyz', ca, spec.servername);
+    const status = await readyStatus(spec, ca);
     if (status === 200) {
       readyMs = performance.now() - started;
       break;
@@ -347,11 +365,13 @@ export async function startServer(spec: ServerSpec, pinning: Pinning, timeoutMs 
 /** The webhook as `npm run webhook` runs it: the bundle, with the Deployment's environment. */
 export async function webhookSpec(deployed: DeployedWebhook & { caFile: string }, extraNodeArgs: string[] = []): Promise<ServerSpec> {
   const port = await freePort();
+  const opsPort = await freePort();
   return {
     name: 'webhook',
     nodeArgs: [...extraNodeArgs, BUNDLE],
-    env: { ...deployed.env, INJECTOR_LISTEN_PORT: String(port) },
+    env: { ...deployed.env, INJECTOR_LISTEN_PORT: String(port), INJECTOR_OPS_PORT: String(opsPort) },
     port,
+    opsPort,
     caFile: deployed.caFile,
     servername: deployed.serverName,
   };

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as https from 'node:https';
 import * as path from 'node:path';
 import type { ServerSpec } from './bench-support';
-import { httpsGet, makeTempDir } from './bench-support';
+import { httpsGet, makeTempDir, readyStatus } from './bench-support';
 
 export interface InstructionCounts {
   readonly server: string;
@@ -107,9 +107,9 @@ export async function countInstructions(spec: ServerSpec, bodyFile: string, warm
   child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
   try {
     const ca = fs.readFileSync(spec.caFile, 'utf8');
-    const probe = spec.name === 'baseline' ? '/' : '/readyz';
     const deadline = performance.now() + 120_000;
-    while ((await httpsGet(spec.port, probe, ca, spec.servername, 5000)).status !== 200) {
+    const ready = () => (spec.name === 'baseline' ? httpsGet(spec.port, '/', ca, spec.servername, 5000).then((result) => result.status) : readyStatus(spec, ca, 5000));
+    while ((await ready()) !== 200) {
       if (child.exitCode !== null || performance.now() > deadline) {
         // The program's own last words, not valgrind's banner.
         const lines = stderr.split('\n').filter((line) => line.trim() !== '' && !/^==\d+==/.test(line));

@@ -161,13 +161,16 @@ describe('the Deployment', () => {
     assert.equal(podTemplate.spec.automountServiceAccountToken, false);
   });
 
-  test('probes readiness and liveness over HTTPS on the serving port', () => {
-    const portName = webhookContainer.ports[0].name;
+  test('probes readiness and liveness over plain HTTP on the ops port, apart from the serving port', () => {
+    assert.deepEqual(
+      webhookContainer.ports.map((port: Manifest) => port.name),
+      ['https', 'ops'],
+    );
     for (const probe of ['readinessProbe', 'livenessProbe']) {
       const httpGet = webhookContainer[probe]?.httpGet;
       assert.ok(httpGet, `${probe}.httpGet is set, got ${JSON.stringify(webhookContainer[probe])}`);
-      assert.equal(httpGet.scheme, 'HTTPS', `${probe}.httpGet.scheme`);
-      assert.equal(httpGet.port, portName, `${probe}.httpGet.port names the container port`);
+      assert.equal(httpGet.scheme, 'HTTP', `${probe}.httpGet.scheme`);
+      assert.equal(httpGet.port, 'ops', `${probe}.httpGet.port names the ops container port`);
     }
   });
 

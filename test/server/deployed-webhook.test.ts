@@ -71,9 +71,10 @@ describe('the default app, deployed as synthesized (npm run synth, npm run webho
     // What the Deployment will get, read independently of what npm run webhook does with it.
     deployed = materializeDeployment(manifests, path.join(work, 'expected-mounts'));
     const port = await freePort();
+    const opsPort = await freePort();
     webhook = spawn(NPM, ['run', '--silent', 'webhook'], {
       cwd: REPO_ROOT,
-      env: { ...env, WEBHOOK_RUN_DIR: path.join(work, 'run'), INJECTOR_LISTEN_PORT: String(port) },
+      env: { ...env, WEBHOOK_RUN_DIR: path.join(work, 'run'), INJECTOR_LISTEN_PORT: String(port), INJECTOR_OPS_PORT: String(opsPort) },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // its own process group: npm, tsx and the server stop together
     });
@@ -222,7 +223,7 @@ describe('every workload kind, deployed as synthesized from a chart targeting th
     });
     app.synth();
     const deployed = materializeDeployment(readManifests(app.outdir), path.join(work, 'mounts'));
-    webhook = await startBundled({ ...deployed.env, INJECTOR_LISTEN_PORT: '0' });
+    webhook = await startBundled({ ...deployed.env, INJECTOR_LISTEN_PORT: '0', INJECTOR_OPS_PORT: '0' });
     client = clientFor(webhook.port, deployed);
   });
 

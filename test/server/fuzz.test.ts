@@ -11,7 +11,7 @@ import { InjectorConfig, generateWebhookCertificate, resolveInjectorConfig } fro
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { evaluate } from '../../webhook/engine';
 import { applyResponse, decodePatch, loadReview, names, podOf } from '../support/recorded-reviews';
-import { HttpsResult, InProcessWebhook, httpsRequest, keepAliveAgent, postAdmission, startInProcess } from '../support/webhook-harness';
+import { HttpsResult, InProcessWebhook, keepAliveAgent, postAdmission, opsRequest, startInProcess } from '../support/webhook-harness';
 
 const certificate = generateWebhookCertificate({ serviceName: 'sidecar-injector', namespace: 'sidecar-injector' });
 const ca = certificate.caCertificate;
@@ -355,7 +355,7 @@ describe('the webhook fed a wrong type at every field of recorded reviews', () =
 
 describe('the webhook after all of the above', () => {
   test('is alive and answers a recorded review exactly as the engine does', async () => {
-    const health = await httpsRequest(webhook.port, '/healthz', undefined, { ca });
+    const health = await opsRequest(webhook.opsPort, '/healthz');
     assert.equal(health.status, 200);
     const review = loadReview('pod-create-sleep');
     const answer = await send(JSON.stringify(review));
@@ -369,7 +369,7 @@ describe('the webhook after all of the above', () => {
   });
 
   test('logged no internal error and counted no 5xx outcome', async () => {
-    const metrics = await httpsRequest(webhook.port, '/metrics', undefined, { ca });
+    const metrics = await opsRequest(webhook.opsPort, '/metrics');
     const errors = metrics.text.split('\n').filter((line) => line.startsWith('sidecar_injector_admission_requests_total{outcome="error"}'));
     assert.deepEqual(errors, [], 'requests answered with a 5xx');
     const internalErrors = webhook.logs.filter((line) => JSON.parse(line).level === 'error');

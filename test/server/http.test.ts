@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 import * as tls from 'node:tls';
 import { InjectorConfig, generateWebhookCertificate } from '../../charts';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
-import { HttpsResult, InProcessWebhook, TEST_SERVER_NAME, httpsRequest, keepAliveAgent, postAdmission, startInProcess, until } from '../support/webhook-harness';
+import { HttpsResult, InProcessWebhook, TEST_SERVER_NAME, httpsRequest, keepAliveAgent, postAdmission, startInProcess, opsRequest, until } from '../support/webhook-harness';
 import { Review, applyResponse, decodePatch, loadReview, names, podOf, reviewNames } from '../support/recorded-reviews';
 import { resolveInjectorConfig } from '../../charts';
 import { decodeAdmissionReview, evaluate } from '../../webhook/engine';
@@ -143,12 +143,14 @@ function handshake(port: number, options: tls.ConnectionOptions): Promise<string
 describe('the webhook server over HTTPS', () => {
   let webhook: InProcessWebhook;
   let port: number;
+  let opsPort: number;
   const post = (review: unknown) => postAdmission(port, review, { ca });
   const send = (body: string, headers: Record<string, string> = {}) => httpsRequest(port, '/mutate', body, { ca, headers });
 
   before(async () => {
     webhook = await startInProcess(CONFIG, certificate);
     port = webhook.port;
+    opsPort = webhook.opsPort;
   });
   after(async () => {
     await webhook?.stop();
@@ -274,12 +276,12 @@ describe('the webhook server over HTTPS', () => {
 
   describe('health, readiness and metrics', () => {
     test('GET /healthz answers 200', async () => {
-      const result = await httpsRequest(port, '/healthz', undefined, { ca });
+      const result = await opsRequest(opsPort, '/healthz');
       assert.equal(result.status, 200, `expected /healthz 200, got ${result.status}: ${result.text}`);
     });
 
     test('GET /readyz answers 200 with ready true and the config current', async () => {
-      const result = await httpsRequest(port, '/readyz', undefined, { ca });
+      const result = await opsRequest(opsPort, '/readyz');
       assert.equal(result.status, 200, `expected /readyz 200, got ${result.status}: ${result.text}`);
       assert.deepEqual(
         { ready: result.json().ready, config: result.json().config },
@@ -290,7 +292,7 @@ describe('the webhook server over HTTPS', () => {
 
     test('GET /metrics is Prometheus text whose counters grow with admissions', async () => {
       const scrape = async () => {
-        const result = await httpsRequest(port, '/metrics', undefined, { ca });
+        const result = await opsRequest(opsPort, '/metrics');
         assert.equal(result.status, 200, `expected /metrics 200, got ${result.status}`);
         assert.match(String(result.headers['content-type']), /^text\/plain; version=0\.0\.4/, 'expected the Prometheus text content type');
         return result.text;
@@ -314,7 +316,7 @@ describe('the webhook server over HTTPS', () => {
 
     test('a QoS class raised is counted in /metrics by injection and reason, and not warned (nothing to act on)', async () => {
       const series = 'sidecar_injector_pod_warnings_total{injection="envoy",reason="qos-class-changed"}';
-      const scrape = async () => (await httpsRequest(port, '/metrics', undefined, { ca })).text;
+      const scrape = async () => (await opsRequest(opsPort, '/metrics')).text;
       const before = sample(await scrape(), series) ?? 0;
       // No container has requests or limits: a BestEffort pod, which envoy's requests make Burstable.
       const raised = freshReview('pod-create-sleep', 'metrics-qos-raised');

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { RUNTIME_ENV, memoryQuantityBytes, memorySizing } from '../../webhook/config';
 import { loadReview } from '../support/recorded-reviews';
 import { findManifest, makeTempDir, synthChart, synthDefaultAppToTemp } from '../support/synth-helpers';
-import { BundledWebhook, HttpsResult, deployedEnvironment, downwardResourceValue, httpsRequest, startBundled } from '../support/webhook-harness';
+import { BundledWebhook, HttpsResult, deployedEnvironment, downwardResourceValue, opsRequest, startBundled } from '../support/webhook-harness';
 import { reviewOfSize } from '../bench/reviews';
 import { assertValidManifest } from '../support/openapi-validator';
 
@@ -88,7 +88,7 @@ describe('the bundled webhook, started with the synthesized Deployment\'s enviro
     assert.ok(limit, `expected the Deployment's container to set limits.memory, got resources ${JSON.stringify(deployed.container.resources)}`);
     limitBytes = memoryQuantityBytes(String(limit))!;
     livenessTimeoutMs = (deployed.container.livenessProbe?.timeoutSeconds ?? 1) * 1000;
-    webhook = await startBundled({ ...env, [RUNTIME_ENV.listenPort]: '0' });
+    webhook = await startBundled({ ...env, [RUNTIME_ENV.listenPort]: '0', [RUNTIME_ENV.opsPort]: '0' });
   });
 
   after(async () => {
@@ -117,15 +117,15 @@ describe('the bundled webhook, started with the synthesized Deployment\'s enviro
       process.execPath,
       [
         '-e',
-        `const https = require('node:https');
-        const [port, servername, ca, timeout] = [Number(process.argv[1]), process.argv[2], process.env.PROBE_CA, Number(process.argv[3])];
+        `const http = require('node:http');
+        const [port, timeout] = [Number(process.argv[1]), Number(process.argv[2])];
         let stopping = false;
         process.stdin.on('data', () => (stopping = true)).on('end', () => (stopping = true));
         (async () => {
           while (!stopping) {
             const started = performance.now();
             const status = await new Promise((resolve) => {
-              const req = https.get({ host: '127.0.0.1', port, path: '/healthz', ca, servername, agent: false, timeout }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode)); });
+              const req = http.get({ host: '127.0.0.1', port, path: '/healthz', agent: false, timeout }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode)); });
               req.on('timeout', () => req.destroy(new Error('timeout')));
               req.on('error', () => resolve(0));
             });
@@ -133,11 +133,10 @@ describe('the bundled webhook, started with the synthesized Deployment\'s enviro
             await new Promise((resolve) => setTimeout(resolve, 100));
           }
         })();`,
-        String(webhook.port),
-        servername,
+        String(webhook.opsPort),
         String(livenessTimeoutMs),
       ],
-      { env: { PATH: process.env.PATH ?? '', PROBE_CA: ca }, stdio: ['pipe', 'pipe', 'inherit'] },
+      { env: { PATH: process.env.PATH ?? '' }, stdio: ['pipe', 'pipe', 'inherit'] },
     );
     let probeOutput = '';
     prober.stdout!.on('data', (chunk: Buffer) => (probeOutput += chunk.toString('utf8')));
@@ -199,7 +198,7 @@ describe('the bundled webhook, started with the synthesized Deployment\'s enviro
       assert.ok(probes.length > 0, 'the prober ran');
       assert.deepEqual(failedProbes, [], `expected every /healthz probe answered 200 within the liveness probe's ${livenessTimeoutMs} ms`);
 
-      const metrics = (await httpsRequest(webhook.port, '/metrics', undefined, { ca, servername })).text;
+      const metrics = (await opsRequest(webhook.opsPort, '/metrics')).text;
       assert.equal(sample(metrics, 'sidecar_injector_admission_requests_total{outcome="shed"}'), shed.length, 'every 429 is counted as shed in /metrics');
       const budget = sample(metrics, 'sidecar_injector_memory_budget_bytes');
       const peakHeld = sample(metrics, 'sidecar_injector_memory_budget_peak_held_bytes');
@@ -228,9 +227,8 @@ describe('the bundled webhook while nobody reads its stdout (a container runtime
   test(`${ADMISSIONS} admissions are all answered while stdout is not read; afterwards each one's log line has arrived or is counted as dropped`, { timeout: 90_000 }, async () => {
     const synthesized = synthDefaultAppToTemp();
     const deployed = deployedEnvironment(synthesized.manifests, path.join(makeTempDir('stdout-mounts')));
-    const webhook = await startBundled({ ...deployed.env, [RUNTIME_ENV.listenPort]: '0' });
+    const webhook = await startBundled({ ...deployed.env, [RUNTIME_ENV.listenPort]: '0', [RUNTIME_ENV.opsPort]: '0' });
     const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY, ca: deployed.caBundle, servername: deployed.serverName });
-    const options = { ca: deployed.caBundle, servername: deployed.serverName };
     try {
       // The server's stdout is a socket to this process: not reading it fills it, as a stalled
       // runtime fills a container's log pipe. A server that waited for it would stop answering here.
@@ -256,7 +254,7 @@ describe('the bundled webhook while nobody reads its stdout (a container runtime
       });
       await Promise.race([sending, stalled]).finally(() => clearTimeout(timer));
       assert.deepEqual(failures.slice(0, 5), [], `expected every admission answered 200 with its uid while stdout was not read; ${failures.length} were not`);
-      const dropped = sample((await httpsRequest(webhook.port, '/metrics', undefined, options)).text, 'sidecar_injector_log_lines_dropped_total');
+      const dropped = sample((await opsRequest(webhook.opsPort, '/metrics')).text, 'sidecar_injector_log_lines_dropped_total');
       assert.ok(dropped !== undefined && dropped > 0, `expected sidecar_injector_log_lines_dropped_total > 0 after ${ADMISSIONS} lines (~2 MB) into a full stdout; got ${dropped}`);
 
       webhook.child.stdout!.resume();
@@ -279,13 +277,16 @@ describe('the bundled webhook while nobody reads its stdout (a container runtime
 });
 
 describe('the Deployment and NetworkPolicy follow the memory and source props', () => {
-  test('a 512Mi limit gives NODE_OPTIONS --max-old-space-size=256 --max-semi-space-size=16 and a 104 MiB budget', () => {
+  test('a 512Mi limit gives NODE_OPTIONS --max-old-space-size=256 --max-semi-space-size=16, 1,024 connections and an 88 MiB budget', () => {
     const { manifests } = synthChart({ resources: { limits: { memory: '512Mi' } } });
     const container = findManifest(manifests, 'Deployment').spec.template.spec.containers[0];
     const env = Object.fromEntries(container.env.map((variable: any) => [variable.name, variable.value ?? downwardResourceValue(container, variable)]));
     assert.equal(env.NODE_OPTIONS, '--max-old-space-size=256 --max-semi-space-size=16', `expected half of 512 MiB as V8's heap limit and 512 / 24 capped at 16 as its semi-space, got NODE_OPTIONS ${JSON.stringify(env.NODE_OPTIONS)}`);
     assert.equal(env[RUNTIME_ENV.memoryLimitBytes], String(512 * MiB));
-    assert.equal(memorySizing(Number(env[RUNTIME_ENV.memoryLimitBytes])).budgetBytes, 104 * MiB);
+    // (512 MiB - 96 MiB reserved - 1,024 connections of 64 KiB) / 4 bytes per body byte.
+    const sizing = memorySizing(Number(env[RUNTIME_ENV.memoryLimitBytes]));
+    assert.equal(sizing.maxConnections, 1024);
+    assert.equal(sizing.budgetBytes, 88 * MiB);
   });
 
   test('a memory limit under 128Mi or not a quantity fails synth naming resources.limits.memory', () => {
@@ -301,5 +302,25 @@ describe('the Deployment and NetworkPolicy follow the memory and source props', 
     const open = findManifest(synthChart().manifests, 'NetworkPolicy');
     assert.equal(open.spec.ingress[0].from, undefined, 'without the prop the port stays open to every source');
     assert.throws(() => synthChart({ apiServerCidrs: ['10.0.0.0/33'] }), /apiServerCidrs\[0\]: "10\.0\.0\.0\/33" is not a CIDR/);
+  });
+
+  test('probes go to the ops port over plain HTTP, which the NetworkPolicy opens only to metricsSourceCidrs', () => {
+    const { manifests } = synthChart({ opsPort: 9090, metricsSourceCidrs: ['10.8.0.0/16'] });
+    const deployment = findManifest(manifests, 'Deployment');
+    assertValidManifest(deployment);
+    const container = deployment.spec.template.spec.containers[0];
+    assert.deepEqual(container.ports, [
+      { name: 'https', containerPort: 8443, protocol: 'TCP' },
+      { name: 'ops', containerPort: 9090, protocol: 'TCP' },
+    ]);
+    assert.equal(container.env.find((variable: any) => variable.name === RUNTIME_ENV.opsPort)?.value, '9090');
+    for (const probe of [container.livenessProbe, container.readinessProbe]) assert.deepEqual({ port: probe.httpGet.port, scheme: probe.httpGet.scheme }, { port: 'ops', scheme: 'HTTP' });
+    const policy = findManifest(manifests, 'NetworkPolicy');
+    assertValidManifest(policy);
+    assert.deepEqual(policy.spec.ingress[1], { from: [{ ipBlock: { cidr: '10.8.0.0/16' } }], ports: [{ protocol: 'TCP', port: 9090 }] });
+    const closed = findManifest(synthChart().manifests, 'NetworkPolicy');
+    assert.equal(closed.spec.ingress.length, 1, `without metricsSourceCidrs only the webhook port is open to pods (the node reaches the ops port regardless), got ${JSON.stringify(closed.spec.ingress)}`);
+    assert.throws(() => synthChart({ opsPort: 8443 }), /opsPort: must differ from port \(8443\)/);
+    assert.throws(() => synthChart({ metricsSourceCidrs: ['nope'] }), /metricsSourceCidrs\[0\]: "nope" is not a CIDR/);
   });
 });

@@ -13,9 +13,9 @@ import {
   InProcessWebhook,
   MountedDirs,
   TEST_SERVER_NAME,
-  httpsRequest,
   makeMountedDirs,
   postAdmission,
+  opsRequest,
   startBundled,
   startInProcess,
 } from '../support/webhook-harness';
@@ -52,13 +52,13 @@ interface Readiness {
   readonly configError?: string;
 }
 
-async function readiness(port: number, ca: string): Promise<Readiness> {
-  const result = await httpsRequest(port, '/readyz', undefined, { ca });
+async function readiness(opsPort: number): Promise<Readiness> {
+  const result = await opsRequest(opsPort, '/readyz');
   return { status: result.status, ...result.json() };
 }
 
-async function scrapeMetrics(port: number, ca: string): Promise<string> {
-  const result = await httpsRequest(port, '/metrics', undefined, { ca });
+async function scrapeMetrics(opsPort: number): Promise<string> {
+  const result = await opsRequest(opsPort, '/metrics');
   assert.equal(result.status, 200, `expected /metrics 200, got ${result.status}`);
   return result.text;
 }
@@ -121,19 +121,19 @@ describe('reloading the mounted config', () => {
     assert.equal(await injectedEnvoyImage(webhook.port, ca), DEFAULT_ENVOY_IMAGE, 'before the change, the default envoy image is injected');
     webhook.dirs.writeConfig({ injections: [RENAMED_ENVOY] });
     await eventually('the new envoy image to be injected', () => injectedEnvoyImage(webhook.port, ca), (image) => image === RENAMED_ENVOY_IMAGE);
-    const ready = await readiness(webhook.port, ca);
+    const ready = await readiness(webhook.opsPort);
     assert.deepEqual({ status: ready.status, config: ready.config }, { status: 200, config: 'current' }, `expected a current config, got ${JSON.stringify(ready)}`);
   });
 
   test('keeps serving the last good config when the new one is not JSON, and reports it stale', async () => {
-    const failuresBefore = sample(await scrapeMetrics(webhook.port, ca), CONFIG_FAILURES);
+    const failuresBefore = sample(await scrapeMetrics(webhook.opsPort), CONFIG_FAILURES);
     const logsFrom = webhook.logs.length;
     webhook.dirs.writeConfig('{ "injections": [');
-    const ready = await eventually('/readyz to report the config stale', () => readiness(webhook.port, ca), (r) => r.config === 'stale');
+    const ready = await eventually('/readyz to report the config stale', () => readiness(webhook.opsPort), (r) => r.config === 'stale');
     assert.deepEqual({ status: ready.status, ready: ready.ready }, { status: 200, ready: true }, `a bad update must not make the pod unready; got ${JSON.stringify(ready)}`);
     assert.match(String(ready.configError), /not JSON/, `expected the configError to say the file is not JSON, got ${JSON.stringify(ready.configError)}`);
 
-    const metrics = await scrapeMetrics(webhook.port, ca);
+    const metrics = await scrapeMetrics(webhook.opsPort);
     assert.equal(sample(metrics, LAST_RELOAD_OK), 0, `expected ${LAST_RELOAD_OK} 0 after a failed reload, got ${sample(metrics, LAST_RELOAD_OK)}`);
     assert.equal(sample(metrics, CONFIG_FAILURES), failuresBefore + 1, `expected ${CONFIG_FAILURES} to grow by 1 from ${failuresBefore}, got ${sample(metrics, CONFIG_FAILURES)}`);
     const errors = errorLines(webhook.logs, logsFrom);
@@ -142,16 +142,16 @@ describe('reloading the mounted config', () => {
   });
 
   test('keeps serving the last good config when the new one names an injection twice', async () => {
-    const failuresBefore = sample(await scrapeMetrics(webhook.port, ca), CONFIG_FAILURES);
+    const failuresBefore = sample(await scrapeMetrics(webhook.opsPort), CONFIG_FAILURES);
     const logsFrom = webhook.logs.length;
     webhook.dirs.writeConfig({ injections: [RENAMED_ENVOY, { ...ENVOY }] });
-    const ready = await eventually('/readyz to report the duplicate name', () => readiness(webhook.port, ca), (r) => /duplicate injection name "envoy"/.test(String(r.configError)));
+    const ready = await eventually('/readyz to report the duplicate name', () => readiness(webhook.opsPort), (r) => /duplicate injection name "envoy"/.test(String(r.configError)));
     assert.deepEqual(
       { status: ready.status, ready: ready.ready, config: ready.config },
       { status: 200, ready: true, config: 'stale' },
       `expected ready with a stale config, got ${JSON.stringify(ready)}`,
     );
-    const metrics = await scrapeMetrics(webhook.port, ca);
+    const metrics = await scrapeMetrics(webhook.opsPort);
     assert.equal(sample(metrics, LAST_RELOAD_OK), 0, `expected ${LAST_RELOAD_OK} 0, got ${sample(metrics, LAST_RELOAD_OK)}`);
     assert.equal(sample(metrics, CONFIG_FAILURES), failuresBefore + 1, `expected ${CONFIG_FAILURES} to grow by 1 from ${failuresBefore}, got ${sample(metrics, CONFIG_FAILURES)}`);
     const errors = errorLines(webhook.logs, logsFrom);
@@ -161,13 +161,13 @@ describe('reloading the mounted config', () => {
 
   test('reports the config current again once a good config is written', async () => {
     webhook.dirs.writeConfig(CONFIG);
-    const ready = await eventually('/readyz to report the config current', () => readiness(webhook.port, ca), (r) => r.config === 'current');
+    const ready = await eventually('/readyz to report the config current', () => readiness(webhook.opsPort), (r) => r.config === 'current');
     assert.deepEqual(
       { status: ready.status, ready: ready.ready, configError: ready.configError },
       { status: 200, ready: true, configError: undefined },
       `expected ready with no configError, got ${JSON.stringify(ready)}`,
     );
-    const metrics = await scrapeMetrics(webhook.port, ca);
+    const metrics = await scrapeMetrics(webhook.opsPort);
     assert.equal(sample(metrics, LAST_RELOAD_OK), 1, `expected ${LAST_RELOAD_OK} back at 1, got ${sample(metrics, LAST_RELOAD_OK)}`);
     assert.equal(await injectedEnvoyImage(webhook.port, ca), DEFAULT_ENVOY_IMAGE, 'expected the newly written config (default envoy image) to serve');
   });
@@ -195,7 +195,7 @@ describe('reloading the mounted certificate', () => {
     const review = loadReview('pod-create-sleep');
     const result = await postAdmission(webhook.port, review, { ca: renewed.caCertificate });
     assert.equal(result.status, 200, `expected /mutate to answer over the new certificate, got ${result.status}: ${result.text}`);
-    const metrics = await scrapeMetrics(webhook.port, renewed.caCertificate);
+    const metrics = await scrapeMetrics(webhook.opsPort);
     const reloads = sample(metrics, 'sidecar_injector_reloads_total{what="certificate",result="success"}');
     assert.equal(reloads, 1, `expected one successful certificate reload counted, got ${reloads}`);
   });
@@ -213,7 +213,7 @@ describe('starting with an invalid config', () => {
   });
 
   test('is not ready and answers /mutate with 503 while no valid config is loaded', async () => {
-    const ready = await readiness(webhook.port, ca);
+    const ready = await readiness(webhook.opsPort);
     assert.deepEqual(
       { status: ready.status, ready: ready.ready, config: ready.config },
       { status: 503, ready: false, config: 'missing' },
@@ -227,10 +227,10 @@ describe('starting with an invalid config', () => {
 
   test('becomes ready and injects once a valid config is written', async () => {
     webhook.dirs.writeConfig(CONFIG);
-    const ready = await eventually('/readyz to become ready', () => readiness(webhook.port, ca), (r) => r.status === 200);
+    const ready = await eventually('/readyz to become ready', () => readiness(webhook.opsPort), (r) => r.status === 200);
     assert.deepEqual({ ready: ready.ready, config: ready.config }, { ready: true, config: 'current' }, `expected ready with a current config, got ${JSON.stringify(ready)}`);
     assert.equal(await injectedEnvoyImage(webhook.port, ca), DEFAULT_ENVOY_IMAGE, 'expected envoy injected with the config just written');
-    const gauge = sample(await scrapeMetrics(webhook.port, ca), LAST_RELOAD_OK);
+    const gauge = sample(await scrapeMetrics(webhook.opsPort), LAST_RELOAD_OK);
     assert.equal(gauge, 1, `expected ${LAST_RELOAD_OK} 1 once the config loads, got ${gauge}`);
   });
 });
@@ -257,7 +257,7 @@ describe('the bundled server process', () => {
     bundled = await startBundled(envFor());
     // 'exit' can come before the last stdout lines are read; 'close' comes after them.
     const closed = new Promise<void>((resolve) => bundled!.child.once('close', () => resolve()));
-    const ready = await readiness(bundled.port, certificate.caCertificate);
+    const ready = await readiness(bundled.opsPort);
     assert.equal(ready.status, 200, `expected the bundled server ready before stopping it, got ${JSON.stringify(ready)}`);
     const code = await bundled.stop('SIGTERM');
     await closed;

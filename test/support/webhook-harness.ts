@@ -3,6 +3,7 @@
 
 import { ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as http from 'node:http';
 import * as https from 'node:https';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -57,19 +58,23 @@ export interface InProcessWebhook {
   readonly dirs: MountedDirs;
   readonly logs: string[];
   readonly port: number;
+  /** The plain-HTTP port of /healthz, /readyz and /metrics. */
+  readonly opsPort: number;
   stop(): Promise<void>;
 }
 
 export async function startInProcess(
   config: InjectorConfig | string,
   certificate: WebhookCertificate,
-  overrides: { requestTimeoutSeconds?: number; shutdownTimeoutSeconds?: number; logLevel?: 'debug' | 'info' } = {},
+  overrides: { requestTimeoutSeconds?: number; shutdownTimeoutSeconds?: number; logLevel?: 'debug' | 'info'; maxConnections?: number } = {},
 ): Promise<InProcessWebhook> {
   const dirs = makeMountedDirs(config, certificate);
   const logs: string[] = [];
   const server = await startWebhookServer({
     listenPort: 0,
+    opsPort: 0,
     listenHost: '127.0.0.1',
+    maxConnections: overrides.maxConnections,
     tlsDir: dirs.tlsDir,
     configDir: dirs.configDir,
     logLevel: overrides.logLevel ?? 'info',
@@ -83,6 +88,7 @@ export async function startInProcess(
     dirs,
     logs,
     port: server.port,
+    opsPort: server.opsPort,
     async stop() {
       await server.shutdown();
       dirs.cleanup();
@@ -93,6 +99,8 @@ export async function startInProcess(
 export interface BundledWebhook {
   readonly child: ChildProcess;
   readonly port: number;
+  /** The plain-HTTP port of /healthz, /readyz and /metrics. */
+  readonly opsPort: number;
   readonly logs: string[];
   /** Resolves with the exit code once the process has exited. */
   readonly exited: Promise<number | null>;
@@ -103,12 +111,12 @@ export interface BundledWebhook {
 export async function startBundled(env: Record<string, string>, timeoutMs = 10_000): Promise<BundledWebhook> {
   if (!fs.existsSync(BUNDLE)) throw new Error(`${BUNDLE} is missing: run "npm run bundle" first`);
   const child = spawn(process.execPath, [BUNDLE], {
-    env: { PATH: process.env.PATH ?? '', [RUNTIME_ENV.listenPort]: '0', ...env },
+    env: { PATH: process.env.PATH ?? '', [RUNTIME_ENV.listenPort]: '0', [RUNTIME_ENV.opsPort]: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const port = await new Promise<number>((resolve, reject) => {
+  const { port, opsPort } = await new Promise<{ port: number; opsPort: number }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`webhook did not start within ${timeoutMs} ms; logs:\n${logs.join('')}`)), timeoutMs);
     let buffered = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -122,7 +130,7 @@ export async function startBundled(env: Record<string, string>, timeoutMs = 10_0
           const entry = JSON.parse(line);
           if (entry.msg === 'listening') {
             clearTimeout(timer);
-            resolve(entry.port);
+            resolve({ port: entry.port, opsPort: entry.opsPort });
           }
         } catch {
           // not JSON: kept in logs
@@ -138,6 +146,7 @@ export async function startBundled(env: Record<string, string>, timeoutMs = 10_0
   return {
     child,
     port,
+    opsPort,
     logs,
     exited,
     async stop(signal = 'SIGTERM') {
@@ -191,6 +200,23 @@ export function httpsRequest(port: number, requestPath: string, body: string | B
     );
     req.on('error', reject);
     req.end(body);
+  });
+}
+
+/** One plain-HTTP GET to the ops port (/healthz, /readyz, /metrics) on a fresh connection. */
+export function opsRequest(opsPort: number, requestPath: string, timeoutMs = 10_000): Promise<HttpsResult> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port: opsPort, path: requestPath, agent: false, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) });
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${requestPath} on the ops port: no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
   });
 }
 

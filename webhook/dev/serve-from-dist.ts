@@ -23,9 +23,11 @@ fs.writeFileSync(path.join(runRoot, 'ca.crt'), deployed.caBundle);
 const env = { ...process.env };
 for (const [name, value] of Object.entries(deployed.env)) env[name] ??= value;
 const port = env.INJECTOR_LISTEN_PORT;
+const opsPort = env.INJECTOR_OPS_PORT;
 console.error(
-  `serving ${deployed.serverName} on https://localhost:${port} (mounts under ${path.relative('.', runRoot)}/)\n` +
-    `try: curl --cacert ${path.relative('.', runRoot)}/ca.crt --resolve ${deployed.serverName}:${port}:127.0.0.1 https://${deployed.serverName}:${port}/readyz`,
+  `serving ${deployed.serverName} on https://localhost:${port} (POST /mutate) and http://localhost:${opsPort} (/healthz, /readyz, /metrics); mounts under ${path.relative('.', runRoot)}/\n` +
+    `try: curl http://127.0.0.1:${opsPort}/readyz\n` +
+    `     curl --cacert ${path.relative('.', runRoot)}/ca.crt --resolve ${deployed.serverName}:${port}:127.0.0.1 -H 'Content-Type: application/json' -d @test/fixtures/admission-reviews/pod-create-sleep.json https://${deployed.serverName}:${port}/mutate`,
 );
 // The container's command, with this machine's node standing in for the image's (`node` comes first).
 const args = deployed.command ? deployed.command.slice(1) : ['build/webhook/server.js'];

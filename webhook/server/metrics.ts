@@ -188,6 +188,28 @@ export class WebhookMetrics {
     byReason.set(reason, (byReason.get(reason) ?? 0) + 1);
   }
 
+  /** Series of the webhook port's connection table: connections open, and closed by the server by reason. */
+  watchConnections(table: { readonly size: number; readonly closed: Readonly<Record<string, number>> }): void {
+    new Gauge({
+      name: 'sidecar_injector_connections_open',
+      help: 'Connections open on the webhook port.',
+      registers: [this.registry],
+      collect() {
+        this.set(table.size);
+      },
+    });
+    new Counter({
+      name: 'sidecar_injector_connections_closed_total',
+      help: 'Connections the server closed on the webhook port, by reason: "evicted" to make room at the cap, "silent" after 120 s without a byte, "slow_body" for a body slower than the minimum rate (408).',
+      labelNames: ['reason'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [reason, count] of Object.entries(table.closed)) this.inc({ reason }, count);
+      },
+    });
+  }
+
   countReload(what: 'config' | 'certificate', result: 'success' | 'failure'): void {
     this.reloads.inc({ what, result });
   }

@@ -12,16 +12,19 @@ export function settingsFromEnvironment(env: NodeJS.ProcessEnv): WebhookServerSe
   };
   const logLevel = (env[RUNTIME_ENV.logLevel] || RUNTIME_DEFAULTS.logLevel) as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) throw new Error(`${RUNTIME_ENV.logLevel} must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  // The downward API gives limits.memory in bytes (or the node's allocatable memory without a limit).
+  const memory = memorySizing(number(RUNTIME_ENV.memoryLimitBytes, RUNTIME_DEFAULTS.memoryLimitBytes, 32 * 1024 * 1024, Number.MAX_SAFE_INTEGER));
   return {
     listenPort: number(RUNTIME_ENV.listenPort, RUNTIME_DEFAULTS.listenPort, 0, 65535),
+    opsPort: number(RUNTIME_ENV.opsPort, RUNTIME_DEFAULTS.opsPort, 0, 65535),
     tlsDir: env[RUNTIME_ENV.tlsDir] || RUNTIME_DEFAULTS.tlsDir,
     configDir: env[RUNTIME_ENV.configDir] || RUNTIME_DEFAULTS.configDir,
     logLevel,
     shutdownTimeoutSeconds: number(RUNTIME_ENV.shutdownTimeoutSeconds, RUNTIME_DEFAULTS.shutdownTimeoutSeconds, 0, 3600),
     requestTimeoutSeconds: number(RUNTIME_ENV.requestTimeoutSeconds, RUNTIME_DEFAULTS.requestTimeoutSeconds, 1, 3600),
     shutdownDelaySeconds: number(RUNTIME_ENV.shutdownDelaySeconds, RUNTIME_DEFAULTS.shutdownDelaySeconds, 0, 600),
-    // The downward API gives limits.memory in bytes (or the node's allocatable memory without a limit).
-    memory: memorySizing(number(RUNTIME_ENV.memoryLimitBytes, RUNTIME_DEFAULTS.memoryLimitBytes, 32 * 1024 * 1024, Number.MAX_SAFE_INTEGER)),
-    maxConnections: number(RUNTIME_ENV.maxConnections, RUNTIME_DEFAULTS.maxConnections, 1, 1_000_000),
+    memory,
+    // Unset: from the memory limit (memory.maxConnections).
+    maxConnections: number(RUNTIME_ENV.maxConnections, memory.maxConnections, 1, 1_000_000),
   };
 }

@@ -1,6 +1,8 @@
-// The HTTPS server: Express routes around the admission handler, TLS >= 1.2, live reload of the
-// mounted config and certificate, and a graceful shutdown that finishes what is in flight.
+// The HTTPS server of POST /mutate (TLS >= 1.2), the plain-HTTP ops server of /healthz, /readyz and
+// /metrics on a port of its own, live reload of the mounted config and certificate, and a graceful
+// shutdown that finishes what is in flight.
 
+import * as http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as https from 'node:https';
 import type { Socket } from 'node:net';
@@ -9,6 +11,7 @@ import * as v8 from 'node:v8';
 import express from 'express';
 import { LogLevel, MemorySizing, RUNTIME_DEFAULTS, ResolvedInjectorConfig, memorySizing } from '../config';
 import { createAdmissionHandler } from './admission-handler';
+import { ConnectionCloseReason, ConnectionTable } from './connection-table';
 import { Logger, createLogger } from './logger';
 import { MemoryBudget } from './memory-budget';
 import { WebhookMetrics } from './metrics';
@@ -16,6 +19,8 @@ import { readInjectorConfig, readTlsMaterial, watchDirectory } from './mounted-f
 
 export interface WebhookServerSettings {
   readonly listenPort: number;
+  /** The plain-HTTP port of /healthz, /readyz and /metrics; 0 picks a free one. */
+  readonly opsPort: number;
   /** @default all interfaces */
   readonly listenHost?: string;
   readonly tlsDir: string;
@@ -30,12 +35,17 @@ export interface WebhookServerSettings {
   /** The request-body memory budget and heap limit, from the container's memory limit.
    * @default memorySizing(192 MiB), the Deployment's default limit */
   readonly memory?: MemorySizing;
-  /** Most connections open at once. @default 512 */
+  /** Most connections open at once on the webhook port; past it the one silent or slow the longest
+   * is closed to make room. @default from the memory limit, `memory.maxConnections` */
   readonly maxConnections?: number;
 }
 
 export interface RunningWebhookServer {
   readonly port: number;
+  /** The port of /healthz, /readyz and /metrics (plain HTTP). */
+  readonly opsPort: number;
+  /** Connections closed to keep the webhook port free, by reason. */
+  readonly connectionsClosed: Readonly<Record<ConnectionCloseReason, number>>;
   readonly metrics: WebhookMetrics;
   readonly budget: MemoryBudget;
   readonly logger: Logger;
@@ -49,8 +59,21 @@ const CLIENT_ERROR_STATUS: Record<string, string> = {
   HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
 };
 
-/** Above the apiserver's 90 s idle timeout, so it is always the apiserver that closes an idle connection. */
+/** Above the apiserver's 90 s idle timeout, so it is always the apiserver that closes an idle connection.
+ * Also how long a connection that has sent nothing yet is kept (see 'secureConnection' below). */
 const KEEP_ALIVE_TIMEOUT_MS = 120_000;
+/** The TLS handshake: the apiserver's takes milliseconds; a client that has not finished it by then
+ * (no ClientHello, or a stalled one) is closed. Node's default is 120 s. */
+export const HANDSHAKE_TIMEOUT_MS = 10_000;
+/** The request line and headers of every request, from the first byte (the apiserver sends them at once). */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/** A body that arrives slower than this (in each of two consecutive seconds) is cut with 408, whatever
+ * its declared length. The apiserver writes a whole body at once; at this rate even a 5 KB review
+ * would take most of a second. */
+export const MIN_BODY_BYTES_PER_SECOND = 8 * 1024;
+/** The ops port serves the kubelet's probes (a fresh connection each) and a Prometheus scrape: a
+ * small table of its own, evicting as the webhook port's does. */
+export const OPS_MAX_CONNECTIONS = 32;
 /** Request line and headers: the apiserver and the kubelet send a few hundred bytes; more is refused with 431. */
 export const MAX_HEADER_BYTES = 8 * 1024;
 
@@ -76,7 +99,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   const memory = settings.memory ?? memorySizing(RUNTIME_DEFAULTS.memoryLimitBytes);
   const budget = new MemoryBudget(memory);
   const metrics = new WebhookMetrics(budget, logger);
-  const maxConnections = settings.maxConnections ?? RUNTIME_DEFAULTS.maxConnections;
+  const maxConnections = settings.maxConnections ?? memory.maxConnections;
   let config: ResolvedInjectorConfig | undefined;
   let configError: string | undefined;
   let configText = '';
@@ -115,6 +138,8 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   app.disable('etag');
   app.set('query parser', false);
   const handleAdmission = createAdmissionHandler({ config: () => config, metrics, logger, budget });
+  // The ops port: what the kubelet probes and Prometheus scrapes, apart from the webhook port so that
+  // nothing done to the webhook port (a flood, slow clients, a full connection table) can fail a probe.
   app.get('/healthz', (_req, res) => {
     res.type('text/plain').send('ok\n');
   });
@@ -135,15 +160,21 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   app.use((req, res) => {
     res.status(404).json({ error: { code: 404, message: `no route for ${req.method} ${req.path}` } });
   });
+  const notFound = (req: IncomingMessage, res: ServerResponse): void => {
+    const path = (req.url ?? '').split('?')[0];
+    const where = path === '/healthz' || path === '/readyz' || path === '/metrics' ? ` (${path} is served on the ops port)` : '';
+    const text = JSON.stringify({ error: { code: 404, message: `no route for ${req.method} ${path}${where}` } });
+    res.writeHead(404, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) }).end(text);
+  };
 
-  // POST /mutate, the hot path, goes straight to its handler; Express routes the rest. Every request
-  // reaches this listener once its headers are in, before any body is read, so a probe waits only for
-  // the work already running on the event loop, never for queued bodies.
+  // The webhook port serves POST /mutate only. Every request reaches this listener once its headers
+  // are in, before any body is read.
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    connections.requestStarted(req, res);
     if (draining) res.setHeader('Connection', 'close');
     const url = req.url ?? '';
     if (req.method === 'POST' && (url === '/mutate' || url.startsWith('/mutate?'))) handleAdmission(req, res);
-    else app(req, res);
+    else notFound(req, res);
   };
 
   const server = https.createServer(
@@ -151,8 +182,9 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       cert: tls.cert,
       key: tls.key,
       ...TLS_PROFILE,
+      handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
       requestTimeout: settings.requestTimeoutSeconds * 1000,
-      headersTimeout: Math.min(10_000, settings.requestTimeoutSeconds * 1000),
+      headersTimeout: Math.min(HEADERS_TIMEOUT_MS, settings.requestTimeoutSeconds * 1000),
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
       // How often stalled requests are found and cut off (Node's default is 30 s).
       connectionsCheckingInterval: 1_000,
@@ -160,22 +192,13 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     },
     listener,
   );
-  // Past the cap, Node refuses new connections at accept. Close to it, idle keep-alive connections
-  // are closed first (their clients reconnect when they need to), so a kubelet probe still gets in
-  // unless every connection is busy.
-  server.maxConnections = maxConnections;
-  let openConnections = 0;
-  let lastIdleSweep = 0;
-  server.on('connection', (socket: Socket) => {
-    openConnections++;
-    socket.once('close', () => openConnections--);
-    if (openConnections >= maxConnections * 0.9 && performance.now() - lastIdleSweep > 100) {
-      lastIdleSweep = performance.now();
-      logger.log('warn', 'near the connection cap: closing idle connections', { open: openConnections, max: maxConnections });
-      server.closeIdleConnections();
-      closeSilentConnections(server.headersTimeout);
-    }
-  });
+  // No cap at accept: a new connection always gets in, and past `maxConnections` the connection silent
+  // or slow the longest is closed to make room (never an admission being answered while another can
+  // go). The table also closes a connection silent for KEEP_ALIVE_TIMEOUT_MS and cuts slow bodies.
+  const logClosed = (reason: ConnectionCloseReason, details: Record<string, unknown>) =>
+    logger.log('debug', reason === 'evicted' ? 'connection closed to make room' : reason === 'silent' ? 'silent connection closed' : 'slow request body cut with 408', details);
+  const connections = new ConnectionTable(server, { maxConnections, silentMs: KEEP_ALIVE_TIMEOUT_MS, minBodyBytesPerSecond: MIN_BODY_BYTES_PER_SECOND }, logClosed, true);
+  metrics.watchConnections(connections);
   server.on('tlsClientError', (error) => logger.log('debug', 'TLS handshake failed', { error: error.message }));
   // A connection that has not sent a byte yet is an idle connection in its client's pool: Go's
   // http.Transport, the apiserver's, keeps a connection it dialed for a request that another
@@ -183,34 +206,32 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   // writes it an unsolicited 408, which a client that picks the connection at that moment reads as
   // its admission's answer (a failed admission; seen once in 300,000 in the soak). So a silent
   // connection is left open past the header timeout, idle like a keep-alive one, and closed quietly
-  // after KEEP_ALIVE_TIMEOUT_MS, later than the apiserver's 90 s, so the apiserver closes it first.
+  // by the connection table after KEEP_ALIVE_TIMEOUT_MS, later than the apiserver's 90 s, so the
+  // apiserver closes it first (or sooner, to make room at the cap).
   // A connection that has sent part of a request is still answered 408 and cut off.
-  // Near the connection cap they go first, once past the header timeout (Node's idle sweep does not
-  // count them as idle).
   // "Silent" is read from the TLS socket's count of cleartext bytes received. Never from a 'data'
   // listener on the socket: adding one makes Node's HTTP server stop parsing the socket natively and
   // feed it through JavaScript stream events instead, for the connection's whole life (about 6% more
   // CPU per admission on a keep-alive connection; a test in test/server/http.test.ts counts the
   // socket's 'data' events to catch it).
-  const connectedAt = new Map<TLSSocket, number>();
   const isSilent = (socket: Socket): boolean => socket.bytesRead === 0;
-  server.on('secureConnection', (socket: TLSSocket) => {
-    connectedAt.set(socket, performance.now());
-    const idleLimit = setTimeout(() => {
-      if (isSilent(socket)) socket.destroy();
-    }, KEEP_ALIVE_TIMEOUT_MS);
-    idleLimit.unref();
-    socket.once('close', () => {
-      clearTimeout(idleLimit);
-      connectedAt.delete(socket);
-    });
-  });
-  const closeSilentConnections = (olderThanMs: number): void => {
-    const now = performance.now();
-    for (const [socket, since] of connectedAt) if (now - since > olderThanMs && isSilent(socket)) socket.destroy();
-  };
+  // Plain HTTP: what it serves is no secret (health, readiness, counters) and is reached by the node's
+  // kubelet and a Prometheus the NetworkPolicy names; a probe costs no handshake.
+  const opsServer = http.createServer(
+    { requestTimeout: 10_000, headersTimeout: 5_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000, maxHeaderSize: MAX_HEADER_BYTES },
+    (req, res) => {
+      opsConnections.requestStarted(req, res);
+      app(req, res);
+    },
+  );
+  const opsConnections = new ConnectionTable(
+    opsServer,
+    { maxConnections: OPS_MAX_CONNECTIONS, silentMs: 5_000, minBodyBytesPerSecond: MIN_BODY_BYTES_PER_SECOND },
+    (reason, details) => logger.log('debug', `ops port: ${reason} connection closed`, details),
+    false,
+  );
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
-    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket instanceof TLSSocket && connectedAt.has(socket) && isSilent(socket)) {
+    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket instanceof TLSSocket && isSilent(socket)) {
       logger.log('debug', 'a connection that has sent nothing yet is kept open past the header timeout');
       return;
     }
@@ -249,15 +270,17 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   };
   const stopWatching = [watchDirectory(settings.configDir, loadConfig), watchDirectory(settings.tlsDir, reloadTls)];
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(settings.listenPort, settings.listenHost, () => {
-      server.off('error', reject);
-      resolve();
+  const listen = (target: http.Server, port: number) =>
+    new Promise<number>((resolve, reject) => {
+      target.once('error', reject);
+      target.listen(port, settings.listenHost, () => {
+        target.off('error', reject);
+        const address = target.address();
+        resolve(typeof address === 'object' && address ? address.port : port);
+      });
     });
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : settings.listenPort;
+  const opsPort = await listen(opsServer, settings.opsPort);
+  const port = await listen(server, settings.listenPort);
   const heapLimitBytes = v8.getHeapStatistics().heap_size_limit;
   logger.log('info', 'memory', {
     limitBytes: memory.limitBytes,
@@ -272,7 +295,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       limitBytes: memory.limitBytes,
     });
   }
-  logger.log('info', 'listening', { port, ready: config !== undefined });
+  logger.log('info', 'listening', { port, opsPort, ready: config !== undefined });
 
   let shutdownPromise: Promise<void> | undefined;
   const shutdown = (): Promise<void> => {
@@ -299,11 +322,17 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     server.close(() => {
       clearTimeout(deadline);
       clearInterval(closeIdle);
-      logger.log('info', 'shut down');
-      resolve();
+      connections.stop();
+      opsConnections.stop();
+      // Probes are answered (unready) until the webhook port has finished.
+      opsServer.close(() => {
+        logger.log('info', 'shut down');
+        resolve();
+      });
+      opsServer.closeAllConnections();
     });
     server.closeIdleConnections();
   };
 
-  return { port, metrics, budget, logger, shutdown };
+  return { port, opsPort, connectionsClosed: connections.closed, metrics, budget, logger, shutdown };
 }

@@ -1,0 +1,203 @@
+// Every open connection of a server, so that none is free to hold: a body that arrives too slowly is
+// cut with 408, a connection that stays silent past the idle limit is closed quietly, and at the cap
+// a new connection always gets in by closing the one silent or slow the longest (never an admission
+// being answered while another can go). One sweep a second does the timing; a request costs a
+// lookup and a move to the back of the table, no timer.
+
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+export interface ConnectionLimits {
+  /** Connections open at once; the next one makes room by closing another. */
+  readonly maxConnections: number;
+  /** A connection that has sent nothing since it was opened is closed quietly after this long. */
+  readonly silentMs: number;
+  /** A request body that arrives slower than this, in two consecutive sweeps, is cut with 408. */
+  readonly minBodyBytesPerSecond: number;
+}
+
+export type ConnectionCloseReason = 'evicted' | 'silent' | 'slow_body';
+
+/** How often deadlines are checked. */
+export const SWEEP_INTERVAL_MS = 1_000;
+/** Consecutive sweeps below the minimum body rate before the body is cut. */
+const SLOW_SWEEPS = 2;
+
+interface Entry {
+  /** The accepted TCP socket. */
+  readonly raw: Socket;
+  /** The socket HTTP is read from: the TLS socket once handshaken (undefined before), or `raw`. */
+  clear: Socket | undefined;
+  /** When the connection was opened, or its last request started: the table is in this order. */
+  since: number;
+  req: IncomingMessage | undefined;
+  res: ServerResponse | undefined;
+  /** The cleartext bytes read at the last sweep (or the request's start). */
+  mark: number;
+  /** Consecutive sweeps in which the body arrived slower than the minimum rate. */
+  slow: number;
+  /** Answered 408 for a slow body: closed at the next sweep if the client has not gone by then. */
+  cut: boolean;
+}
+
+export class ConnectionTable {
+  /** In the order of `since`: the first entry is the one silent or slow the longest. */
+  private readonly entries = new Map<Socket, Entry>();
+  private readonly byClear = new WeakMap<Socket, Entry>();
+  private readonly sweepTimer: NodeJS.Timeout;
+  private lastSweep = performance.now();
+  /** Connections closed by this table, by reason. */
+  readonly closed: Record<ConnectionCloseReason, number> = { evicted: 0, silent: 0, slow_body: 0 };
+
+  constructor(
+    server: Server,
+    private readonly limits: ConnectionLimits,
+    private readonly onClose: (reason: ConnectionCloseReason, details: Record<string, unknown>) => void,
+    /** TLS: the HTTP socket is known at 'secureConnection'; plain HTTP: it is the accepted socket. */
+    tls: boolean,
+  ) {
+    server.on('connection', (raw: Socket) => this.opened(raw, tls ? undefined : raw));
+    // Node's TLSSocket keeps the TCP socket it wraps as `_parent`.
+    if (tls) server.on('secureConnection', (clear: Socket) => this.handshaken(clear, (clear as Socket & { _parent?: Socket })._parent));
+    this.sweepTimer = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
+    this.sweepTimer.unref();
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Called for every request once its headers are in. */
+  requestStarted(req: IncomingMessage, res: ServerResponse): void {
+    const entry = this.byClear.get(req.socket);
+    if (entry === undefined) return;
+    entry.req = req;
+    entry.res = res;
+    entry.mark = req.socket.bytesRead;
+    entry.slow = 0;
+    entry.since = performance.now();
+    // To the back: the front stays the connection silent or slow the longest.
+    this.entries.delete(entry.raw);
+    this.entries.set(entry.raw, entry);
+  }
+
+  stop(): void {
+    clearInterval(this.sweepTimer);
+  }
+
+  private opened(raw: Socket, clear: Socket | undefined): void {
+    const entry: Entry = { raw, clear, since: performance.now(), req: undefined, res: undefined, mark: 0, slow: 0, cut: false };
+    this.entries.set(raw, entry);
+    if (clear) this.byClear.set(clear, entry);
+    raw.once('close', () => this.entries.delete(raw));
+    if (this.entries.size > this.limits.maxConnections) this.evictFor(raw);
+  }
+
+  private handshaken(clear: Socket, raw: Socket | undefined): void {
+    let entry = raw && this.entries.get(raw);
+    if (entry === undefined) {
+      // Not seen at accept (no `_parent`): tracked from now on, by the TLS socket itself.
+      this.opened(clear, clear);
+      return;
+    }
+    entry.clear = clear;
+    this.byClear.set(clear, entry);
+  }
+
+  /** An admission being answered: its body is in and its answer not yet written. */
+  private answering(entry: Entry): boolean {
+    return entry.req !== undefined && entry.res !== undefined && !entry.res.writableEnded && (entry.req.complete || entry.slow === 0);
+  }
+
+  /**
+   * Which connection makes room, in this order: one that has never sent a request (silent, or still
+   * in its handshake), then one whose request is slower than the minimum rate or incomplete, then an
+   * idle keep-alive connection (one that has carried an admission: most likely an apiserver's, and
+   * closing it races the request its client may be sending that moment), and only when every other
+   * connection is being answered, one being answered. The oldest first in each class.
+   */
+  private evictFor(newcomer: Socket): void {
+    let slow: Entry | undefined;
+    let idle: Entry | undefined;
+    let busy: Entry | undefined;
+    for (const entry of this.entries.values()) {
+      if (entry.raw === newcomer) continue;
+      if (entry.req === undefined) {
+        // Never a request; a partial one counts as slow (its headers are still arriving).
+        if (entry.clear === undefined || entry.clear.bytesRead === 0) {
+          this.close(entry, 'evicted');
+          return;
+        }
+        slow ??= entry;
+      } else if (this.answering(entry)) busy ??= entry;
+      else if (!entry.req.complete) slow ??= entry;
+      else idle ??= entry;
+    }
+    const victim = slow ?? idle ?? busy;
+    if (victim) this.close(victim, 'evicted');
+  }
+
+  private close(entry: Entry, reason: ConnectionCloseReason): void {
+    this.entries.delete(entry.raw);
+    if (!entry.cut) this.closed[reason]++;
+    if (!entry.cut) this.onClose(reason, { open: this.entries.size, seconds: Math.round((performance.now() - entry.since) / 100) / 10 });
+    // The TLS socket first: destroying the TCP socket under it would make Node answer the reset.
+    entry.clear?.destroy();
+    entry.raw.destroy();
+  }
+
+  private sweep(): void {
+    const now = performance.now();
+    // After a long pause of the event loop (a GC, a burst of work) the bytes counted are stale:
+    // nobody is judged slow on that sweep.
+    const late = now - this.lastSweep > SWEEP_INTERVAL_MS * 1.5;
+    this.lastSweep = now;
+    const minBytes = (this.limits.minBodyBytesPerSecond * SWEEP_INTERVAL_MS) / 1000;
+    for (const entry of this.entries.values()) {
+      const { req, res, clear } = entry;
+      if (entry.cut) {
+        this.close(entry, 'slow_body');
+        continue;
+      }
+      if (req === undefined || res === undefined) {
+        // Silent since it was opened (or still in its handshake, which has its own deadline).
+        if (now - entry.since > this.limits.silentMs && (clear === undefined || clear.bytesRead === 0)) this.close(entry, 'silent');
+        continue;
+      }
+      if (req.complete || clear === undefined) continue;
+      const read = clear.bytesRead;
+      const got = read - entry.mark;
+      entry.mark = read;
+      if (late) {
+        entry.slow = 0;
+        continue;
+      }
+      if (got >= minBytes) {
+        entry.slow = 0;
+        continue;
+      }
+      if (++entry.slow < SLOW_SWEEPS) continue;
+      this.cutSlowBody(entry, req, res);
+    }
+  }
+
+  private cutSlowBody(entry: Entry, req: IncomingMessage, res: ServerResponse): void {
+    if (res.headersSent || res.destroyed) {
+      // An answer (a 413 or 429 decided from the declared length) is out; Node drains the rest.
+      this.close(entry, 'slow_body');
+      return;
+    }
+    this.closed.slow_body++;
+    this.onClose('slow_body', { open: this.entries.size, seconds: Math.round((performance.now() - entry.since) / 100) / 10 });
+    const text = JSON.stringify({
+      error: { code: 408, message: `request body arrived slower than ${this.limits.minBodyBytesPerSecond} bytes per second` },
+    });
+    res.writeHead(408, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), Connection: 'close' }).end(text);
+    // The request's own 'close' is what gives its bytes back to the memory budget (the admission
+    // handler listens for it): once its response is written, Node would close the socket without
+    // emitting it.
+    req.destroy(new Error(`body arrived slower than ${this.limits.minBodyBytesPerSecond} bytes per second (answered 408)`));
+    // Not waiting for the client to read it: the connection is cut at the next sweep at the latest.
+    entry.cut = true;
+  }
+}
