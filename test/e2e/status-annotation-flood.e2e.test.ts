@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { RUNTIME_ENV } from '../../webhook/config';
 import { Manifest, findManifest, makeTempDir, synthDefaultAppToTemp } from '../support/synth-helpers';
-import { BundledWebhook, MountedDirs, deployedEnvironment, httpsRequest, makeMountedDirs, startBundled } from '../support/webhook-harness';
+import { BundledWebhook, MountedDirs, deployedEnvironment, makeMountedDirs, opsRequest, startBundled } from '../support/webhook-harness';
 import { ControlPlane, binaryVersion, findBinaries } from './support/control-plane';
 
 const binaries = findBinaries();
@@ -65,7 +65,7 @@ before(async () => {
   assert.ok(configMap, 'no ConfigMap with config.json in the synthesized output');
   dirs = makeMountedDirs(configMap.data['config.json'], { caCertificate: plane.pki.caCertificate, certificate: plane.pki.serving.certificate, privateKey: plane.pki.serving.privateKey });
   const deployed = deployedEnvironment(manifests, path.join(makeTempDir('status-flood-mounts')));
-  webhook = await startBundled({ ...deployed.env, [RUNTIME_ENV.tlsDir]: dirs.tlsDir, [RUNTIME_ENV.configDir]: dirs.configDir, [RUNTIME_ENV.listenPort]: '0' });
+  webhook = await startBundled({ ...deployed.env, [RUNTIME_ENV.tlsDir]: dirs.tlsDir, [RUNTIME_ENV.configDir]: dirs.configDir, [RUNTIME_ENV.listenPort]: '0', [RUNTIME_ENV.opsPort]: '0' });
   console.log(`webhook (bundle, pid ${webhook.child.pid}) with NODE_OPTIONS=${deployed.env.NODE_OPTIONS} ${RUNTIME_ENV.memoryLimitBytes}=${deployed.env[RUNTIME_ENV.memoryLimitBytes]}`);
 });
 
@@ -120,7 +120,7 @@ test(`${CREATES} dry-run pod creates through the apiserver, each with a unique $
   const { exitCode, signalCode } = webhook!.child;
   assert.ok(exitCode === null && signalCode === null, `the webhook process died (exit code ${exitCode}, signal ${signalCode}) after ${CREATES - failures.length} injected pods`);
   assert.deepEqual(failures.slice(0, 5), [], `expected every pod admitted with envoy injected; ${failures.length} were not`);
-  const health = await httpsRequest(webhook!.port, '/healthz', undefined, { ca: plane!.pki.caCertificate, servername: 'localhost' }).catch((error) => ({ status: 0, text: String(error) }));
+  const health = await opsRequest(webhook!.opsPort, '/healthz').catch((error) => ({ status: 0, text: String(error) }));
   assert.equal(health.status, 200, `the webhook answers /healthz: ${JSON.stringify(health).slice(0, 200)}`);
   assert.ok(afterRss - before < RSS_BOUND_BYTES, `webhook RSS grew from ${(before / MiB).toFixed(1)} to ${(afterRss / MiB).toFixed(1)} MiB, more than ${RSS_BOUND_BYTES / MiB} MiB`);
 });

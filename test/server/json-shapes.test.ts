@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { RUNTIME_ENV, memoryQuantityBytes } from '../../webhook/config';
 import { MAX_BODY_BYTES } from '../../webhook/server/admission-handler';
 import { makeTempDir, synthDefaultAppToTemp } from '../support/synth-helpers';
-import { BundledWebhook, deployedEnvironment, httpsRequest, startBundled } from '../support/webhook-harness';
+import { BundledWebhook, deployedEnvironment, opsRequest, startBundled } from '../support/webhook-harness';
 
 const MiB = 1024 * 1024;
 /** The largest body charged its worst case unread (SMALL_BYTES). */
@@ -73,7 +73,7 @@ describe('the worst JSON shapes at the body limit, sent to the bundled webhook a
     ca = deployed.caBundle;
     servername = deployed.serverName;
     limitBytes = memoryQuantityBytes(String(deployed.container.resources?.limits?.memory))!;
-    webhook = await startBundled({ ...deployed.env, [RUNTIME_ENV.listenPort]: '0' });
+    webhook = await startBundled({ ...deployed.env, [RUNTIME_ENV.listenPort]: '0', [RUNTIME_ENV.opsPort]: '0' });
   });
 
   after(async () => {
@@ -89,7 +89,7 @@ describe('the worst JSON shapes at the body limit, sent to the bundled webhook a
       const refusedMidBody = (answer: { status: number; text: string }, index: number) => index < 6 && answer.status === 0 && /EPIPE|ECONNRESET/.test(answer.text);
       const unanswered = answers.filter((answer, index) => ![400, 413, 429].includes(answer.status) && !refusedMidBody(answer, index));
       assert.deepEqual(unanswered, [], `expected every body answered 400 (not an AdmissionReview), 413 or 429; exit code ${webhook.child.exitCode}, log tail:\n${webhook.logs.slice(-3).join('')}`);
-      const health = await httpsRequest(webhook.port, '/healthz', undefined, { ca, servername });
+      const health = await opsRequest(webhook.opsPort, '/healthz');
       assert.equal(health.status, 200, 'the webhook is alive and answers its liveness probe');
       const peak = vmHwmBytes(webhook.child.pid!);
       t.diagnostic(`statuses ${[...new Set(answers.map((answer) => answer.status))].join(', ')}; peak RSS ${(peak / MiB).toFixed(1)} MiB of ${limitBytes / MiB} MiB`);

@@ -60,7 +60,7 @@ export const MEMORY_PER_BODY_BYTE = 4;
  * pod's JSON ~5: the 4 assumed per byte holds for pods, not for every shape. */
 export const JSON_WORST_BUDGET_PER_BODY_BYTE = 8;
 /** Bodies up to this size are charged the worst case at once, unread (so they stay small: SMALL_BODY_BYTES
- * / 8); larger ones are charged by their shape as their bytes arrive (memory-budget.ts `jsonShapeCharge`). */
+ * / 8); larger ones are charged by their shape as their bytes arrive (memory-budget.ts `JsonShapeScanner`). */
 export const UNSCANNED_BODY_BYTES = 8 * 1024;
 /** The smallest budget: one ~3 MiB object still fits; below it a request of that size is shed. */
 export const MIN_MEMORY_BUDGET_BYTES = 4 * MiB;

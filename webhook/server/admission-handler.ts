@@ -7,7 +7,7 @@ import { JSON_WORST_BUDGET_PER_BODY_BYTE, SMALL_BODY_BYTES, UNSCANNED_BODY_BYTES
 import { AdmissionRequest, AdmissionResponse, AdmissionReview, BadAdmissionReview, InjectionDecision, MutationResult, decodeAdmissionReview, evaluate } from '../engine';
 import { jsonString } from './json-text';
 import type { Logger } from './logger';
-import { type MemoryBudget, jsonShapeCharge } from './memory-budget';
+import { type MemoryBudget, JsonShapeScanner } from './memory-budget';
 import type { RequestOutcome, WebhookMetrics } from './metrics';
 
 /** Large enough for any object the apiserver stores (its etcd limit is ~1.5 MiB, requests up to 3 MiB). */
@@ -405,8 +405,9 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       held = 0;
     };
     /** Takes the budget bytes of `chunk`'s shape; false (and the request refused) when they do not fit. */
+    const shape = scanned ? new JsonShapeScanner() : undefined;
     const chargeShape = (chunk: Buffer): boolean => {
-      const more = jsonShapeCharge(chunk);
+      const more = shape!.charge(chunk);
       if (more === 0 || budget.take(held, more)) {
         held += more;
         return true;

@@ -41,20 +41,46 @@ export class MemoryBudget {
   }
 }
 
-/** Budget bytes each JSON character costs beyond its own byte when parsed, the rest 0: an object or
- * array (~60 heap bytes, empty), a member or element (a pointer, and a property's hash entry), a
- * string's quote. Fitted over the worst shapes measured (runtime-settings.ts), each under its charge. */
+/** Budget bytes each JSON character outside a string costs beyond its own byte when parsed, the rest
+ * 0: an object or array (~60 heap bytes, empty), a member or element (a pointer, and a property's hash
+ * entry), a string (its two quotes, 2 each). Fitted over the worst shapes measured (runtime-settings.ts),
+ * each under its charge. Inside a string these characters are text, which its length already pays for. */
 const SHAPE_CHARGE = new Uint8Array(256);
 SHAPE_CHARGE[0x7b] = 16; // {
 SHAPE_CHARGE[0x5b] = 16; // [
 SHAPE_CHARGE[0x2c] = 4; // ,
 SHAPE_CHARGE[0x3a] = 24; // :
-SHAPE_CHARGE[0x22] = 2; // "
+const STRING_CHARGE = 4; // "...": both quotes, charged as the string opens
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
 
-/** The budget bytes `chunk` of a JSON body costs beyond its length, by its structural characters: a
- * loop over the bytes (~5 ns each), run only on bodies over UNSCANNED_BODY_BYTES. */
-export function jsonShapeCharge(chunk: Uint8Array): number {
-  let charge = 0;
-  for (let i = 0; i < chunk.length; i++) charge += SHAPE_CHARGE[chunk[i]];
-  return charge;
+/**
+ * The budget bytes a JSON body's shape costs beyond its length, chunk by chunk as it arrives: a loop
+ * over the bytes (a few ns each), run only on bodies over UNSCANNED_BODY_BYTES. It follows strings
+ * (escapes included, across chunk boundaries), so a long string of commas or braces, such as JSON
+ * kept in an annotation, costs its length and no more.
+ */
+export class JsonShapeScanner {
+  private inString = false;
+  private escaped = false;
+
+  charge(chunk: Uint8Array): number {
+    let charge = 0;
+    let inString = this.inString;
+    let escaped = this.escaped;
+    for (let i = 0; i < chunk.length; i++) {
+      const byte = chunk[i];
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (byte === BACKSLASH) escaped = true;
+        else if (byte === QUOTE) inString = false;
+      } else if (byte === QUOTE) {
+        inString = true;
+        charge += STRING_CHARGE;
+      } else charge += SHAPE_CHARGE[byte];
+    }
+    this.inString = inString;
+    this.escaped = escaped;
+    return charge;
+  }
 }
