@@ -15,7 +15,7 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import { memorySizing, RUNTIME_DEFAULTS } from '../../webhook/config';
 import { freePort } from '../support/webhook-harness';
-import { ATTACK_DESCRIPTIONS, ATTACK_KINDS, AttackKind, AttackStats, startAttack } from './attacks';
+import { ATTACK_DESCRIPTIONS, ATTACK_KINDS, AttackKind, AttackStats, attackerAddresses, startAttack } from './attacks';
 import { BUNDLE, REPO_ROOT, detectPinning, fixedCertificate, installCleanup, makeTempDir, materialize, readRssKb, runLoad, runSynthCommand, sampleRss } from './bench-support';
 import { loadReview } from '../support/recorded-reviews';
 import { HTTP_REVIEW, body } from './reviews';
@@ -52,7 +52,13 @@ interface AttackerConfig {
 }
 
 async function attackerMain(config: AttackerConfig): Promise<void> {
-  const attack = startAttack(config.kind, { port: config.port, connections: config.connections, servername: config.servername, maxReconnectsEach: 200 });
+  const attack = startAttack(config.kind, {
+    port: config.port,
+    connections: config.connections,
+    servername: config.servername,
+    maxReconnectsEach: 200,
+    localAddresses: attackerAddresses(config.kind),
+  });
   const timer = setTimeout(() => undefined, (config.seconds + 120) * 1000); // hard bound on this process
   await Promise.race([attack.opened, sleep(60_000)]);
   process.stdout.write(JSON.stringify({ opened: true, stats: attack.stats }) + '\n');
@@ -250,7 +256,9 @@ function report(rows: Row[], runtime: Record<string, string>, skipped: string[],
       `\`GET /healthz\` to the ops port every ${PROBE_EVERY_MS} ms (answered = 200 within the Deployment's ${PROBE_TIMEOUT_MS / 1000} s probe timeout) and the load ` +
       `generator sends small \`/mutate\` reviews at ${RATE}/s (open loop, keep-alive pool of up to 32 connections; answered = 200 with the uid within ` +
       `${ADMISSION_TIMEOUT_MS / 1000} s of its scheduled time, like the apiserver's timeout). Peak RSS sampled every 200 ms, against the Deployment's ` +
-      `${mib(LIMIT_BYTES)} limit. Machine: 2 cores shared with other work; everything on 127.0.0.1.`,
+      `${mib(LIMIT_BYTES)} limit. Machine: 2 cores shared with other work; everything on the loopback. The attackers are other pods than the ` +
+      `apiserver, so they connect from addresses of their own: 127.0.0.2 (one pod), and for (g) ten pods, ${attackerAddresses('mix')[0]} to ` +
+      `${attackerAddresses('mix').at(-1)}; the probe loop and the load generator (the kubelet's and the apiserver's stand-ins) from 127.0.0.1.`,
     '',
     ...Object.entries(runtime).map(([name, what]) => `- ${name}: ${what}`),
     ...skipped.map((line) => `- ${line}`),

@@ -1,6 +1,6 @@
 // Clients that try to hold a webhook's connections while costing their sender almost nothing (issue
 // 20): used by `npm run attack` (test/bench/attack.ts) at thousands of connections and by
-// test/server/connection-attacks.test.ts at hundreds. Only ever to 127.0.0.1; every attack opens a
+// test/server/connection-attacks.test.ts at hundreds. Only ever to 127.0.0.1 (from any 127/8 address); every attack opens a
 // bounded number of connections, reconnects a bounded number of times and stops when told.
 import * as net from 'node:net';
 import * as tls from 'node:tls';
@@ -34,6 +34,16 @@ export interface AttackOptions {
   readonly maxReconnectsEach?: number;
   /** How often the slow attackers send their next bytes. @default 2000 */
   readonly tickMs?: number;
+  /** The source addresses the attackers connect from, in turn (attackers are other pods than the
+   * apiserver). @default the system's choice (127.0.0.1) */
+  readonly localAddresses?: readonly string[];
+}
+
+/** The attackers' source addresses in `npm run attack` and its scaled-down test: another pod than the
+ * apiserver (whose stand-ins, the probe loop and the load generator, use 127.0.0.1), and for the mix,
+ * ten pods. Any 127/8 address is the loopback on Linux. */
+export function attackerAddresses(kind: AttackKind): readonly string[] {
+  return kind === 'mix' ? Array.from({ length: 10 }, (_, i) => `127.0.1.${i + 1}`) : ['127.0.0.2'];
 }
 
 export interface AttackStats {
@@ -64,6 +74,7 @@ export interface RunningAttack {
 
 interface Attacker {
   readonly behaviour: Behaviour;
+  readonly localAddress: string | undefined;
   readonly reconnecting: boolean;
   socket: net.Socket | undefined;
   /** Connected (and handshaken) and its first bytes written: the ticker sends it more from then on. */
@@ -88,7 +99,8 @@ export function startAttack(kind: AttackKind, options: AttackOptions): RunningAt
   const attackers: Attacker[] = [];
   for (let i = 0; i < options.connections; i++) {
     const behaviour = kind === 'reconnect' ? 'silent-tls' : kind === 'mix' ? BEHAVIOURS[i % BEHAVIOURS.length] : (kind as Behaviour);
-    attackers.push({ behaviour, reconnecting: kind === 'reconnect' || kind === 'mix', socket: undefined, started: false, sent: 0, reconnects: 0 });
+    const localAddress = options.localAddresses?.length ? options.localAddresses[i % options.localAddresses.length] : undefined;
+    attackers.push({ behaviour, localAddress, reconnecting: kind === 'reconnect' || kind === 'mix', socket: undefined, started: false, sent: 0, reconnects: 0 });
   }
   let firstRoundLeft = attackers.length;
   let openedResolve!: () => void;
@@ -122,13 +134,15 @@ export function startAttack(kind: AttackKind, options: AttackOptions): RunningAt
       settle();
       start(attacker);
     };
+    // tls.connect hands its options to net.connect, localAddress included; its types do not say so.
+    const from: net.TcpSocketConnectOpts | object = attacker.localAddress === undefined ? {} : { localAddress: attacker.localAddress };
     const socket =
       attacker.behaviour === 'no-client-hello'
-        ? net.connect({ host: '127.0.0.1', port: options.port }, () => {
+        ? net.connect({ host: '127.0.0.1', port: options.port, localAddress: attacker.localAddress }, () => {
             stats.opened++;
             onOpen();
           })
-        : tls.connect({ host: '127.0.0.1', port: options.port, servername: options.servername, rejectUnauthorized: false }, () => {
+        : tls.connect({ host: '127.0.0.1', port: options.port, ...from, servername: options.servername, rejectUnauthorized: false }, () => {
             stats.handshaken++;
             onOpen();
           });

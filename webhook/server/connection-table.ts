@@ -3,6 +3,11 @@
 // a new connection always gets in by closing the one silent or slow the longest (never an admission
 // being answered while another can go). One sweep a second does the timing; a request costs a
 // lookup and a move to the back of the table, no timer.
+// Fair share by source address (nginx's limit_conn, Envoy's overload manager resetting the heaviest
+// user first): at the cap the connection closed is one of the source that holds the most, so a light
+// source (the apiserver: tens) never loses its connections to a heavy one; and a new connection from
+// a source already over its share is closed at accept, before any TLS work: refusing it costs an accept
+// and a close, where admitting it would cost an RSA handshake and then another eviction.
 
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -14,9 +19,14 @@ export interface ConnectionLimits {
   readonly silentMs: number;
   /** A request body that arrives slower than this, in two consecutive sweeps, is cut with 408. */
   readonly minBodyBytesPerSecond: number;
+  /**
+   * At the cap, a new connection whose source address holds the most connections, more than
+   * max(maxConnections / sources, this), is closed at accept. Undefined: every new connection gets in.
+   */
+  readonly fairShareFloor?: number;
 }
 
-export type ConnectionCloseReason = 'evicted' | 'silent' | 'slow_body';
+export type ConnectionCloseReason = 'evicted' | 'over_share' | 'silent' | 'slow_body';
 
 /** How often deadlines are checked. */
 export const SWEEP_INTERVAL_MS = 1_000;
@@ -26,6 +36,8 @@ const SLOW_SWEEPS = 2;
 interface Entry {
   /** The accepted TCP socket. */
   readonly raw: Socket;
+  /** Its remote address: connections are shared fairly between these. */
+  readonly source: string;
   /** The socket HTTP is read from: the TLS socket once handshaken (undefined before), or `raw`. */
   clear: Socket | undefined;
   /** When the connection was opened, or its last request started: the table is in this order. */
@@ -44,10 +56,12 @@ export class ConnectionTable {
   /** In the order of `since`: the first entry is the one silent or slow the longest. */
   private readonly entries = new Map<Socket, Entry>();
   private readonly byClear = new WeakMap<Socket, Entry>();
+  /** Open connections by source address; a source is deleted when its last one closes. */
+  private readonly bySource = new Map<string, number>();
   private readonly sweepTimer: NodeJS.Timeout;
   private lastSweep = performance.now();
   /** Connections closed by this table, by reason. */
-  readonly closed: Record<ConnectionCloseReason, number> = { evicted: 0, silent: 0, slow_body: 0 };
+  readonly closed: Record<ConnectionCloseReason, number> = { evicted: 0, over_share: 0, silent: 0, slow_body: 0 };
 
   constructor(
     server: Server,
@@ -77,20 +91,57 @@ export class ConnectionTable {
     entry.slow = 0;
     entry.since = performance.now();
     // To the back: the front stays the connection silent or slow the longest.
-    this.entries.delete(entry.raw);
-    this.entries.set(entry.raw, entry);
+    if (this.entries.delete(entry.raw)) this.entries.set(entry.raw, entry);
   }
 
   stop(): void {
     clearInterval(this.sweepTimer);
   }
 
+  /** Open connections from one source address. */
+  connectionsFrom(source: string): number {
+    return this.bySource.get(source) ?? 0;
+  }
+
   private opened(raw: Socket, clear: Socket | undefined): void {
-    const entry: Entry = { raw, clear, since: performance.now(), req: undefined, res: undefined, mark: 0, slow: 0, cut: false };
+    const source = raw.remoteAddress ?? '';
+    const entry: Entry = { raw, source, clear, since: performance.now(), req: undefined, res: undefined, mark: 0, slow: 0, cut: false };
     this.entries.set(raw, entry);
     if (clear) this.byClear.set(clear, entry);
-    raw.once('close', () => this.entries.delete(raw));
-    if (this.entries.size > this.limits.maxConnections) this.evictFor(raw);
+    this.bySource.set(source, (this.bySource.get(source) ?? 0) + 1);
+    raw.once('close', () => this.forget(entry));
+    if (this.entries.size > this.limits.maxConnections) this.makeRoomFor(entry);
+  }
+
+  /** Out of the table, once: when its socket closes or when the table closes it. */
+  private forget(entry: Entry): void {
+    if (!this.entries.delete(entry.raw)) return;
+    const left = (this.bySource.get(entry.source) ?? 1) - 1;
+    if (left > 0) this.bySource.set(entry.source, left);
+    else this.bySource.delete(entry.source);
+  }
+
+  /**
+   * At the cap: the victim comes from the source holding the most connections. When that is the
+   * newcomer's own source and it holds more than its fair share, the newcomer is the victim, closed
+   * before its TLS handshake has started (the 'connection' event comes before any byte is read).
+   */
+  private makeRoomFor(newcomer: Entry): void {
+    let heaviest = newcomer.source;
+    let most = this.connectionsFrom(heaviest);
+    const mine = most;
+    for (const [source, count] of this.bySource) {
+      if (count > most) {
+        heaviest = source;
+        most = count;
+      }
+    }
+    const floor = this.limits.fairShareFloor;
+    if (floor !== undefined && heaviest === newcomer.source && mine > Math.max(Math.floor(this.limits.maxConnections / this.bySource.size), floor)) {
+      this.close(newcomer, 'over_share');
+      return;
+    }
+    this.evictFor(newcomer.raw, floor === undefined ? undefined : heaviest);
   }
 
   private handshaken(clear: Socket, raw: Socket | undefined): void {
@@ -116,12 +167,12 @@ export class ConnectionTable {
    * closing it races the request its client may be sending that moment), and only when every other
    * connection is being answered, one being answered. The oldest first in each class.
    */
-  private evictFor(newcomer: Socket): void {
+  private evictFor(newcomer: Socket, source: string | undefined): void {
     let slow: Entry | undefined;
     let idle: Entry | undefined;
     let busy: Entry | undefined;
     for (const entry of this.entries.values()) {
-      if (entry.raw === newcomer) continue;
+      if (entry.raw === newcomer || (source !== undefined && entry.source !== source)) continue;
       if (entry.req === undefined) {
         // Never a request; a partial one counts as slow (its headers are still arriving).
         if (entry.clear === undefined || entry.clear.bytesRead === 0) {
@@ -135,10 +186,12 @@ export class ConnectionTable {
     }
     const victim = slow ?? idle ?? busy;
     if (victim) this.close(victim, 'evicted');
+    // The heaviest source held only the newcomer (every source holds one): any other makes room.
+    else if (source !== undefined) this.evictFor(newcomer, undefined);
   }
 
   private close(entry: Entry, reason: ConnectionCloseReason): void {
-    this.entries.delete(entry.raw);
+    this.forget(entry);
     if (!entry.cut) this.closed[reason]++;
     if (!entry.cut) this.onClose(reason, { open: this.entries.size, seconds: Math.round((performance.now() - entry.since) / 100) / 10 });
     // The TLS socket first: destroying the TCP socket under it would make Node answer the reset.

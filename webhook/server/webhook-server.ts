@@ -71,6 +71,16 @@ export const HEADERS_TIMEOUT_MS = 10_000;
  * its declared length. The apiserver writes a whole body at once; at this rate even a 5 KB review
  * would take most of a second. */
 export const MIN_BODY_BYTES_PER_SECOND = 8 * 1024;
+/** At the cap, a source address holding more than max(cap / sources, this) connections gets no new
+ * one (closed at accept, before the handshake). Above the apiserver's pool (tens), so an apiserver is
+ * never refused while fewer than cap / this sources share the table. */
+export const FAIR_SHARE_FLOOR = 32;
+const CLOSE_MESSAGES: Record<ConnectionCloseReason, string> = {
+  evicted: 'connection closed to make room',
+  over_share: 'new connection closed before its handshake: its source holds more than its share',
+  silent: 'silent connection closed',
+  slow_body: 'slow request body cut with 408',
+};
 /** The ops port serves the kubelet's probes (a fresh connection each) and a Prometheus scrape: a
  * small table of its own, evicting as the webhook port's does. */
 export const OPS_MAX_CONNECTIONS = 32;
@@ -192,12 +202,19 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     },
     listener,
   );
-  // No cap at accept: a new connection always gets in, and past `maxConnections` the connection silent
-  // or slow the longest is closed to make room (never an admission being answered while another can
-  // go). The table also closes a connection silent for KEEP_ALIVE_TIMEOUT_MS and cuts slow bodies.
+  // No cap at accept: past `maxConnections` the connection silent or slow the longest of the source
+  // address holding the most connections is closed to make room (never an admission being answered
+  // while another can go), and a new connection from a source over its fair share is closed at accept,
+  // before its TLS handshake. The table also closes a connection silent for KEEP_ALIVE_TIMEOUT_MS and
+  // cuts slow bodies.
   const logClosed = (reason: ConnectionCloseReason, details: Record<string, unknown>) =>
-    logger.log('debug', reason === 'evicted' ? 'connection closed to make room' : reason === 'silent' ? 'silent connection closed' : 'slow request body cut with 408', details);
-  const connections = new ConnectionTable(server, { maxConnections, silentMs: KEEP_ALIVE_TIMEOUT_MS, minBodyBytesPerSecond: MIN_BODY_BYTES_PER_SECOND }, logClosed, true);
+    logger.log('debug', CLOSE_MESSAGES[reason], details);
+  const connections = new ConnectionTable(
+    server,
+    { maxConnections, silentMs: KEEP_ALIVE_TIMEOUT_MS, minBodyBytesPerSecond: MIN_BODY_BYTES_PER_SECOND, fairShareFloor: Math.min(FAIR_SHARE_FLOOR, maxConnections) },
+    logClosed,
+    true,
+  );
   metrics.watchConnections(connections);
   server.on('tlsClientError', (error) => logger.log('debug', 'TLS handshake failed', { error: error.message }));
   // A connection that has not sent a byte yet is an idle connection in its client's pool: Go's
