@@ -749,7 +749,11 @@ export function mutationGuard(expression: string): MatchCondition[] {
   const start = expression.indexOf('(\n');
   const end = expression.indexOf('\n) ? ');
   if (start < 0 || start > 1 || end < 0) return [];
-  const lines = expression.slice(start + 2, end).split('\n');
+  return guardConditions(expression.slice(start + 2, end).split('\n'));
+}
+
+/** The named conditions of guard lines: pairs of a `// <name>` line and its `(<CEL>) &&` line. */
+function guardConditions(lines: readonly string[]): MatchCondition[] {
   const conditions: MatchCondition[] = [];
   for (let index = 0; index + 1 < lines.length; index += 2) {
     const match = GUARD_LINE.exec(`${lines[index]}\n${lines[index + 1]}`);
@@ -765,16 +769,7 @@ export function mutationGuard(expression: string): MatchCondition[] {
  */
 export function mutationGuards(expression: string): MatchCondition[][] {
   const blocks = [...expression.matchAll(/\(\n((?: {2}\/\/ [a-z][a-z0-9-]*\n {2}\(.*\)(?: &&)?\n)+)\) \? /g)];
-  return blocks.map((block) => {
-    const lines = block[1].trimEnd().split('\n');
-    const conditions: MatchCondition[] = [];
-    for (let index = 0; index + 1 < lines.length; index += 2) {
-      const match = GUARD_LINE.exec(`${lines[index]}\n${lines[index + 1]}`);
-      if (!match) throw new Error(`not a guard line: ${lines[index]} / ${lines[index + 1]}`);
-      conditions.push({ name: match[1], expression: match[2] });
-    }
-    return conditions;
-  });
+  return blocks.map((block) => guardConditions(block[1].trimEnd().split('\n')));
 }
 
 /** Turns the list of `{path, value}` maps into the JSONPatch operations the apiserver applies. */

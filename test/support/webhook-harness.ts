@@ -188,33 +188,28 @@ export function httpsRequest(port: number, requestPath: string, body: string | B
           ...options.headers,
         },
       },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) });
-        });
-        res.on('error', reject);
-      },
+      (res) => collectAnswer(res, resolve, reject),
     );
     req.on('error', reject);
     req.end(body);
   });
 }
 
+/** Reads a whole answer into an HttpsResult. */
+function collectAnswer(res: http.IncomingMessage, resolve: (result: HttpsResult) => void, reject: (error: Error) => void): void {
+  const chunks: Buffer[] = [];
+  res.on('data', (chunk: Buffer) => chunks.push(chunk));
+  res.on('end', () => {
+    const text = Buffer.concat(chunks).toString('utf8');
+    resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) });
+  });
+  res.on('error', reject);
+}
+
 /** One plain-HTTP GET to the ops port (/healthz, /readyz, /metrics) on a fresh connection. */
 export function opsRequest(opsPort: number, requestPath: string, timeoutMs = 10_000): Promise<HttpsResult> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port: opsPort, path: requestPath, agent: false, timeout: timeoutMs }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) });
-      });
-      res.on('error', reject);
-    });
+    const req = http.get({ host: '127.0.0.1', port: opsPort, path: requestPath, agent: false, timeout: timeoutMs }, (res) => collectAnswer(res, resolve, reject));
     req.on('timeout', () => req.destroy(new Error(`GET ${requestPath} on the ops port: no answer within ${timeoutMs} ms`)));
     req.on('error', reject);
   });
