@@ -190,10 +190,16 @@ export class ConnectionTable {
     else if (source !== undefined) this.evictFor(newcomer, undefined);
   }
 
+  /** Counts a connection closed (or a body cut) for `reason` and tells `onClose`. */
+  private report(entry: Entry, reason: ConnectionCloseReason): void {
+    this.closed[reason]++;
+    this.onClose(reason, { open: this.entries.size, seconds: Math.round((performance.now() - entry.since) / 100) / 10 });
+  }
+
   private close(entry: Entry, reason: ConnectionCloseReason): void {
     this.forget(entry);
-    if (!entry.cut) this.closed[reason]++;
-    if (!entry.cut) this.onClose(reason, { open: this.entries.size, seconds: Math.round((performance.now() - entry.since) / 100) / 10 });
+    // A body cut with 408 was reported when it was cut.
+    if (!entry.cut) this.report(entry, reason);
     // The TLS socket first: destroying the TCP socket under it would make Node answer the reset.
     entry.clear?.destroy();
     entry.raw.destroy();
@@ -240,8 +246,7 @@ export class ConnectionTable {
       this.close(entry, 'slow_body');
       return;
     }
-    this.closed.slow_body++;
-    this.onClose('slow_body', { open: this.entries.size, seconds: Math.round((performance.now() - entry.since) / 100) / 10 });
+    this.report(entry, 'slow_body');
     const text = JSON.stringify({
       error: { code: 408, message: `request body arrived slower than ${this.limits.minBodyBytesPerSecond} bytes per second` },
     });

@@ -60,7 +60,7 @@ const CLIENT_ERROR_STATUS: Record<string, string> = {
 };
 
 /** Above the apiserver's 90 s idle timeout, so it is always the apiserver that closes an idle connection.
- * Also how long a connection that has sent nothing yet is kept (see 'secureConnection' below). */
+ * Also how long a connection that has sent nothing yet is kept (the connection table's `silentMs`). */
 const KEEP_ALIVE_TIMEOUT_MS = 120_000;
 /** The TLS handshake: the apiserver's takes milliseconds; a client that has not finished it by then
  * (no ClientHello, or a stalled one) is closed. Node's default is 120 s. */
