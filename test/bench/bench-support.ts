@@ -363,12 +363,12 @@ export async function startServer(spec: ServerSpec, pinning: Pinning, timeoutMs 
 }
 
 /** The webhook as `npm run webhook` runs it: the bundle, with the Deployment's environment. */
-export async function webhookSpec(deployed: DeployedWebhook & { caFile: string }, extraNodeArgs: string[] = []): Promise<ServerSpec> {
+export async function webhookSpec(deployed: DeployedWebhook & { caFile: string }, extraNodeArgs: string[] = [], bundle = BUNDLE, name = 'webhook'): Promise<ServerSpec> {
   const port = await freePort();
   const opsPort = await freePort();
   return {
-    name: 'webhook',
-    nodeArgs: [...extraNodeArgs, BUNDLE],
+    name,
+    nodeArgs: [...extraNodeArgs, bundle],
     env: { ...deployed.env, INJECTOR_LISTEN_PORT: String(port), INJECTOR_OPS_PORT: String(opsPort) },
     port,
     opsPort,

@@ -4,7 +4,10 @@
 // nothing. COMPARE_ROUNDS (default 3) and COMPARE_SECONDS (default 4) per round;
 // COMPARE_PROFILE=<dir> also writes .cpuprofiles of both servers under saturation to <dir>/webhook and
 // <dir>/baseline (summarize them with test/bench/cpu-profile.ts). COMPARE_WEBHOOK_ENV='{"INJECTOR_LOG_LEVEL":"warn"}'
-// starts the compared webhook with those settings over the Deployment's (what-ifs without a code change).
+// starts the compared webhook with those settings over the Deployment's (what-ifs without a code change);
+// COMPARE_WEBHOOK_NODE_ARGS='--min-semi-space-size=16' passes flags to its node. COMPARE_BUNDLE_B=<path>
+// adds a second webhook, that bundle (e.g. build/webhook/server.js copied before a change), to every
+// round: an A/B of a change, each side against the same baseline rounds.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -33,6 +36,9 @@ const CONNECTIONS = 10;
 const PROFILE_DIR = process.env.COMPARE_PROFILE;
 /** Settings over the Deployment's for the compared webhook, for what-ifs without a code change. */
 const WEBHOOK_ENV: Record<string, string> = JSON.parse(process.env.COMPARE_WEBHOOK_ENV ?? '{}');
+/** Flags before the compared webhook's script, for V8 flags NODE_OPTIONS does not take (space-separated). */
+const WEBHOOK_NODE_ARGS = (process.env.COMPARE_WEBHOOK_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const BUNDLE_B = process.env.COMPARE_BUNDLE_B;
 
 /** CPU time of a process's main thread (JavaScript runs there; GC helpers and the like do not), ms. */
 function mainThreadCpuMs(pid: number): number {
@@ -92,16 +98,19 @@ async function main(): Promise<void> {
     allocation[name] = allocated / Math.max(1, result.answeredTotal);
   }
 
-  const webhookBase = await webhookSpec(deployed, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/webhook`] : []);
+  const webhookBase = await webhookSpec(deployed, [...WEBHOOK_NODE_ARGS, ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/webhook`] : [])]);
   const webhook = await startServer({ ...webhookBase, env: { ...webhookBase.env, ...WEBHOOK_ENV } }, pinning);
   const baselineBase = await baselineSpec(deployed);
   const baseline = await startServer(PROFILE_DIR ? { ...baselineBase, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/baseline`, ...baselineBase.nodeArgs] } : baselineBase, pinning);
-  const answered: Record<string, number> = { webhook: 0, baseline: 0 };
-  for (const server of [webhook, baseline]) answered[server.name] += (await load(server.port, 'closed', 4, 0)).answeredTotal;
+  const webhookB = BUNDLE_B ? await startServer(await webhookSpec(deployed, [], path.resolve(BUNDLE_B), 'webhook B'), pinning) : undefined;
+  const servers = webhookB ? [webhook, webhookB, baseline] : [webhook, baseline];
+  const answered: Record<string, number> = { webhook: 0, 'webhook B': 0, baseline: 0 };
+  for (const server of servers) answered[server.name] += (await load(server.port, 'closed', 4, 0)).answeredTotal;
   const lines: string[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     const measured: Record<string, { throughput: number; cpuUs: number; mainUs: number }> = {};
-    for (const server of [webhook, baseline]) {
+    // Who goes first rotates, so neither webhook always follows the baseline.
+    for (const server of round % 2 === 0 ? [...servers].reverse() : servers) {
       const before = readCpuMs(server.pid);
       const mainBefore = mainThreadCpuMs(server.pid);
       const result = await load(server.port, 'closed', SECONDS);
@@ -116,16 +125,22 @@ async function main(): Promise<void> {
     lines.push(
       `round ${round}: throughput ${w.throughput.toFixed(0)} vs ${b.throughput.toFixed(0)} req/s = ${(w.throughput / b.throughput).toFixed(2)}x; ` +
         `CPU/request ${w.cpuUs.toFixed(1)} vs ${b.cpuUs.toFixed(1)} µs = ${(w.cpuUs / b.cpuUs).toFixed(2)}x ` +
-        `(main thread ${w.mainUs.toFixed(1)} vs ${b.mainUs.toFixed(1)} µs = ${(w.mainUs / b.mainUs).toFixed(2)}x)`,
+        `(main thread ${w.mainUs.toFixed(1)} vs ${b.mainUs.toFixed(1)} µs = ${(w.mainUs / b.mainUs).toFixed(2)}x)` +
+        (webhookB
+          ? `; B: ${measured['webhook B'].throughput.toFixed(0)} req/s = ${(measured['webhook B'].throughput / b.throughput).toFixed(2)}x, ` +
+            `CPU/request ${measured['webhook B'].cpuUs.toFixed(1)} µs = ${(measured['webhook B'].cpuUs / b.cpuUs).toFixed(2)}x, A/B ${(w.cpuUs / measured['webhook B'].cpuUs).toFixed(3)}`
+          : ''),
     );
     process.stderr.write(lines[lines.length - 1] + '\n');
   }
   await webhook.stop('SIGTERM');
+  await webhookB?.stop('SIGKILL');
   await baseline.stop(PROFILE_DIR ? 'SIGTERM' : 'SIGKILL');
   process.stdout.write(
     [
       ...lines,
-      `requests answered by the servers compared (for per-request figures from a profile): webhook ${answered.webhook}, baseline ${answered.baseline}`,
+      `requests answered by the servers compared (for per-request figures from a profile): webhook ${answered.webhook}, baseline ${answered.baseline}` +
+        (webhookB ? `, webhook B ${answered['webhook B']}` : ''),
       `allocated per request at 500 req/s: ${(allocation.webhook / 1024).toFixed(1)} vs ${(allocation.baseline / 1024).toFixed(1)} KiB`,
       `load average now: ${os.loadavg().map((n) => n.toFixed(2)).join(' ')}`,
     ].join('\n') + '\n',

@@ -2,7 +2,7 @@
 // cut with 408, a connection that stays silent past the idle limit is closed quietly, and at the cap
 // a new connection always gets in by closing the one silent or slow the longest (never an admission
 // being answered while another can go). One sweep a second does the timing; a request costs a
-// lookup and a move to the back of the table, no timer.
+// lookup and three fields written, no timer.
 // Fair share by source address (nginx's limit_conn, Envoy's overload manager resetting the heaviest
 // user first): at the cap the connection closed is one of the source that holds the most, so a light
 // source (the apiserver: tens) never loses its connections to a heavy one; and a new connection from
@@ -40,7 +40,7 @@ interface Entry {
   readonly source: string;
   /** The socket HTTP is read from: the TLS socket once handshaken (undefined before), or `raw`. */
   clear: Socket | undefined;
-  /** When the connection was opened, or its last request started: the table is in this order. */
+  /** When the connection was opened, or its last request started. */
   since: number;
   req: IncomingMessage | undefined;
   res: ServerResponse | undefined;
@@ -53,7 +53,7 @@ interface Entry {
 }
 
 export class ConnectionTable {
-  /** In the order of `since`: the first entry is the one silent or slow the longest. */
+  /** Every open connection, in the order they were opened (eviction compares `since`). */
   private readonly entries = new Map<Socket, Entry>();
   private readonly byClear = new WeakMap<Socket, Entry>();
   /** Open connections by source address; a source is deleted when its last one closes. */
@@ -90,8 +90,6 @@ export class ConnectionTable {
     entry.mark = req.socket.bytesRead;
     entry.slow = 0;
     entry.since = performance.now();
-    // To the back: the front stays the connection silent or slow the longest.
-    if (this.entries.delete(entry.raw)) this.entries.set(entry.raw, entry);
   }
 
   stop(): void {
@@ -171,18 +169,20 @@ export class ConnectionTable {
     let slow: Entry | undefined;
     let idle: Entry | undefined;
     let busy: Entry | undefined;
+    const older = (a: Entry | undefined, b: Entry): Entry => (a === undefined || b.since < a.since ? b : a);
     for (const entry of this.entries.values()) {
       if (entry.raw === newcomer || (source !== undefined && entry.source !== source)) continue;
       if (entry.req === undefined) {
-        // Never a request; a partial one counts as slow (its headers are still arriving).
+        // Never a request (the table is in the order connections were opened: the first such is the
+        // oldest); a partial one counts as slow (its headers are still arriving).
         if (entry.clear === undefined || entry.clear.bytesRead === 0) {
           this.close(entry, 'evicted');
           return;
         }
-        slow ??= entry;
-      } else if (this.answering(entry)) busy ??= entry;
-      else if (!entry.req.complete) slow ??= entry;
-      else idle ??= entry;
+        slow = older(slow, entry);
+      } else if (this.answering(entry)) busy = older(busy, entry);
+      else if (!entry.req.complete) slow = older(slow, entry);
+      else idle = older(idle, entry);
     }
     const victim = slow ?? idle ?? busy;
     if (victim) this.close(victim, 'evicted');
