@@ -7,7 +7,8 @@
 // starts the compared webhook with those settings over the Deployment's (what-ifs without a code change);
 // COMPARE_WEBHOOK_NODE_ARGS='--min-semi-space-size=16' passes flags to its node. COMPARE_BUNDLE_B=<path>
 // adds a second webhook, that bundle (e.g. build/webhook/server.js copied before a change), to every
-// round: an A/B of a change, each side against the same baseline rounds.
+// round: an A/B of a change, each side against the same baseline rounds. COMPARE_BUNDLE_A=<path> replaces
+// the first webhook's bundle; COMPARE_LEGACY=A|B|AB marks a side built before the ops port.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -39,6 +40,10 @@ const WEBHOOK_ENV: Record<string, string> = JSON.parse(process.env.COMPARE_WEBHO
 /** Flags before the compared webhook's script, for V8 flags NODE_OPTIONS does not take (space-separated). */
 const WEBHOOK_NODE_ARGS = (process.env.COMPARE_WEBHOOK_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const BUNDLE_B = process.env.COMPARE_BUNDLE_B;
+/** The first webhook's bundle (default: the one just built), for an A/B of two earlier builds. */
+const BUNDLE_A = process.env.COMPARE_BUNDLE_A;
+/** Bundles from before the ops port (readiness over HTTPS on the webhook port): COMPARE_LEGACY=A, B or AB. */
+const LEGACY = process.env.COMPARE_LEGACY ?? '';
 
 /** CPU time of a process's main thread (JavaScript runs there; GC helpers and the like do not), ms. */
 function mainThreadCpuMs(pid: number): number {
@@ -98,11 +103,15 @@ async function main(): Promise<void> {
     allocation[name] = allocated / Math.max(1, result.answeredTotal);
   }
 
-  const webhookBase = await webhookSpec(deployed, [...WEBHOOK_NODE_ARGS, ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/webhook`] : [])]);
+  const legacy = (spec: Awaited<ReturnType<typeof webhookSpec>>, side: string) => (LEGACY.includes(side) ? { ...spec, opsPort: undefined } : spec);
+  const webhookBase = legacy(
+    await webhookSpec(deployed, [...WEBHOOK_NODE_ARGS, ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/webhook`] : [])], BUNDLE_A ? path.resolve(BUNDLE_A) : undefined),
+    'A',
+  );
   const webhook = await startServer({ ...webhookBase, env: { ...webhookBase.env, ...WEBHOOK_ENV } }, pinning);
   const baselineBase = await baselineSpec(deployed);
   const baseline = await startServer(PROFILE_DIR ? { ...baselineBase, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/baseline`, ...baselineBase.nodeArgs] } : baselineBase, pinning);
-  const webhookB = BUNDLE_B ? await startServer(await webhookSpec(deployed, [], path.resolve(BUNDLE_B), 'webhook B'), pinning) : undefined;
+  const webhookB = BUNDLE_B ? await startServer(legacy(await webhookSpec(deployed, [], path.resolve(BUNDLE_B), 'webhook B'), 'B'), pinning) : undefined;
   const servers = webhookB ? [webhook, webhookB, baseline] : [webhook, baseline];
   const answered: Record<string, number> = { webhook: 0, 'webhook B': 0, baseline: 0 };
   for (const server of servers) answered[server.name] += (await load(server.port, 'closed', 4, 0)).answeredTotal;

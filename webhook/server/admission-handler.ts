@@ -181,7 +181,7 @@ function member(key: string, value: string | undefined): string {
 /** What the line logged for each admission says, taken when the admission is answered. Only short
  * strings (bounded by `field`), numbers and the result's decisions: the logger keeps it until the
  * line is written, and none of the request may stay alive that long. */
-interface AdmissionLogFields {
+export interface AdmissionLogFields {
   readonly uid: string | undefined;
   readonly kind: string | undefined;
   readonly namespace: string | undefined;
@@ -208,21 +208,50 @@ function admissionLogFields(request: AdmissionRequest, uid: string | undefined, 
   };
 }
 
-/** The admission line's fields as JSON members without an object (written when the logger flushes). */
-function admissionLogMembers(fields: AdmissionLogFields): string {
-  return (
-    member('uid', fields.uid) +
-    member('kind', fields.kind) +
-    member('namespace', fields.namespace) +
-    member('name', fields.name) +
-    member('operation', fields.operation) +
-    `,"dryRun":${fields.dryRun},"injected":${injectedNamesJson(fields.decisions)},"warnings":${fields.warnings},"durationMs":${Math.round(fields.elapsedMs * 1e3) / 1e3}`
-  );
+/** The members of an admission line from kind to injected, and the fields they were written from. */
+interface WorkloadMembers {
+  readonly fields: AdmissionLogFields;
+  readonly text: string;
+}
+
+function sameWorkload(a: AdmissionLogFields, b: AdmissionLogFields): boolean {
+  if (a.kind !== b.kind || a.namespace !== b.namespace || a.name !== b.name || a.operation !== b.operation || a.dryRun !== b.dryRun) return false;
+  // Decisions are the engine's own objects, one per injection and reason: compared by identity.
+  const x = a.decisions;
+  const y = b.decisions;
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
+}
+
+/**
+ * Writes the admission line's fields as JSON members without an object (when the logger flushes).
+ * Admissions come in runs of one workload (a ReplicaSet's pods, each named by its generateName, and
+ * the same injections), so the members from kind to injected are those of the line before more often
+ * than not: they are kept for that one line and reused. One entry of short strings (`field` bounds
+ * them), whatever the requests carry.
+ */
+export function admissionLogWriter(): (fields: AdmissionLogFields) => string {
+  let last: WorkloadMembers | undefined;
+  return (fields) => {
+    let workload = last;
+    if (workload === undefined || !sameWorkload(workload.fields, fields)) {
+      const text =
+        member('kind', fields.kind) +
+        member('namespace', fields.namespace) +
+        member('name', fields.name) +
+        member('operation', fields.operation) +
+        `,"dryRun":${fields.dryRun},"injected":${injectedNamesJson(fields.decisions)}`;
+      last = workload = { fields, text };
+    }
+    return `${member('uid', fields.uid)}${workload.text},"warnings":${fields.warnings},"durationMs":${Math.round(fields.elapsedMs * 1e3) / 1e3}`;
+  };
 }
 
 export function createAdmissionHandler(context: AdmissionHandlerContext) {
   const { metrics, logger, budget } = context;
   const answers = new AnswerTexts();
+  const admissionLogMembers = admissionLogWriter();
 
   /** Answers a request that was decoded, evaluated or refused; counts it and logs it. */
   function finish(started: number, held: number, outcome: RequestOutcome, log: ((elapsedMs: number) => void) | undefined): void {
