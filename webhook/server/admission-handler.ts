@@ -383,8 +383,8 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
     sendStage(admission);
   }
 
-  return function handleAdmission(req: IncomingMessage, res: ServerResponse): void {
-    const started = performance.now();
+  /** `started`: when the request's headers were in (the server's listener reads the clock once). */
+  return function handleAdmission(req: IncomingMessage, res: ServerResponse, started = performance.now()): void {
     if (!isJsonContentType(req.headers['content-type'])) {
       const got = JSON.stringify(field(req.headers['content-type']) ?? '');
       reject(res, started, 0, new HttpError(415, 'unsupported_media_type', `Content-Type must be application/json, got ${got}`), undefined, false);
@@ -489,15 +489,13 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       answer(res, started, held, body);
       held = 0;
     });
-    req.on('error', (error) => {
-      if (done) return;
-      // The client went away mid-body: nobody to answer, and not our fault.
-      fail(new HttpError(400, 'aborted', `request body not received: ${error.message}`));
-    });
-    // A client that disconnects mid-body emits 'aborted' (and maybe no 'error'): give its bytes back.
+    // A client that disconnects mid-body, or a body cut off (req.destroy), ends here: its bytes are
+    // given back. No 'error' listener: Node emits a request's 'error' only to listeners it has, and
+    // 'close' follows every one of them, with the error in `req.errored`.
     req.on('close', () => {
       if (done) return;
-      fail(new HttpError(400, 'aborted', 'request body not received: the client closed the connection'));
+      const cause = req.errored;
+      fail(new HttpError(400, 'aborted', `request body not received: ${cause ? cause.message : 'the client closed the connection'}`));
     });
   };
 }

@@ -81,15 +81,15 @@ export class ConnectionTable {
     return this.entries.size;
   }
 
-  /** Called for every request once its headers are in. */
-  requestStarted(req: IncomingMessage, res: ServerResponse): void {
+  /** Called for every request once its headers are in, at `now` (performance.now()). */
+  requestStarted(req: IncomingMessage, res: ServerResponse, now = performance.now()): void {
     const entry = this.byClear.get(req.socket);
     if (entry === undefined) return;
     entry.req = req;
     entry.res = res;
     entry.mark = req.socket.bytesRead;
     entry.slow = 0;
-    entry.since = performance.now();
+    entry.since = now;
   }
 
   stop(): void {

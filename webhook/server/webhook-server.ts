@@ -180,10 +180,11 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   // The webhook port serves POST /mutate only. Every request reaches this listener once its headers
   // are in, before any body is read.
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
-    connections.requestStarted(req, res);
+    const now = performance.now();
+    connections.requestStarted(req, res, now);
     if (draining) res.setHeader('Connection', 'close');
     const url = req.url ?? '';
-    if (req.method === 'POST' && (url === '/mutate' || url.startsWith('/mutate?'))) handleAdmission(req, res);
+    if (req.method === 'POST' && (url === '/mutate' || url.startsWith('/mutate?'))) handleAdmission(req, res, now);
     else notFound(req, res);
   };
 
