@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { JSON_WORST_BUDGET_PER_BODY_BYTE, SMALL_BODY_BYTES, UNSCANNED_BODY_BYTES, type ResolvedInjectorConfig } from '../config';
 import { AdmissionRequest, AdmissionResponse, AdmissionReview, BadAdmissionReview, InjectionDecision, MutationResult, decodeAdmissionReview, evaluate } from '../engine';
 import { jsonString } from './json-text';
+import { reviewText } from './review-text';
 import type { Logger } from './logger';
 import { type MemoryBudget, JsonShapeScanner } from './memory-budget';
 import type { RequestOutcome, WebhookMetrics } from './metrics';
@@ -290,8 +291,19 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       if (body.length === 0) throw new HttpError(400, 'bad_request', 'body is empty: expected an AdmissionReview');
       let parsed: unknown;
       try {
-        parsed = JSON.parse(body.toString('utf8'));
-      } catch (error) {
+        // A small body without its managedFields (review-text.ts); a large one as it is, so that its
+        // text is never copied once more (the memory budget counts one copy).
+        parsed = JSON.parse(body.length <= SMALL_BODY_BYTES ? reviewText(body) : body.toString('utf8'));
+      } catch (firstError) {
+        // Where the whole body breaks, not the text without managedFields.
+        let error = firstError;
+        if (body.length <= SMALL_BODY_BYTES) {
+          try {
+            JSON.parse(body.toString('utf8'));
+          } catch (whole) {
+            error = whole;
+          }
+        }
         // V8's message quotes part of the body, which may be a secret: say only where it broke.
         const position = /position (\d+)/.exec((error as Error).message)?.[1];
         throw new HttpError(400, 'bad_request', `body is not JSON${position ? ` (syntax error at byte ${position})` : ' (unexpected end or invalid syntax)'}`);
