@@ -1212,7 +1212,7 @@ function whatStandsInTheWay(report: Report, missed: Target[]): string[] {
         lines.push(
           `After load the webhook keeps the heap it grew to: Node runs no garbage collection while idle, so V8 never shrinks it (in a 60 s idle check while this benchmark was written, RSS did not move at all). ` +
             `The baseline went from ${fmt(mb(report.idleRss.baseline))} to ${fmt(mb(report.afterLoadRss.baseline))} MiB the same way, the webhook from ${fmt(mb(report.idleRss.webhook))} to ${fmt(mb(report.afterLoadRss.webhook))} MiB. ` +
-            "The difference is mostly V8's young generation, which V8 grows (up to 2 x 16 MiB semi-spaces on 64-bit) when allocation is fast: " +
+            "The difference is mostly V8's young generation, which V8 grows when allocation is fast (to 2 x 8 MiB semi-spaces for the webhook, whose Deployment caps them at the memory limit / 24 in NODE_OPTIONS; to V8's default 2 x 16 MiB for the baseline): " +
             `${fmt(gw.allocatedPerRequest / 1024)} KiB per request for the webhook against ${fmt(gb.allocatedPerRequest / 1024)} KiB. It is retained capacity, not a leak: ` +
             '`npm run soak` checks that RSS stays flat under sustained load. The Deployment\'s memory limit (192 MiB) leaves headroom over ' +
             `the webhook's peak RSS in the load runs, ${fmt(mb(Math.max(...report.runs.filter((r) => r.server === 'webhook').map((r) => r.rssPeakKb))))} MiB.`,
@@ -1220,7 +1220,7 @@ function whatStandsInTheWay(report: Report, missed: Target[]): string[] {
           '**What could lower it**: allocating less per request (see above), or capping the young generation with `NODE_OPTIONS=--max-semi-space-size=4` ' +
             '(fewer MiB held, more frequent scavenges; a quick try at 2 MiB cut RSS and throughput both, so it is not the default). ' +
             'Where it goes (read from /proc/PID/smaps and /metrics on 2026-11-25, 3 s after three 5 s closed-loop runs; not part of this benchmark): 97 MiB in all, ' +
-            "of which the node binary's own pages were 38 MiB and anonymous memory 46 MiB (12.5 MiB before the load), in step with V8's young generation " +
+            "of which the node binary's own pages were 38 MiB and anonymous memory 46 MiB (12.5 MiB before the load), in step with V8's young generation (before the semi-space cap) " +
             'growing from 4 to 32 MiB; 30 s later nothing had moved. Forcing a collection does not give it back: in a plain Node 20 script, `gc()` (with `--expose-gc`), ' +
             "minor or major, leaves the young generation's size as it is. The image runs Node 22 on Alpine (musl), whose allocator returns memory " +
             'differently: these figures are glibc and Node 20, and the image was not measured here (no container engine).',
