@@ -290,14 +290,15 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
     try {
       if (body.length === 0) throw new HttpError(400, 'bad_request', 'body is empty: expected an AdmissionReview');
       let parsed: unknown;
+      // A small body without its managedFields (review-text.ts); a large one as it is, so that its
+      // text is never copied once more (the memory budget counts one copy).
+      const small = body.length <= SMALL_BODY_BYTES;
       try {
-        // A small body without its managedFields (review-text.ts); a large one as it is, so that its
-        // text is never copied once more (the memory budget counts one copy).
-        parsed = JSON.parse(body.length <= SMALL_BODY_BYTES ? reviewText(body) : body.toString('utf8'));
+        parsed = JSON.parse(small ? reviewText(body) : body.toString('utf8'));
       } catch (firstError) {
         // Where the whole body breaks, not the text without managedFields.
         let error = firstError;
-        if (body.length <= SMALL_BODY_BYTES) {
+        if (small) {
           try {
             JSON.parse(body.toString('utf8'));
           } catch (whole) {

@@ -48,7 +48,7 @@ export function reviewText(body: Buffer): string {
   for (let at = body.indexOf(KEY); at > 0; at = body.indexOf(KEY, at + KEY.length)) {
     // A member only: a quote after `{` or `,` opens a key (inside a string it would be escaped).
     const before = body[at - 1];
-    if ((before !== COMMA && before !== OPEN_BRACE) || at < from) continue;
+    if (before !== COMMA && before !== OPEN_BRACE) continue;
     const end = arrayEnd(body, at + KEY.length);
     if (end < 0) break;
     // With one of its commas: `,"managedFields":[...]` or `"managedFields":[...],`.

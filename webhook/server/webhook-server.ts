@@ -11,7 +11,7 @@ import * as v8 from 'node:v8';
 import express from 'express';
 import { LogLevel, MemorySizing, RUNTIME_DEFAULTS, ResolvedInjectorConfig, memorySizing } from '../config';
 import { createAdmissionHandler } from './admission-handler';
-import { ConnectionCloseReason, ConnectionTable } from './connection-table';
+import { ConnectionCloseReason, ConnectionTable, sentNothing } from './connection-table';
 import { Logger, createLogger } from './logger';
 import { MemoryBudget } from './memory-budget';
 import { WebhookMetrics } from './metrics';
@@ -226,13 +226,8 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   // connection is left open past the header timeout, idle like a keep-alive one, and closed quietly
   // by the connection table after KEEP_ALIVE_TIMEOUT_MS, later than the apiserver's 90 s, so the
   // apiserver closes it first (or sooner, to make room at the cap).
-  // A connection that has sent part of a request is still answered 408 and cut off.
-  // "Silent" is read from the TLS socket's count of cleartext bytes received. Never from a 'data'
-  // listener on the socket: adding one makes Node's HTTP server stop parsing the socket natively and
-  // feed it through JavaScript stream events instead, for the connection's whole life (about 6% more
-  // CPU per admission on a keep-alive connection; a test in test/server/http.test.ts counts the
-  // socket's 'data' events to catch it).
-  const isSilent = (socket: Socket): boolean => socket.bytesRead === 0;
+  // A connection that has sent part of a request is still answered 408 and cut off. "Silent" is
+  // the connection table's `sentNothing`, read from the TLS socket's count of cleartext bytes.
   // Plain HTTP: what it serves is no secret (health, readiness, counters) and is reached by the node's
   // kubelet and a Prometheus the NetworkPolicy names; a probe costs no handshake.
   const opsServer = http.createServer(
@@ -249,7 +244,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     false,
   );
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
-    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket instanceof TLSSocket && isSilent(socket)) {
+    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket instanceof TLSSocket && sentNothing(socket)) {
       logger.log('debug', 'a connection that has sent nothing yet is kept open past the header timeout');
       return;
     }
