@@ -1,0 +1,347 @@
+// npm run e2e:node: the default app's output, applied as it is (`kubectl apply -f dist/` of what
+// `npm run synth` writes) to a one-node cluster with a real kubelet, and every pod it makes started
+// and checked through the apiserver's own view. INJECTOR_BACKEND=admissionPolicy runs the same suite
+// with the policies instead of the webhook (the webhook's own pods and faults are then not part of it).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { policyApiVersionFor, policyApiserverFlags } from '../e2e/support/control-plane';
+import { NodeCluster, NODE_NAME, findNodeBinaries, minorVersion } from './support/node-cluster';
+import {
+  Pod,
+  cli,
+  condition,
+  containerStatus,
+  describePod,
+  describeRun,
+  events,
+  exec,
+  getPod,
+  isReady,
+  kubectl,
+  listPods,
+  npmSynth,
+  REPO_ROOT,
+  secondsBetween,
+  waitForPod,
+} from './support/node-checks';
+import { runFaultLoad } from './support/fault-load';
+
+const binaries = findNodeBinaries();
+const skip = typeof binaries === 'string' ? binaries : false;
+if (skip) console.log(`npm run e2e:node ${skip}`);
+
+const BACKEND = process.env.INJECTOR_BACKEND === 'admissionPolicy' ? 'admissionPolicy' : 'webhook';
+const WEBHOOK = BACKEND === 'webhook';
+const INJECTOR_NAMESPACE = 'sidecar-injector';
+/** The Envoy version the day-two step bumps to (a stand-in image of it is imported). */
+const ENVOY_NEXT = '1.21.0';
+
+const RESTRICTED = { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } };
+/** An app that stops at once on SIGTERM, as a well-behaved app does. */
+const SERVE_FOREVER = ['sh', '-c', 'trap "exit 0" TERM; while :; do sleep 1; done'];
+const app = (name = 'app', extra: Record<string, unknown> = {}) => ({ name, image: 'busybox:1.36', command: SERVE_FOREVER, securityContext: RESTRICTED, ...extra });
+
+let cluster: NodeCluster;
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sidecar-injector-e2e-node-'));
+const dist = path.join(work, 'dist');
+const certs = path.join(work, 'certs');
+let policyEnv: NodeJS.ProcessEnv = {};
+const began = performance.now();
+const progress = (line: string) => console.log(`[e2e:node ${((performance.now() - began) / 1000).toFixed(1).padStart(6)} s] ${line}`);
+
+before(async () => {
+  if (skip) return;
+  const bins = binaries as Exclude<typeof binaries, string>;
+  const minor = minorVersion(bins.kubeApiserver);
+  let apiserverFlags: string[] = [];
+  if (!WEBHOOK) {
+    const apiVersion = policyApiVersionFor(`v1.${minor}`);
+    policyEnv = { INJECTOR_BACKEND: 'admissionPolicy', INJECTOR_POLICY_API_VERSION: apiVersion };
+    apiserverFlags = minor >= 36 ? [] : policyApiserverFlags(apiVersion);
+  }
+  cluster = await NodeCluster.start(bins, { dir: path.join(work, 'cluster'), envoyVersions: ['1.20.3', ENVOY_NEXT], apiserverFlags, progress });
+  const version = await cluster.plane.ok('GET', '/version');
+  const node = await cluster.plane.ok('GET', `/api/v1/nodes/${NODE_NAME}`);
+  progress(`kube-apiserver /version ${version.gitVersion}; kubelet ${node.status.nodeInfo.kubeletVersion}, ${node.status.nodeInfo.containerRuntimeVersion}, kube-proxy ${cluster.versions.kubeProxy}; backend ${BACKEND}`);
+  progress(`npm run synth${WEBHOOK ? '' : ` (${Object.entries(policyEnv).map(([k, v]) => `${k}=${v}`).join(' ')})`} → ${dist}`);
+  npmSynth(dist, certs, policyEnv);
+  progress(kubectl(cluster, ['apply', '-f', dist]).trim().split('\n').join('; '));
+  if (WEBHOOK) kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
+});
+
+after(async () => {
+  await cluster?.stop();
+  if (!process.env.E2E_NODE_KEEP) fs.rmSync(work, { recursive: true, force: true });
+});
+
+function namespace(name: string, labels: Record<string, string> = {}): void {
+  kubectl(cluster, ['apply', '-f', '-'], JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', ...labels } },
+  }));
+}
+
+const apply = (object: Record<string, unknown>) => kubectl(cluster, ['apply', '-f', '-'], JSON.stringify(object));
+const ENABLED = { injection: 'enabled' };
+
+describe(`the default app on a node (${BACKEND})`, { skip }, () => {
+  if (WEBHOOK) {
+    test("the webhook's two replicas are Ready by their own probes in a namespace that enforces restricted", async () => {
+      const ns = await cluster.plane.ok('GET', `/api/v1/namespaces/${INJECTOR_NAMESPACE}`);
+      assert.equal(ns.metadata.labels['pod-security.kubernetes.io/enforce'], 'restricted');
+      const deployment = await cluster.plane.ok('GET', `/apis/apps/v1/namespaces/${INJECTOR_NAMESPACE}/deployments/sidecar-injector`);
+      assert.equal(deployment.status.readyReplicas, 2, JSON.stringify(deployment.status));
+      assert.equal(deployment.status.availableReplicas, 2);
+      const pods = await listPods(cluster, INJECTOR_NAMESPACE, 'app.kubernetes.io/name=sidecar-injector');
+      assert.equal(pods.length, 2, pods.map(describePod).join('\n'));
+      for (const pod of pods) {
+        assert.ok(isReady(pod), describePod(pod));
+        const webhook = pod.spec.containers.find((c: any) => c.name === 'webhook');
+        assert.equal(webhook.readinessProbe.httpGet.port, 'ops');
+        assert.equal(webhook.livenessProbe.httpGet.port, 'ops');
+        assert.equal(containerStatus(pod, 'webhook')!.restartCount, 0, describePod(pod));
+      }
+      // Behind the PDB: both healthy, one may go.
+      const pdb = await cluster.plane.ok('GET', `/apis/policy/v1/namespaces/${INJECTOR_NAMESPACE}/poddisruptionbudgets/sidecar-injector`);
+      assert.deepEqual({ healthy: pdb.status.currentHealthy, allowed: pdb.status.disruptionsAllowed }, { healthy: 2, allowed: 1 });
+      // Reached through the Service at the pods' own addresses.
+      const slices = await cluster.plane.ok('GET', `/apis/discovery.k8s.io/v1/namespaces/${INJECTOR_NAMESPACE}/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dsidecar-injector`);
+      const endpoints = slices.items.flatMap((slice: any) => slice.endpoints.filter((e: any) => e.conditions.ready).flatMap((e: any) => e.addresses));
+      assert.deepEqual(endpoints.sort(), pods.map((pod) => pod.status.podIP).sort());
+    });
+
+    test('the webhook pod runs as synthesized: uid 65532, read-only root, 0440 files for its group, RuntimeDefault seccomp, 192Mi and its NODE_OPTIONS', async () => {
+      const [pod] = await listPods(cluster, INJECTOR_NAMESPACE, 'app.kubernetes.io/name=sidecar-injector');
+      const name = pod.metadata.name;
+      const run = (command: string) => {
+        const result = exec(cluster, INJECTOR_NAMESPACE, name, 'webhook', ['sh', '-c', command]);
+        return `${result.stdout}${result.stderr}`.trim();
+      };
+      assert.equal(run('id -u; id -g'), '65532\n65532');
+      assert.match(run('touch /probe 2>&1; echo exit $?'), /Read-only file system[\s\S]*exit 1/);
+      // The kubelet wrote the Secret's and ConfigMaps' files 0440 for the pod's fsGroup.
+      assert.equal(run('stat -L -c "%a %g" /etc/sidecar-injector/tls/tls.key /etc/sidecar-injector/config/config.json /opt/sidecar-injector/server.js.br'), '440 65532\n440 65532\n440 65532');
+      assert.match(run('grep Seccomp: /proc/1/status'), /Seccomp:\s+2/);
+      assert.equal(run('cat /sys/fs/cgroup/memory/memory.limit_in_bytes'), String(192 * 1024 * 1024));
+      assert.match(run("tr '\\0' '\\n' < /proc/1/environ | grep NODE_OPTIONS"), /^NODE_OPTIONS=--max-old-space-size=96 --max-semi-space-size=8$/);
+      // The server read the limit through the downward API, and sized itself by it.
+      const log = kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'logs', name, '-c', 'webhook']);
+      assert.match(log, /"msg":"memory","limitBytes":201326592/);
+      assert.match(log, /"msg":"listening","port":8443,"opsPort":8081,"ready":true/);
+    });
+  }
+
+  test('seed 000: a pod in a labelled namespace is Ready with envoy Running as uid 101, its admin port answering', async () => {
+    namespace('seed-000', ENABLED);
+    apply({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'seed-000' }, spec: { containers: [app('web')] } });
+    const pod = await waitForPod(cluster, 'seed-000', 'web', 'Ready', isReady);
+    assert.deepEqual(pod.spec.containers.map((c: any) => c.name), ['web', 'envoy'], describePod(pod));
+    assert.ok(containerStatus(pod, 'envoy')!.state.running, describePod(pod));
+    assert.equal(exec(cluster, 'seed-000', 'web', 'envoy', ['id', '-u']).stdout.trim(), '101');
+    assert.equal(exec(cluster, 'seed-000', 'web', 'web', ['wget', '-qO-', 'http://127.0.0.1:9901/ready']).stdout.trim(), 'LIVE');
+  });
+
+  test('seed 002: a Deployment waits in its wait-for-it init container until the db Service answers, then its app starts', async () => {
+    namespace('seed-002', ENABLED);
+    const DB_IP = '10.96.0.53';
+    apply({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'orders', namespace: 'seed-002', annotations: { 'com.foreach/wait-for-it': 'db:5432' } },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: 'orders' } },
+        template: {
+          metadata: { labels: { app: 'orders' } },
+          // No cluster DNS runs on this node: the name comes from the pod's /etc/hosts.
+          spec: { hostAliases: [{ ip: DB_IP, hostnames: ['db'] }], containers: [app('orders')] },
+        },
+      },
+    });
+    let waiting: Pod | undefined;
+    await cluster.until('orders waiting in wait-for-it', async () => {
+      [waiting] = await listPods(cluster, 'seed-002', 'app=orders');
+      return !!waiting && !!containerStatus(waiting, 'wait-for-it')?.state?.running;
+    }, 120_000);
+    const name = waiting!.metadata.name;
+    await cluster.until('wait-for-it says it is waiting', () => kubectl(cluster, ['-n', 'seed-002', 'logs', name, '-c', 'wait-for-it']).includes('wait-for-it.sh: waiting 15 seconds for db:5432'), 30_000);
+    const before = await getPod(cluster, 'seed-002', name);
+    assert.equal(before!.status.phase, 'Pending', describePod(before));
+    assert.ok(containerStatus(before!, 'orders')!.state.waiting, describePod(before));
+    // Now the database: a Service at the address the app's hostAliases name, and a pod behind it.
+    apply({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'db', namespace: 'seed-002' }, spec: { clusterIP: DB_IP, selector: { app: 'db' }, ports: [{ port: 5432, targetPort: 5432 }] } });
+    const service = await cluster.plane.ok('GET', '/api/v1/namespaces/seed-002/services/db');
+    apply({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'db', namespace: 'seed-002', labels: { app: 'db' } }, spec: { containers: [app('db', { command: ['httpd', '-f', '-p', '5432', '-h', '/tmp'] })] } });
+    const ready = await waitForPod(cluster, 'seed-002', name, 'Ready', isReady, 180_000);
+    const init = containerStatus(ready, 'wait-for-it')!;
+    assert.equal(init.state.terminated.exitCode, 0, describePod(ready));
+    const log = kubectl(cluster, ['-n', 'seed-002', 'logs', name, '-c', 'wait-for-it']);
+    assert.match(log, /wait-for-it\.sh: db:5432 is available after \d+ seconds/);
+    // The app started only once the database was there.
+    const started = containerStatus(ready, 'orders')!.state.running.startedAt;
+    assert.ok(secondsBetween(service.metadata.creationTimestamp, started) >= 0, `app started ${started}, db Service created ${service.metadata.creationTimestamp}`);
+    progress(`seed 002: ${log.trim().split('\n').join(' | ')}; init restarts ${init.restartCount}`);
+  });
+
+  test("seed 003: the readiness probe's merged initialDelaySeconds shows in the running container's spec and status", async () => {
+    namespace('seed-003', ENABLED);
+    apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'probe', namespace: 'seed-003', labels: { app: 'myApp' } },
+      spec: { containers: [app('my-container', { readinessProbe: { exec: { command: ['true'] }, periodSeconds: 1 } })] },
+    });
+    const pod = await waitForPod(cluster, 'seed-003', 'probe', 'Ready', isReady);
+    const container = pod.spec.containers.find((c: any) => c.name === 'my-container');
+    assert.equal(container.readinessProbe.initialDelaySeconds, 10);
+    const status = containerStatus(pod, 'my-container')!;
+    const readyAfter = secondsBetween(status.state.running.startedAt, condition(pod, 'ContainersReady')!.lastTransitionTime);
+    assert.ok(readyAfter >= 10, `my-container became ready ${readyAfter} s after it started; the merged probe waits 10 s`);
+  });
+
+  test("seed 004: the nginx sidecar serves the ConfigMap's page, fetched from another pod", async () => {
+    namespace('seed-004', ENABLED);
+    apply({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'nginx-configmap', namespace: 'seed-004' },
+      data: {
+        'nginx.conf': [
+          'pid /tmp/nginx.pid;',
+          'events {}',
+          'http {',
+          '  client_body_temp_path /tmp/client_temp;',
+          '  access_log /dev/stdout;',
+          '  server { listen 8080; location / { root /etc/nginx; index index.html; } }',
+          '}',
+          '',
+        ].join('\n'),
+        'index.html': 'served by the injected nginx sidecar\n',
+      },
+    });
+    apply({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'page', namespace: 'seed-004', annotations: { 'sidecar-injector-webhook.morven.me/inject': 'true' } }, spec: { containers: [app('app')] } });
+    const pod = await waitForPod(cluster, 'seed-004', 'page', 'Ready', isReady);
+    assert.deepEqual(pod.spec.containers.map((c: any) => c.name).sort(), ['app', 'envoy', 'sidecar-nginx']);
+    namespace('seed-004-client');
+    apply({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'client', namespace: 'seed-004-client' }, spec: { containers: [app('client')] } });
+    await waitForPod(cluster, 'seed-004-client', 'client', 'Ready', isReady);
+    const fetched = exec(cluster, 'seed-004-client', 'client', 'client', ['wget', '-qO-', `http://${pod.status.podIP}:8080/`]);
+    assert.equal(fetched.stdout, 'served by the injected nginx sidecar\n', describeRun(fetched));
+  });
+
+  test('a Job whose pod got Envoy as a native sidecar completes', async () => {
+    namespace('jobs', ENABLED);
+    apply({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'once', namespace: 'jobs' },
+      spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [app('work', { command: ['sh', '-c', 'echo working; sleep 2; echo done'] })] } } },
+    });
+    await cluster.until('Job jobs/once Complete', async () => {
+      const job = await cluster.plane.ok('GET', '/apis/batch/v1/namespaces/jobs/jobs/once');
+      if (job.status.conditions?.some((c: any) => c.type === 'Failed' && c.status === 'True')) throw new Error(`Job failed: ${JSON.stringify(job.status)}`);
+      return job.status.conditions?.some((c: any) => c.type === 'Complete' && c.status === 'True');
+    }, 180_000);
+    const [pod] = await listPods(cluster, 'jobs', 'job-name=once');
+    const envoy = pod.spec.initContainers.find((c: any) => c.name === 'envoy');
+    assert.equal(envoy?.restartPolicy, 'Always', describePod(pod));
+    assert.equal(pod.status.phase, 'Succeeded', describePod(pod));
+    assert.equal(containerStatus(pod, 'work')!.state.terminated.exitCode, 0);
+  });
+
+  test('a Guaranteed pod runs as Guaranteed', async () => {
+    const resources = { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '100m', memory: '64Mi' } };
+    apply({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'steady', namespace: 'seed-000' }, spec: { containers: [app('steady', { resources })] } });
+    const pod = await waitForPod(cluster, 'seed-000', 'steady', 'Ready', isReady);
+    assert.equal(pod.status.qosClass, 'Guaranteed', describePod(pod));
+    const envoy = pod.spec.containers.find((c: any) => c.name === 'envoy');
+    assert.deepEqual(envoy.resources.limits, envoy.resources.requests);
+  });
+
+  test("an injection whose ConfigMap is missing in the pod's namespace: the pod waits in ContainerCreating and status names the missing ConfigMap", async () => {
+    namespace('no-config', ENABLED);
+    apply({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'page', namespace: 'no-config', annotations: { 'sidecar-injector-webhook.morven.me/inject': 'true' } }, spec: { containers: [app('app')] } });
+    await cluster.until('a FailedMount event for no-config/page', async () => (await events(cluster, 'no-config', 'page')).some((line) => /FailedMount: .*configmap "nginx-configmap" not found/.test(line)), 120_000);
+    const pod = await getPod(cluster, 'no-config', 'page');
+    assert.equal(containerStatus(pod!, 'app')?.state?.waiting?.reason ?? 'ContainerCreating', 'ContainerCreating', describePod(pod));
+    const run = await cli(cluster, ['status', '--from', dist, '-n', 'no-config']);
+    assert.match(run.stdout, /nginx-sidecar: volume nginx-conf needs ConfigMap nginx-configmap, missing in namespace no-config/, describeRun(run));
+    progress(`status on a missing ConfigMap: exit ${run.status}\n${run.stdout}`);
+  });
+
+  if (WEBHOOK) {
+    test('faults: a rolling restart of the injector and a killed webhook process under a load of pod creates, with failurePolicy Fail', async () => {
+      kubectl(cluster, ['patch', 'mutatingwebhookconfiguration', 'sidecar-injector.sidecar-injector', '--type=json', '-p', JSON.stringify([{ op: 'replace', path: '/webhooks/0/failurePolicy', value: 'Fail' }])]);
+      const results = await runFaultLoad(cluster, { namespace: INJECTOR_NAMESPACE, progress });
+      for (const result of results) {
+        progress(`faults, ${result.fault}: ${result.created} created, ${result.rejected} rejected, ${result.withoutEnvoy} without envoy; ${result.fault} took ${result.faultSeconds.toFixed(1)} s, load ${result.loadSeconds.toFixed(1)} s${result.errors.length ? `; errors: ${result.errors.slice(0, 5).join(' | ')}` : ''}`);
+        assert.equal(result.rejected, 0, `${result.fault}: ${result.errors.join('\n')}`);
+        assert.equal(result.withoutEnvoy, 0, result.fault);
+        assert.equal(result.created, result.requested, result.fault);
+      }
+    });
+  }
+
+  test('day two: an Envoy bump is applied, status exits 3, rollout waits until the Deployments are available, then status exits 0', async () => {
+    namespace('day-two', ENABLED);
+    for (const name of ['web', 'api']) {
+      apply({
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name, namespace: 'day-two' },
+        spec: { replicas: 2, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [app(name)] } } },
+      });
+    }
+    for (const name of ['web', 'api']) kubectl(cluster, ['-n', 'day-two', 'rollout', 'status', `deploy/${name}`, '--timeout=180s']);
+    const upToDate = await cli(cluster, ['status', '--from', dist, '-n', 'day-two']);
+    assert.equal(upToDate.status, 0, describeRun(upToDate));
+
+    // The bump: the app's Envoy image changed, synthesized and applied as a GitOps pipeline would.
+    const bumped = bumpEnvoy(ENVOY_NEXT);
+    progress(kubectl(cluster, ['apply', '-f', bumped]).trim().split('\n').filter((line) => !line.endsWith('unchanged')).join('; '));
+    if (WEBHOOK) kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
+    const stale = await cli(cluster, ['status', '--from', bumped, '-n', 'day-two']);
+    progress(`$ status --from dist/ -n day-two → exit ${stale.status}\n${stale.stdout}`);
+    assert.equal(stale.status, 3, describeRun(stale));
+
+    const rollout = await cli(cluster, ['rollout', '--from', bumped, '-n', 'day-two', '--timeout', '300s']);
+    progress(`$ rollout --from dist/ -n day-two → exit ${rollout.status} after ${rollout.seconds.toFixed(1)} s\n${rollout.stdout}`);
+    assert.equal(rollout.status, 0, describeRun(rollout));
+    // Returned only once each Deployment is available with every replica updated, as rollout status decides it.
+    for (const name of ['web', 'api']) {
+      const deployment = await cluster.plane.ok('GET', `/apis/apps/v1/namespaces/day-two/deployments/${name}`);
+      const { replicas, updatedReplicas, availableReplicas, readyReplicas } = deployment.status;
+      assert.deepEqual({ replicas, updatedReplicas, availableReplicas, readyReplicas }, { replicas: 2, updatedReplicas: 2, availableReplicas: 2, readyReplicas: 2 }, name);
+    }
+    await cluster.until('the old pods gone', async () => (await listPods(cluster, 'day-two')).every((pod) => !pod.metadata.deletionTimestamp), 120_000);
+    const fresh = await cli(cluster, ['status', '--from', bumped, '-n', 'day-two']);
+    assert.equal(fresh.status, 0, describeRun(fresh));
+    for (const pod of await listPods(cluster, 'day-two')) {
+      assert.equal(containerStatus(pod, 'envoy')!.image, `docker.io/envoyproxy/envoy:v${ENVOY_NEXT}`, describePod(pod));
+    }
+  });
+});
+
+/** The default app with Envoy at `version`, synthesized to a directory of its own with the same certificates. */
+function bumpEnvoy(version: string): string {
+  const outdir = path.join(work, `dist-envoy-${version}`);
+  const script = path.join(work, 'bump.ts');
+  fs.writeFileSync(
+    script,
+    [
+      `import { synthDefaultApp } from ${JSON.stringify(path.join(__dirname, '../../app/default-app'))};`,
+      `import { DEFAULT_INJECTIONS } from ${JSON.stringify(path.join(__dirname, '../../app/default-injections'))};`,
+      `const injections = DEFAULT_INJECTIONS.map((i) => i.name !== 'envoy' ? i : { ...i, containers: i.containers!.map((c) => ({ ...c, image: 'envoyproxy/envoy:v${version}' })) });`,
+      `synthDefaultApp({ outdir: ${JSON.stringify(outdir)}, certificateStore: ${JSON.stringify(certs)}, injections, backend: ${JSON.stringify(policyEnv.INJECTOR_BACKEND)}, admissionPolicyApiVersion: ${JSON.stringify(policyEnv.INJECTOR_POLICY_API_VERSION)} });`,
+      '',
+    ].join('\n'),
+  );
+  const result = spawnSync(process.execPath, ['--import', 'tsx', script], { cwd: REPO_ROOT, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`synth of the bumped app exited ${result.status}:\n${result.stderr}${result.stdout}`);
+  return outdir;
+}
