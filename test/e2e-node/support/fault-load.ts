@@ -12,6 +12,8 @@ export type Fault = 'rolling restart' | 'killed webhook process';
 
 export interface FaultResult {
   readonly fault: Fault;
+  /** Rejections after the injector was whole again (the rollout finished; the killed pod Ready). */
+  readonly rejectedAfterHealed: number;
   readonly requested: number;
   readonly created: number;
   readonly rejected: number;
@@ -45,8 +47,15 @@ function kubectlAsync(cluster: NodeCluster, args: readonly string[]): Promise<{ 
 }
 
 /** Creates `count` pods at `rate` per second, at most 16 in flight; resolves with each answer's status and message. */
-async function createPods(cluster: NodeCluster, namespace: string, count: number, rate: number): Promise<{ status: number; message: string }[]> {
-  const answers: Promise<{ status: number; message: string }>[] = [];
+interface Answer {
+  readonly status: number;
+  readonly message: string;
+  /** When the create was sent (performance.now()). */
+  readonly sent: number;
+}
+
+async function createPods(cluster: NodeCluster, namespace: string, count: number, rate: number): Promise<Answer[]> {
+  const answers: Promise<Answer>[] = [];
   const started = performance.now();
   const inFlight = new Set<Promise<unknown>>();
   for (let i = 0; i < count; i++) {
@@ -61,10 +70,11 @@ async function createPods(cluster: NodeCluster, namespace: string, count: number
       // Admitted and injected, then left Pending: the node's two cores serve the injector, not 300 sandboxes.
       spec: { nodeSelector: { 'e2e.sidecar-injector.io/schedule': 'never' }, containers: [{ name: 'app', image: 'busybox:1.36', command: ['sleep', '3600'], securityContext: RESTRICTED }] },
     };
+    const sent = performance.now();
     const answer = cluster.plane
       .request('POST', `/api/v1/namespaces/${namespace}/pods`, pod)
-      .then((response) => ({ status: response.status, message: response.status === 201 ? '' : `${pod.metadata.name}: ${response.status} ${response.body?.message ?? JSON.stringify(response.body)}` }))
-      .catch((error: Error) => ({ status: 0, message: `${pod.metadata.name}: ${error.message}` }));
+      .then((response) => ({ sent, status: response.status, message: response.status === 201 ? '' : `${pod.metadata.name}: ${response.status} ${response.body?.message ?? JSON.stringify(response.body)}` }))
+      .catch((error: Error) => ({ sent, status: 0, message: `${pod.metadata.name}: ${error.message}` }));
     inFlight.add(answer);
     void answer.then(() => inFlight.delete(answer));
     answers.push(answer);
@@ -72,8 +82,8 @@ async function createPods(cluster: NodeCluster, namespace: string, count: number
   return Promise.all(answers);
 }
 
+/** Runs the fault; resolves when the injector is whole again, with when that was (performance.now()). */
 async function runFault(cluster: NodeCluster, fault: Fault, injectorNamespace: string, progress: (line: string) => void): Promise<number> {
-  const started = performance.now();
   if (fault === 'rolling restart') {
     const restart = await kubectlAsync(cluster, ['-n', injectorNamespace, 'rollout', 'restart', 'deploy/sidecar-injector']);
     if (restart.status !== 0) throw new Error(`rollout restart: ${restart.output}`);
@@ -90,7 +100,7 @@ async function runFault(cluster: NodeCluster, fault: Fault, injectorNamespace: s
       return !!pod && containerStatus(pod, 'webhook')!.restartCount > before.restartCount && isReady(pod);
     }, 180_000);
   }
-  return (performance.now() - started) / 1000;
+  return performance.now();
 }
 
 /** Each fault under its own load, in its own namespace. */
@@ -110,13 +120,15 @@ export async function runFaultLoad(cluster: NodeCluster, options: FaultLoadOptio
     const loadStarted = performance.now();
     const load = createPods(cluster, namespace, count, rate);
     await new Promise((resolve) => setTimeout(resolve, 2000));
-    const faultSeconds = await runFault(cluster, fault, options.namespace, progress);
+    const faultStarted = performance.now();
+    const healed = await runFault(cluster, fault, options.namespace, progress);
     const answers = await load;
     const loadSeconds = (performance.now() - loadStarted) / 1000;
     const pods = await listPods(cluster, namespace, 'load=fault');
     const withoutEnvoy = pods.filter((pod) => !pod.spec.containers.some((c: any) => c.name === 'envoy')).length;
     const errors = answers.filter((answer) => answer.status !== 201).map((answer) => answer.message);
-    results.push({ fault, requested: count, created: pods.length, rejected: errors.length, withoutEnvoy, errors, faultSeconds, loadSeconds });
+    const rejectedAfterHealed = answers.filter((answer) => answer.status !== 201 && answer.sent > healed).length;
+    results.push({ fault, requested: count, created: pods.length, rejected: errors.length, rejectedAfterHealed, withoutEnvoy, errors, faultSeconds: (healed - faultStarted) / 1000, loadSeconds });
     await cluster.plane.request('DELETE', `/api/v1/namespaces/${namespace}`);
   }
   return results;
