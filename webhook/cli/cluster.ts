@@ -1,6 +1,8 @@
 // The live cluster, read (and for `rollout`, patched) through the user's kubeconfig with
 // @kubernetes/client-node. Loaded only when a command talks to a cluster: the construct library and
-// the other commands never load it (it is large, and ESM, loaded through require(esm)).
+// the other commands never load it (it is large, and ESM, loaded through require(esm)). It is an
+// optional peer dependency: a project that only synthesizes never installs it, and `status` and
+// `rollout` say in one line what to install when it is absent.
 
 import type { KubernetesObject } from '../engine/admission-review';
 import { ownStringMap } from '../engine/pod-patch-builder';
@@ -14,7 +16,32 @@ export class ClusterError extends Error {
   }
 }
 
+/** The cluster client is not installed: exit code 2, with the one line that says what to install. */
+export class MissingClusterClientError extends Error {
+  constructor() {
+    super(`status and rollout read the cluster through ${CLUSTER_CLIENT_PACKAGE}, an optional peer dependency that is not installed: npm install ${CLUSTER_CLIENT_PACKAGE}@${CLUSTER_CLIENT_RANGE}`);
+    this.name = 'MissingClusterClientError';
+  }
+}
+
+/** The cluster client's package and the range of it this package supports (package.json's peerDependencies, kept equal by a test). */
+export const CLUSTER_CLIENT_PACKAGE = '@kubernetes/client-node';
+export const CLUSTER_CLIENT_RANGE = '^1.4.0';
+
 type ClientNode = typeof import('@kubernetes/client-node');
+
+/** Loads the cluster client, or says what to install. */
+export async function loadClusterClient(): Promise<ClientNode> {
+  try {
+    return await import('@kubernetes/client-node');
+  } catch (error) {
+    const e = error as { code?: string; message?: string };
+    const notFound = e.code === 'MODULE_NOT_FOUND' || e.code === 'ERR_MODULE_NOT_FOUND';
+    // Only the package itself missing: a missing file inside an installed copy is a broken install, said as it is.
+    if (notFound && String(e.message).includes(`'${CLUSTER_CLIENT_PACKAGE}'`)) throw new MissingClusterClientError();
+    throw error;
+  }
+}
 
 export interface ClusterConnection {
   readonly k8s: ClientNode;
@@ -29,7 +56,7 @@ export interface ClusterConnection {
 
 /** Connects as kubectl does: `--kubeconfig`, else KUBECONFIG, else ~/.kube/config (or in-cluster). */
 export async function connect(kubeconfig: string | undefined): Promise<ClusterConnection> {
-  const k8s: ClientNode = await import('@kubernetes/client-node');
+  const k8s = await loadClusterClient();
   const config = new k8s.KubeConfig();
   try {
     if (kubeconfig !== undefined) config.loadFromFile(kubeconfig);
