@@ -6,6 +6,8 @@
 
 import type { KubernetesObject } from '../engine/admission-review';
 import { ownStringMap } from '../engine/pod-patch-builder';
+import type { GuardedOperation } from './in-place-plan';
+import { PatchConflict, type PodClient, type PodEndpoint } from './in-place-rollout';
 import { type ClusterObjects, ownerKey } from './injection-status';
 
 /** The cluster could not be read or changed: exit code 6. */
@@ -48,6 +50,7 @@ export interface ClusterConnection {
   readonly core: import('@kubernetes/client-node').CoreV1Api;
   readonly apps: import('@kubernetes/client-node').AppsV1Api;
   readonly batch: import('@kubernetes/client-node').BatchV1Api;
+  readonly discovery: import('@kubernetes/client-node').DiscoveryV1Api;
   /** The namespace of the kubeconfig's current context ('default' when it names none), as kubectl uses it. */
   readonly contextNamespace: string;
   /** `context <name> (server <url>)`, for messages. */
@@ -72,6 +75,7 @@ export async function connect(kubeconfig: string | undefined): Promise<ClusterCo
     core: config.makeApiClient(k8s.CoreV1Api),
     apps: config.makeApiClient(k8s.AppsV1Api),
     batch: config.makeApiClient(k8s.BatchV1Api),
+    discovery: config.makeApiClient(k8s.DiscoveryV1Api),
     contextNamespace: context?.namespace || 'default',
     description: `context ${config.getCurrentContext()} (server ${cluster.server})`,
   };
@@ -211,4 +215,54 @@ export async function rolloutProgress(connection: ClusterConnection, namespace: 
   const failed = (status.conditions ?? []).find((condition: any) => condition.type === 'Progressing' && condition.reason === 'ProgressDeadlineExceeded');
   if (failed) throw new ClusterError(`${kind} ${namespace}/${name}: ${failed.message ?? 'progress deadline exceeded'}`);
   return { done: updated >= replicas && total <= updated && available >= replicas, message: `${updated} of ${replicas} updated, ${available} available, ${total - updated} old` };
+}
+
+/**
+ * The pods of `rollout --in-place` through client-node. A patch whose `test` fails is answered 422
+ * ("testing value ... failed"), one against a newer object 409: both are a PatchConflict, so the pod
+ * is read and planned again.
+ */
+export function podClient(connection: ClusterConnection): PodClient {
+  const { k8s, core, discovery } = connection;
+  const servicesOfPod = new Map<string, Set<string>>();
+  return {
+    async getPod(namespace, name) {
+      return plain(await call(`reading pod ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name })));
+    },
+    async patchPod(namespace, name, operations: readonly GuardedOperation[]) {
+      const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
+      try {
+        return plain(await core.patchNamespacedPod({ namespace, name, body: operations as object[] }, options));
+      } catch (error) {
+        const e = error as { code?: number };
+        const message = describeError(error);
+        if (e.code === 409 || (e.code === 422 && /test/i.test(message))) throw new PatchConflict(`patching pod ${namespace}/${name}: ${message}`);
+        throw new ClusterError(`patching pod ${namespace}/${name}: ${message}`);
+      }
+    },
+    async setPodCondition(namespace, name, condition) {
+      // Merged by type into status.conditions (the kubelet's own are kept): pods/status, as the kubelet writes it.
+      const body = { status: { conditions: [{ ...condition, lastProbeTime: null, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }] } };
+      const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
+      await call(`setting condition ${condition.type} of pod ${namespace}/${name}`, () => core.patchNamespacedPodStatus({ namespace, name, body }, options));
+    },
+    async podEndpoints(namespace, podUid) {
+      // Once the Services that list the pod are known, only their slices are read (by the service-name label).
+      const known = servicesOfPod.get(podUid);
+      const labelSelector = known && known.size > 0 ? `kubernetes.io/service-name in (${[...known].join(',')})` : undefined;
+      const slices = await listAll(`listing endpointslices in namespace ${namespace}`, (token) => discovery.listNamespacedEndpointSlice({ namespace, labelSelector, limit: 500, _continue: token }));
+      const found: PodEndpoint[] = [];
+      const services = new Set<string>();
+      for (const slice of slices as any[]) {
+        for (const endpoint of slice.endpoints ?? []) {
+          if (endpoint?.targetRef?.kind !== 'Pod' || endpoint.targetRef.uid !== podUid) continue;
+          found.push({ slice: String(slice.metadata?.name), ready: endpoint.conditions?.ready !== false });
+          const service = slice.metadata?.labels?.['kubernetes.io/service-name'];
+          if (typeof service === 'string') services.add(service);
+        }
+      }
+      if (!known) servicesOfPod.set(podUid, services);
+      return found;
+    },
+  };
 }

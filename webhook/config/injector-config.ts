@@ -265,6 +265,19 @@ export function annotationKeys(prefix: string): {
   status: string;
   /** `<prefix>/injection-hashes`: `name=hash,...` of the injections applied, as configured when applied. */
   hashes: string;
+  /** `<prefix>/previous-images`: written by `rollout --in-place` beside the images it replaced (JSON:
+   * the hashes annotation and each container's image before), so `rollout --in-place --undo` can put them back. */
+  previousImages: string;
 } {
-  return { inject: `${prefix}/inject`, status: `${prefix}/status`, hashes: `${prefix}/injection-hashes` };
+  return { inject: `${prefix}/inject`, status: `${prefix}/status`, hashes: `${prefix}/injection-hashes`, previousImages: `${prefix}/previous-images` };
+}
+
+/**
+ * The pod condition of a readiness gate that an injection with `readinessGate: true` adds:
+ * `<prefix>/sidecars-ready`. The injector sets it True on the pod's first status write; only
+ * `rollout --in-place` sets it False, while it replaces a sidecar's image, so the pod leaves its
+ * Services' endpoints first.
+ */
+export function readinessConditionType(prefix: string): string {
+  return `${prefix}/sidecars-ready`;
 }
