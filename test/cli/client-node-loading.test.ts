@@ -67,7 +67,7 @@ test('without the cluster client, status and rollout say in one line what to ins
   const run = (args: string[], input = '') =>
     spawnSync(process.execPath, ['--import', path.join(dir, 'register.mjs'), '--import', 'tsx', path.join(REPO_ROOT, 'webhook/cli/main.ts'), ...args], { cwd: REPO_ROOT, encoding: 'utf8', input, timeout: 60_000 });
   const line = `error: status and rollout read the cluster through @kubernetes/client-node, an optional peer dependency that is not installed: npm install @kubernetes/client-node@${CLUSTER_CLIENT_RANGE}\n`;
-  for (const args of [['status', '--config', config], ['rollout', '--config', config]]) {
+  for (const args of [['status', '--config', config], ['rollout', '--config', config], ['rollout', '--in-place', '--config', config]]) {
     const result = run(args);
     assert.equal(result.status, 2, `${args.join(' ')}: ${result.stderr}`);
     assert.equal(result.stderr, line, args.join(' '));

@@ -190,6 +190,23 @@ test('a status write between the read and the patch fails the resourceVersion te
   assert.equal(cluster.pod('shop', name).spec.containers[1].image, 'envoyproxy/envoy:v1.31.1');
 });
 
+test('a patch refused while the pod did not change is not sent again: the run stops there, the pod back in its Services', async () => {
+  const cluster = new FakeCluster();
+  const names = deployment(cluster, 'web', 2, OLD, true);
+  cluster.refusePatches = 'admission webhook "policy.example.com" denied the request: images must come from registry.example';
+  const result = await run(cluster, NEW);
+  assert.equal(result.exitCode, 7, result.describe());
+  assert.equal(cluster.patches, 1, 'one attempt: the resourceVersion had not changed');
+  assert.equal(
+    result.stderr,
+    `error: pod shop/${names[0]}: replacing images (attempt 1): HTTP 422: admission webhook "policy.example.com" denied the request: images must come from registry.example\n` +
+      'stopped: 0 pods upgraded, 1 pod and 0 workload restarts not started\n',
+  );
+  const pod = cluster.pod('shop', names[0]);
+  assert.equal(pod.status.conditions.find((c: any) => c.type === GATE).status, 'True', 'the gate\'s condition is set back');
+  assert.equal(pod.spec.containers[1].image, 'envoyproxy/envoy:v1.31.0');
+});
+
 test('pods that cannot be upgraded in place have their workload restarted after the in-place ones', async () => {
   const cluster = new FakeCluster();
   deployment(cluster, 'web', 2, OLD);
@@ -199,6 +216,18 @@ test('pods that cannot be upgraded in place have their workload restarted after 
   assert.match(result.stdout, /  Deployment shop\/api: restart: 1 pod cannot be upgraded in place\n    api-7c9d8f-0: envoy changed more than its images/, result.describe());
   assert.deepEqual(result.restarted, ['Deployment shop/api']);
   assert.ok(result.stdout.indexOf('upgraded in place: 2 pods') > 0);
+});
+
+test('a pod an interrupted run left out of its Services, with nothing else to do, is set back', async () => {
+  const cluster = new FakeCluster();
+  const [name] = deployment(cluster, 'web', 1, NEW, true);
+  await cluster.setPodCondition('shop', name, { type: GATE, status: 'False', reason: 'InPlaceUpgrade', message: 'interrupted' });
+  cluster.tick();
+  assert.equal(cluster.pod('shop', name).status.conditions.find((c: any) => c.type === 'Ready').status, 'False');
+  const result = await run(cluster, NEW);
+  assert.equal(result.exitCode, 0, result.describe());
+  assert.match(result.stdout, new RegExp(`set back in their Services \\(held by an interrupted rollout --in-place\\): shop/${name}\nset back pod shop/${name}\n$`), result.describe());
+  assert.equal(cluster.pod('shop', name).status.conditions.find((c: any) => c.type === GATE).status, 'True');
 });
 
 test('--dry-run prints the plan and writes nothing', async () => {

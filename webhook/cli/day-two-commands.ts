@@ -3,14 +3,14 @@
 // `kubectl get namespaces,replicasets,pods -o json` on stdin.
 
 import { Command, Option } from 'commander';
-import { dns1123LabelError, type LabelSelectorRequirement } from '../config';
+import { dns1123LabelError, type LabelSelectorRequirement, readinessConditionType } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import { matchesLabelSelector, type LabelSelector } from '../engine/label-selector';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { type ClusterObjects, type InjectionState, STALE_STATES, classifyPods, ownerKey } from './injection-status';
 import { type InjectorSource, loadConfigFile, loadSynthesized } from './injector-source';
 import { UsageError, readManifests } from './manifest-input';
-import { DEFAULT_NATIVE_SIDECARS, type InPlaceOptions } from './in-place-plan';
+import { DEFAULT_NATIVE_SIDECARS, type InPlaceOptions, heldPods } from './in-place-plan';
 import { type InPlaceCluster, type InPlaceCommandOptions, runInPlaceCommand } from './in-place-command';
 import { type DrainMode, REAL_CLOCK } from './in-place-rollout';
 import { listItems } from './preview';
@@ -198,8 +198,15 @@ export function addDayTwoCommands(program: Command, io: CommandIo): void {
       const pods = classifyPods(objects, source);
       const report = statusReport(pods, source.config);
       // Each pod too, for scripts: which workload, and the state of each of its injections.
-      if (options.output === 'json') io.stdout(JSON.stringify({ config: source.description, from: where, ...report, pods }, null, 2) + '\n');
-      else io.stdout(`pods: ${where}\n` + formatStatus(report, source.description));
+      // Pods an interrupted rollout --in-place left out of their Services (the gate's condition False).
+      const held = heldPods(objects.pods, source.config.annotationPrefix);
+      if (options.output === 'json') io.stdout(JSON.stringify({ config: source.description, from: where, ...report, pods, held }, null, 2) + '\n');
+      else {
+        io.stdout(`pods: ${where}\n` + formatStatus(report, source.description));
+        if (held.length > 0) {
+          io.stdout(`${held.length} pod${held.length === 1 ? '' : 's'} held out of ${held.length === 1 ? 'its' : 'their'} Services by an interrupted rollout --in-place (${readinessConditionType(source.config.annotationPrefix)} False): ${held.join(', ')}; rollout --in-place sets it back\n`);
+        }
+      }
       io.exit(report.exitCode);
     });
 

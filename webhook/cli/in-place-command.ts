@@ -13,6 +13,7 @@ import {
   type PodInPlacePlan,
   type PodUndoPlan,
   type WorkloadInPlacePlan,
+  heldPods,
   inPlacePatch,
   inPlacePlan,
   planPod,
@@ -129,6 +130,7 @@ async function runPods(
   prefix: string,
   limit: number,
   say: (line: string) => void,
+  verb: string,
 ): Promise<{ upgraded: string[]; skipped: string[]; failure?: PodUpgradeFailure; failedPod?: string; notStarted: number }> {
   const upgraded: string[] = [];
   const skipped: string[] = [];
@@ -153,7 +155,7 @@ async function runPods(
               say(`skipped pod ${name}: ${result.skipped}`);
             } else {
               upgraded.push(name);
-              say(describeUpgrade(result));
+              say(describeUpgrade(result, verb));
             }
           } catch (error) {
             if (!(error instanceof PodUpgradeFailure)) throw error;
@@ -212,7 +214,7 @@ export async function runInPlaceCommand(
     };
     const byWorkload = groupPods(plan.pods, (pod) => ({ namespace: pod.namespace, name: pod.name, replan: replanUndo }));
     const { pods } = await cluster();
-    const result = await runPods(byWorkload, pods, clock, options, prefix, Infinity, say);
+    const result = await runPods(byWorkload, pods, clock, options, prefix, Infinity, say, 'put back');
     if (result.failure) {
       io.stderr(`error: ${result.failure.message}\nstopped: ${plural(result.upgraded.length, 'pod')} put back, ${plural(result.notStarted, 'pod')} not started\n`);
       io.exit(EXIT_IN_PLACE_FAILED);
@@ -221,8 +223,20 @@ export async function runInPlaceCommand(
   }
 
   const plan = inPlacePlan(objects, source, planOptions);
-  io.stdout([...header, formatInPlacePlan(plan, options, prefix).trimEnd()].join('\n') + '\n');
+  // Pods an interrupted run left out of their Services, with nothing else to do: set back.
+  const planned = new Set(plan.workloads.flatMap((workload) => [...workload.inPlace, ...workload.fallBack]).map((pod) => `${pod.namespace}/${pod.name}`));
+  const held = heldPods(objects.pods, prefix).filter((pod) => !planned.has(pod));
+  const heldLine = held.length > 0 ? [`set back in their Services (held by an interrupted rollout --in-place): ${held.join(', ')}`] : [];
+  io.stdout([...header, formatInPlacePlan(plan, options, prefix).trimEnd(), ...heldLine].join('\n') + '\n');
   if (options.dryRun) return say('dry run: nothing changed');
+  if (held.length > 0) {
+    const { pods } = await cluster();
+    for (const pod of held) {
+      const [namespace, name] = pod.split('/');
+      await pods.setPodCondition(namespace, name, { type: readinessConditionType(prefix), status: 'True', reason: 'InPlaceUpgraded', message: 'set back after an interrupted rollout --in-place' });
+      say(`set back pod ${pod}`);
+    }
+  }
   if (options.continueAfterCanary) {
     const unready = unreadyUpgradedPods(objects, prefix);
     if (unready.length > 0) {
@@ -246,7 +260,7 @@ export async function runInPlaceCommand(
   if (podCount === 0 && restarts.length === 0) return;
   const { pods, restart } = await cluster();
   const limit = options.canary ?? Infinity;
-  const result = podCount > 0 ? await runPods(jobs, pods, clock, options, prefix, limit, say) : { upgraded: [], skipped: [], notStarted: 0 };
+  const result = podCount > 0 ? await runPods(jobs, pods, clock, options, prefix, limit, say, 'upgraded') : { upgraded: [], skipped: [], notStarted: 0 };
   if ('failure' in result && result.failure) {
     const undo = result.failure.patched ? `; the images of pod ${result.failedPod} were replaced: rollout --in-place --undo puts the previous ones back` : '';
     io.stderr(

@@ -21,7 +21,7 @@ import {
 } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import { pointer } from '../engine/json-pointer';
-import { evaluate, parseStatus } from '../engine/mutate';
+import { evaluate } from '../engine/mutate';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { applyPatch, type Operation } from 'fast-json-patch';
 import { type ClusterObjects, type PodStatus, type WorkloadRef, classifyPods, configForPod, workloadOf } from './injection-status';
@@ -496,7 +496,16 @@ export function undoPatch(pod: KubernetesObject, plan: PodUndoPlan, prefix: stri
   return operations;
 }
 
-/** Whether a pod's status annotation lists any injection (for messages). */
-export function carriesInjections(pod: KubernetesObject, prefix: string): boolean {
-  return parseStatus(ownStringMap(metadataOf(pod).annotations)[annotationKeys(prefix).status]).size > 0;
+/**
+ * The pods an interrupted `rollout --in-place` left out of their Services: the readiness gate's
+ * condition False. `namespace/name` each; `rollout --in-place` sets it back where nothing else is left to do.
+ */
+export function heldPods(pods: readonly KubernetesObject[], prefix: string): string[] {
+  const type = readinessConditionType(prefix);
+  return pods
+    .filter((pod) => {
+      const conditions = isObject(pod.status) && Array.isArray(pod.status.conditions) ? pod.status.conditions : [];
+      return conditions.some((condition) => isObject(condition) && condition.type === type && condition.status === 'False');
+    })
+    .map((pod) => `${metadataOf(pod).namespace ?? 'default'}/${metadataOf(pod).name}`);
 }

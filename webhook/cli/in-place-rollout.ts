@@ -255,8 +255,12 @@ export async function upgradePod(
       await client.patchPod(namespace, name, planned.operations);
       patched = true;
     } catch (error) {
-      if (!(error instanceof PatchConflict) || attempt >= PATCH_ATTEMPTS) await failed(refused(`replacing images (attempt ${attempt})`, error, false));
+      const readVersion = resourceVersionOf(pod);
       pod = await client.getPod(namespace, name).catch((readError) => failed(refused('reading it', readError, false)));
+      // A pod changed since it was read fails the patch's tests (the apiserver answers a failed test
+      // with a bare 422): read again, it has another resourceVersion. The same one: a real refusal.
+      const changed = error instanceof PatchConflict || resourceVersionOf(pod) !== readVersion;
+      if (!changed || attempt >= PATCH_ATTEMPTS) await failed(refused(`replacing images (attempt ${attempt})`, error, false));
       planned = replan(pod);
       if ('skip' in planned) {
         if (gate) await setGate('True', false);
@@ -323,6 +327,10 @@ export async function upgradePod(
   };
 }
 
+function resourceVersionOf(pod: KubernetesObject): unknown {
+  return isObject(pod.metadata) ? pod.metadata.resourceVersion : undefined;
+}
+
 function snapshot(pod: KubernetesObject, container: string): ContainerBefore {
   const entry = containerStatus(pod, container);
   return { containerID: entry?.containerID, imageID: entry?.imageID, restartCount: Number(entry?.restartCount ?? 0) };
@@ -341,10 +349,10 @@ function describeWaiting(pod: KubernetesObject, changes: readonly ImageChange[])
 }
 
 /** The text of one upgraded pod, as the run prints it. */
-export function describeUpgrade(upgrade: PodUpgrade): string {
+export function describeUpgrade(upgrade: PodUpgrade, verb = 'upgraded'): string {
   const containers = upgrade.containers
     .map((c) => `${c.container} restartCount ${c.restartCount[0]} -> ${c.restartCount[1]}, imageID ${c.imageID[0] ?? '(none)'} -> ${c.imageID[1] ?? '(none)'}`)
     .join('; ');
   const others = upgrade.otherRestarts.length > 0 ? `; OTHER CONTAINERS RESTARTED: ${upgrade.otherRestarts.join(', ')}` : '; no other container restarted';
-  return `upgraded pod ${upgrade.namespace}/${upgrade.name} in ${(upgrade.milliseconds / 1000).toFixed(1)}s: ${containers}${others}`;
+  return `${verb} pod ${upgrade.namespace}/${upgrade.name} in ${(upgrade.milliseconds / 1000).toFixed(1)}s: ${containers}${others}`;
 }

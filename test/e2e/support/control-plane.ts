@@ -114,6 +114,8 @@ export interface KubeResponse {
 export interface ControlPlaneOptions {
   /** Extra kube-apiserver flags, e.g. --feature-gates and --runtime-config. */
   readonly apiserverFlags: readonly string[];
+  /** Extra kube-controller-manager flags, after the defaults (a repeated --controllers adds to the list). */
+  readonly controllerManagerFlags?: readonly string[];
   readonly startTimeoutMs?: number;
 }
 
@@ -204,6 +206,7 @@ export class ControlPlane {
           `--root-ca-file=${files.ca}`,
           `--service-account-private-key-file=${files.serviceAccountKey}`,
           '--v=1',
+          ...(options.controllerManagerFlags ?? []),
         ]);
       }
     } catch (error) {
@@ -237,8 +240,8 @@ export class ControlPlane {
     throw new Error(`kube-apiserver not ready within ${timeoutMs} ms (${last}):\n${this.logs()}`);
   }
 
-  /** One REST call as the admin client; JSON in and out. */
-  request(method: string, requestPath: string, body?: unknown): Promise<KubeResponse> {
+  /** One REST call as the admin client; JSON in and out (a PATCH names its patch type in `contentType`). */
+  request(method: string, requestPath: string, body?: unknown, contentType = 'application/json'): Promise<KubeResponse> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const started = process.hrtime.bigint();
     return new Promise((resolve, reject) => {
@@ -249,7 +252,7 @@ export class ControlPlane {
           path: requestPath,
           method,
           agent: this.agent,
-          headers: { accept: 'application/json', ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+          headers: { accept: 'application/json', ...(payload ? { 'content-type': contentType, 'content-length': payload.length } : {}) },
           timeout: 30_000,
         },
         (res) => {
@@ -288,8 +291,8 @@ export class ControlPlane {
   }
 
   /** Like request, but throws with the apiserver's message unless the status is 2xx. */
-  async ok(method: string, requestPath: string, body?: unknown): Promise<any> {
-    const response = await this.request(method, requestPath, body);
+  async ok(method: string, requestPath: string, body?: unknown, contentType?: string): Promise<any> {
+    const response = await this.request(method, requestPath, body, contentType);
     if (response.status < 200 || response.status > 299) {
       throw new Error(`${method} ${requestPath}: ${response.status} ${typeof response.body === 'string' ? response.body : response.body?.message ?? JSON.stringify(response.body)}`);
     }
