@@ -1,8 +1,9 @@
 // A cluster for `rollout --in-place` tests: pods stored as the apiserver stores them (each write a new
 // resourceVersion, a JSON Patch applied whole or not at all, only images and metadata changeable on a
 // running pod), a simulated kubelet that restarts a container whose image changed (one tick to stop
-// it, one to start it on the new image unless the image cannot be pulled, one for its readiness probe), computes Ready from the
-// containers and the readiness gates, and an EndpointSlice per app label that follows Ready a tick late.
+// it, one to start it on the new image unless the image cannot be pulled, one for its readiness
+// probe) and computes Ready from the containers and the readiness gates, and an EndpointSlice per app
+// label that follows Ready a tick late.
 // Time is a FakeClock: each sleep advances it and runs one tick, so the tests wait on events, not time.
 import { applyPatch, type Operation } from 'fast-json-patch';
 import { createHash } from 'node:crypto';

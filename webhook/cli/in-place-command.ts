@@ -10,9 +10,6 @@ import {
   type ImageChange,
   type InPlaceOptions,
   type InPlacePlan,
-  type PodInPlacePlan,
-  type PodUndoPlan,
-  type WorkloadInPlacePlan,
   heldPods,
   inPlacePatch,
   inPlacePlan,
@@ -223,8 +220,9 @@ export async function runInPlaceCommand(
   }
 
   const plan = inPlacePlan(objects, source, planOptions);
-  // Pods an interrupted run left out of their Services, with nothing else to do: set back.
-  const planned = new Set(plan.workloads.flatMap((workload) => [...workload.inPlace, ...workload.fallBack]).map((pod) => `${pod.namespace}/${pod.name}`));
+  // Pods an interrupted run left out of their Services that this run does not drain itself: set back
+  // (one whose workload is restarted too, in case the restart waits for a --continue).
+  const planned = new Set(plan.workloads.flatMap((workload) => workload.inPlace).map((pod) => `${pod.namespace}/${pod.name}`));
   const held = heldPods(objects.pods, prefix).filter((pod) => !planned.has(pod));
   const heldLine = held.length > 0 ? [`set back in their Services (held by an interrupted rollout --in-place): ${held.join(', ')}`] : [];
   io.stdout([...header, formatInPlacePlan(plan, options, prefix).trimEnd(), ...heldLine].join('\n') + '\n');
@@ -289,5 +287,3 @@ function groupPods<T extends { namespace: string; workload: { kind: string; name
   }
   return [...groups.values()];
 }
-
-export type { PodInPlacePlan, PodUndoPlan, WorkloadInPlacePlan };
