@@ -281,7 +281,10 @@ export async function upgradePod(
       const entry = containerStatus(pod, change.container);
       const was = before.get(change.container)!;
       const reason = entry?.state?.waiting?.reason;
-      if (typeof reason === 'string' && HOPELESS_WAITING_REASONS.has(reason) && (runsImage(entry?.image, change.to) || entry?.containerID !== was.containerID)) {
+      // On the new image: an image that cannot be pulled, or a new container that crashed (a restart
+      // count past the one before: the old container's own back-off is no verdict on the new image).
+      const aboutNewImage = reason === 'CrashLoopBackOff' ? Number(entry?.restartCount ?? 0) > was.restartCount : runsImage(entry?.image, change.to) || entry?.containerID !== was.containerID;
+      if (typeof reason === 'string' && HOPELESS_WAITING_REASONS.has(reason) && aboutNewImage) {
         await failed(new PodUpgradeFailure(`${where}: container ${change.container} on ${change.to}: ${reason}${entry?.state?.waiting?.message ? `: ${entry.state.waiting.message}` : ''}`, true));
       }
       const restarted = entry !== undefined && typeof entry.containerID === 'string' && entry.containerID !== was.containerID;

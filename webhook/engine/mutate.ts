@@ -242,7 +242,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
     }
   }
   for (const entry of pending) decisions[entry.index] = entry.decisions['trigger-not-met'];
-  if (injectedNow.length > 0 && prepared.injections.some((entry) => entry.injection.readinessGate === true && decisions[entry.index].reason === 'injected')) {
+  if (prepared.anyReadinessGate && injectedNow.length > 0 && prepared.injections.some((entry) => entry.injection.readinessGate === true && decisions[entry.index].reason === 'injected')) {
     builder.addReadinessGate(prepared.readinessGate);
   }
   builder.finish();
@@ -478,6 +478,8 @@ interface PreparedConfig {
   readonly encoder: PatchEncoder;
   /** The readiness gate that injections with `readinessGate` add (stable: a patch cache key). */
   readonly readinessGate: Json & { conditionType: string };
+  /** Whether any injection adds it (most configs: none, and the admission skips the check). */
+  readonly anyReadinessGate: boolean;
 }
 
 /** One injection of a config, with what evaluate() would otherwise work out on every request. */
@@ -523,6 +525,7 @@ function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
       })),
       encoder: new PatchEncoder(),
       readinessGate: Object.freeze({ conditionType: readinessConditionType(config.annotationPrefix) }),
+      anyReadinessGate: config.injections.some((injection) => injection.readinessGate === true),
     };
     // Its objects are what patches add (or, templated, what renders them): keys of the encoder's cache.
     markStable(config.injections);
