@@ -151,6 +151,16 @@ test('a bad image stops the run at the first pod with exit code 7, --continue re
   assert.equal(classifyPods({ pods: [pod], namespaceLabels: new Map(), owners: new Map() }, source(NEW))[0].state, 'stale', 'outdated again, as before');
 });
 
+test('a new image whose container crash-loops stops the run at that pod, exit 7', async () => {
+  const cluster = new FakeCluster();
+  cluster.crashingImages.add('envoyproxy/envoy:v9.9.9-missing');
+  const names = deployment(cluster, 'web', 2, OLD);
+  const failed = await run(cluster, BAD);
+  assert.equal(failed.exitCode, 7, failed.describe());
+  assert.match(failed.stderr, new RegExp(`^error: pod shop/${names[0]}: container envoy on envoyproxy/envoy:v9\\.9\\.9-missing: CrashLoopBackOff: back-off 10s restarting failed container=envoy\n`), failed.describe());
+  assert.equal(cluster.pod('shop', names[1]).spec.containers[1].image, 'envoyproxy/envoy:v1.31.0');
+});
+
 test('with the readiness gate, the pod leaves its endpoints before the image is replaced and comes back after the container is ready', async () => {
   const cluster = new FakeCluster();
   const [name] = deployment(cluster, 'web', 1, OLD, true);

@@ -23,7 +23,7 @@ interface RunningContainer {
   containerID: string;
   restartCount: number;
   /** 'running' (and ready), 'started' (running, its readiness probe not passed yet), or why not. */
-  state: 'running' | 'started' | 'stopping' | 'ImagePullBackOff';
+  state: 'running' | 'started' | 'stopping' | 'ImagePullBackOff' | 'CrashLoopBackOff';
 }
 
 export class FakeCluster implements PodClient {
@@ -36,6 +36,8 @@ export class FakeCluster implements PodClient {
   private containerSerial = 0;
   /** Images the simulated registry does not have. */
   readonly badImages = new Set<string>();
+  /** Images whose process exits at once: the container crash-loops. */
+  readonly crashingImages = new Set<string>();
   /** Every patch is refused with this message, the pod unchanged (an admission webhook's denial, say). */
   refusePatches: string | undefined;
   /** Called before each patch is applied: a test makes a concurrent write here. */
@@ -143,6 +145,11 @@ export class FakeCluster implements PodClient {
         } else if (this.badImages.has(spec.image)) {
           container.state = 'ImagePullBackOff';
           container.image = spec.image;
+        } else if (this.crashingImages.has(spec.image)) {
+          if (container.state !== 'CrashLoopBackOff') container.restartCount++;
+          container.state = 'CrashLoopBackOff';
+          container.image = spec.image;
+          container.containerID = this.newContainerID();
         } else {
           container.state = 'started';
           container.image = spec.image;
@@ -200,7 +207,13 @@ export class FakeCluster implements PodClient {
         restartCount: container.restartCount,
         ready,
         started: running,
-        state: running ? { running: { startedAt: 'now' } } : container.state === 'ImagePullBackOff' ? { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${container.image}"` } } : { waiting: { reason: 'ContainerCreating' } },
+        state: running
+          ? { running: { startedAt: 'now' } }
+          : container.state === 'ImagePullBackOff'
+            ? { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${container.image}"` } }
+            : container.state === 'CrashLoopBackOff'
+              ? { waiting: { reason: 'CrashLoopBackOff', message: `back-off 10s restarting failed container=${name}` } }
+              : { waiting: { reason: 'ContainerCreating' } },
       };
     };
     const regular = pod.spec.containers.map((c: any) => entry(c.name));
