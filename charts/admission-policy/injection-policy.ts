@@ -23,6 +23,9 @@ import {
   annotationKeys,
   injectionHashEntry,
   placeholdersIn,
+  initialReadinessCondition,
+  readinessConditionMissingCel,
+  readinessConditionType,
 } from '../../webhook/config';
 import type { MatchCondition, MutatingAdmissionPolicySpec, NamedRuleWithOperations, Variable } from './admission-policy-types';
 import { PlaceholderExpressions, celFieldPresent, celFieldSelect, celString, celStringList, celTemplateString, celValue, jsonPointerToken } from './cel-text';
@@ -168,6 +171,30 @@ export function shapePolicies(config: ResolvedInjectorConfig, injections: readon
     });
   }
   return policies;
+}
+
+/**
+ * The policy that sets the readiness gate's condition True on a pod's first status write (the
+ * kubelet's), what the webhook's second entry does: matched only while the pod has the gate and no
+ * condition for it, and Fail, so a write it did not see is refused and written again (a pod without
+ * the condition is never Ready).
+ */
+export function readinessConditionPolicySpec(prefix: string): MutatingAdmissionPolicySpec {
+  const condition = celValue(initialReadinessCondition(prefix) as unknown as JsonValue, { name: '""', namespace: '""', annotation: '""' });
+  const expression =
+    `(has(object.status) && has(object.status.conditions) ? [${op('"/status/conditions/-"', condition)}] : ` +
+    `has(object.status) ? [${op('"/status/conditions"', `[${condition}]`)}] : ` +
+    `[${op('"/status"', `{"conditions": [${condition}]}`)}])${TO_JSON_PATCH}`;
+  return {
+    matchConstraints: {
+      resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods/status'], operations: ['UPDATE'], scope: 'Namespaced' }],
+      matchPolicy: 'Equivalent',
+    },
+    matchConditions: [{ name: 'readiness-condition-missing', expression: readinessConditionMissingCel(prefix) }],
+    mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression } }],
+    failurePolicy: 'Fail',
+    reinvocationPolicy: 'Never',
+  };
 }
 
 function resourceRules(kinds: readonly TargetKind[]): NamedRuleWithOperations[] {
@@ -581,8 +608,24 @@ class PolicyWriter {
         concat(entries.map(([key, text]) => when(`!${this.templateHas(map, key)}`, op(celString(`${this.pointer}/metadata/${map}/${jsonPointerToken(key)}`), value(text))))),
       );
     }
+    // The readiness gate, once, when the injection changes anything (as the webhook adds it for an
+    // injection applied now); an injection with the gate never shares a mutation with another one that
+    // has it (mutation-groups.ts), so each sees the gates earlier mutations added.
+    const gated = injection.readinessGate === true;
+    if (gated) {
+      const type = celString(readinessConditionType(this.config.annotationPrefix));
+      const present = `(has(${t}.spec.readinessGates) && ${t}.spec.readinessGates.exists(g, g.conditionType == ${type}))`;
+      const gate = `{"conditionType": ${type}}`;
+      const append = op(celString(`${this.pointer}/spec/readinessGates/-`), gate);
+      const create = op(celString(`${this.pointer}/spec/readinessGates`), `[${gate}]`);
+      add(
+        'gatePatch',
+        `size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) == 0 || ${present} ? [] : [${this.grouped ? append : `has(${t}.spec.readinessGates) ? ${append} : ${create}`}]`,
+      );
+    }
+    const content = gated ? 'variables.contentPatch + variables.gatePatch' : 'variables.contentPatch';
     if (this.grouped) {
-      add('sections', '[variables.contentPatch, variables.labelPatch, variables.annotationPatch]');
+      add('sections', `[${content}, variables.labelPatch, variables.annotationPatch]`);
       return vars;
     }
     add('changed', 'size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) > 0');
@@ -599,7 +642,7 @@ class PolicyWriter {
     const hashesOp = op(celString(`${metadata}/annotations/${jsonPointerToken(this.keys.hashes)}`), hashesValue);
     add(
       'patch',
-      `!variables.changed ? [] : variables.contentPatch + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]`,
+      `!variables.changed ? [] : ${content} + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]`,
     );
     return vars;
   }
@@ -710,7 +753,7 @@ function groupPatchExpression(writers: readonly PolicyWriter[]): string {
   add('labelPatch', section(1));
   add('annotationPatch', section(2));
   const changedMember = (member: number) => `size(variables.m${member}[0]) + size(variables.m${member}[1]) + size(variables.m${member}[2]) > 0`;
-  const lists = ['containers', 'initContainers', 'volumes', 'imagePullSecrets'].map((field) =>
+  const lists = ['containers', 'initContainers', 'volumes', 'imagePullSecrets', ...(writers.some((writer) => writer.injectionOf.readinessGate === true) ? ['readinessGates'] : [])].map((field) =>
     when(`!has(${t}.spec.${field}) && variables.contentPatch.exists(p, string(p.path).startsWith(${celString(`${pointer}/spec/${field}/`)}))`, op(celString(`${pointer}/spec/${field}`), '[]')),
   );
   const metadata = `${pointer}/metadata`;

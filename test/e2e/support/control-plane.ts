@@ -114,6 +114,8 @@ export interface KubeResponse {
 export interface ControlPlaneOptions {
   /** Extra kube-apiserver flags, e.g. --feature-gates and --runtime-config. */
   readonly apiserverFlags: readonly string[];
+  /** Extra kube-controller-manager flags, after the defaults (a repeated --controllers adds to the list). */
+  readonly controllerManagerFlags?: readonly string[];
   readonly startTimeoutMs?: number;
   /**
    * Where it runs: by default every process on 127.0.0.1 with free ports. A node suite runs it in a
@@ -294,8 +296,8 @@ export class ControlPlane {
     throw new Error(`kube-apiserver not ready within ${timeoutMs} ms (${last}):\n${this.logs()}`);
   }
 
-  /** One REST call as the admin client; JSON in and out. */
-  request(method: string, requestPath: string, body?: unknown): Promise<KubeResponse> {
+  /** One REST call as the admin client; JSON in and out (a PATCH names its patch type in `contentType`). */
+  request(method: string, requestPath: string, body?: unknown, contentType = 'application/json'): Promise<KubeResponse> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const started = process.hrtime.bigint();
     return new Promise((resolve, reject) => {
@@ -306,7 +308,7 @@ export class ControlPlane {
           path: requestPath,
           method,
           agent: this.agent,
-          headers: { accept: 'application/json', ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+          headers: { accept: 'application/json', ...(payload ? { 'content-type': contentType, 'content-length': payload.length } : {}) },
           timeout: 30_000,
         },
         (res) => {
@@ -345,8 +347,8 @@ export class ControlPlane {
   }
 
   /** Like request, but throws with the apiserver's message unless the status is 2xx. */
-  async ok(method: string, requestPath: string, body?: unknown): Promise<any> {
-    const response = await this.request(method, requestPath, body);
+  async ok(method: string, requestPath: string, body?: unknown, contentType?: string): Promise<any> {
+    const response = await this.request(method, requestPath, body, contentType);
     if (response.status < 200 || response.status > 299) {
       throw new Error(`${method} ${requestPath}: ${response.status} ${typeof response.body === 'string' ? response.body : response.body?.message ?? JSON.stringify(response.body)}`);
     }
