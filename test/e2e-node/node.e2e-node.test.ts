@@ -274,6 +274,18 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
     progress(`status on a missing ConfigMap: exit ${run.status}\n${run.stdout}`);
   });
 
+  test('kubectl shows the seed workloads Running (and the Job Completed), every container ready', () => {
+    const namespaces = [...(WEBHOOK ? [INJECTOR_NAMESPACE] : []), 'seed-000', 'seed-002', 'seed-003', 'seed-004', 'jobs'];
+    const shown = namespaces.map((ns) => `$ kubectl get pods -n ${ns}\n${kubectl(cluster, ['get', 'pods', '-n', ns])}`).join('');
+    progress(`the seed workloads:\n${shown}`);
+    for (const line of shown.split('\n').filter((row) => row && !row.startsWith('$') && !row.startsWith('NAME'))) {
+      const [name, ready, status] = line.split(/\s+/);
+      if (status === 'Completed') continue;
+      const [up, all] = ready.split('/');
+      assert.ok(status === 'Running' && up === all, `${name}: ${ready} ${status}`);
+    }
+  });
+
   if (WEBHOOK) {
     test('faults: a rolling restart of the injector and a killed webhook process under a load of pod creates, with failurePolicy Fail', async () => {
       kubectl(cluster, ['patch', 'mutatingwebhookconfiguration', 'sidecar-injector.sidecar-injector', '--type=json', '-p', JSON.stringify([{ op: 'replace', path: '/webhooks/0/failurePolicy', value: 'Fail' }])]);
