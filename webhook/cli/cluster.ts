@@ -9,6 +9,7 @@ import { ownStringMap } from '../engine/pod-patch-builder';
 import type { GuardedOperation } from './in-place-plan';
 import { PatchConflict, type PodClient, type PodEndpoint } from './in-place-rollout';
 import { type ClusterObjects, ownerKey } from './injection-status';
+import { lookupKey, type VolumeSourceLookup, type VolumeSourceNeed } from './volume-sources';
 
 /** The cluster could not be read or changed: exit code 6. */
 export class ClusterError extends Error {
@@ -266,4 +267,27 @@ export function podClient(connection: ClusterConnection): PodClient {
       return found;
     },
   };
+}
+
+/**
+ * Whether each source an injected volume needs exists, read as metadata only (a Secret's data never
+ * comes back to the CLI): found, not found (404), or the reason it could not be read (403, say).
+ */
+export async function lookUpVolumeSources(connection: ClusterConnection, needs: readonly VolumeSourceNeed[]): Promise<Map<string, VolumeSourceLookup>> {
+  const { k8s, core } = connection;
+  const metadataOnly = k8s.setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1');
+  const lookups = new Map<string, VolumeSourceLookup>();
+  for (const { namespace, kind, name } of needs) {
+    const key = lookupKey(namespace, kind, name);
+    if (lookups.has(key)) continue;
+    try {
+      if (kind === 'ConfigMap') await core.readNamespacedConfigMap({ namespace, name }, metadataOnly);
+      else if (kind === 'Secret') await core.readNamespacedSecret({ namespace, name }, metadataOnly);
+      else await core.readNamespacedPersistentVolumeClaim({ namespace, name }, metadataOnly);
+      lookups.set(key, { found: true });
+    } catch (error) {
+      lookups.set(key, (error as { code?: number }).code === 404 ? { found: false } : { error: `reading ${kind} ${namespace}/${name}: ${describeError(error)}` });
+    }
+  }
+  return lookups;
 }

@@ -3,7 +3,7 @@
 // `kubectl get namespaces,replicasets,pods -o json` on stdin.
 
 import { Command, Option } from 'commander';
-import { dns1123LabelError, type LabelSelectorRequirement, readinessConditionType } from '../config';
+import { dns1123LabelError, type LabelSelectorRequirement, type ResolvedInjectorConfig, readinessConditionType } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import { matchesLabelSelector, type LabelSelector } from '../engine/label-selector';
 import { ownStringMap } from '../engine/pod-patch-builder';
@@ -14,7 +14,8 @@ import { DEFAULT_NATIVE_SIDECARS, type InPlaceOptions, heldPods } from './in-pla
 import { type InPlaceCluster, type InPlaceCommandOptions, runInPlaceCommand } from './in-place-command';
 import { type DrainMode, REAL_CLOCK } from './in-place-rollout';
 import { listItems } from './preview';
-import { type StatusReport, type WorkloadStatus, formatStatus, statusReport } from './status-command';
+import { EXIT_STATUS_VOLUME_SOURCE_MISSING, type StatusReport, type WorkloadStatus, formatStatus, statusReport } from './status-command';
+import { describeVolumeSourceFinding, injectedVolumeSources, missingVolumeSources, type VolumeSourceLookup, type VolumeSourceNeed } from './volume-sources';
 
 /** The cluster could not be read or a workload not restarted: exit code 6. */
 export const EXIT_CLUSTER = 6;
@@ -155,6 +156,17 @@ async function readObjects(options: SelectionOptions, io: CommandIo): Promise<{ 
   return { objects, connection, where: `${connection.description}, ${namespace ? `namespace ${namespace}` : 'all namespaces'}` };
 }
 
+/** The sources the pods' injected volumes need, and what the cluster says of each. */
+async function volumeSourceLookups(
+  objects: ClusterObjects,
+  config: ResolvedInjectorConfig,
+  connection: import('./cluster').ClusterConnection,
+): Promise<[VolumeSourceNeed[], Map<string, VolumeSourceLookup>]> {
+  const needs = injectedVolumeSources(objects.pods, config);
+  const { lookUpVolumeSources } = await import('./cluster');
+  return [needs, needs.length === 0 ? new Map() : await lookUpVolumeSources(connection, needs)];
+}
+
 /** The workloads `rollout` would act on: those with a pod in one of `states`. */
 export function rolloutPlan(report: StatusReport, states: readonly InjectionState[]): { restart: WorkloadStatus[]; untouched: WorkloadStatus[] } {
   const listed = report.workloads.filter((workload) => workload.findings.some((finding) => states.includes(finding.state)));
@@ -187,27 +199,32 @@ export function addDayTwoCommands(program: Command, io: CommandIo): void {
         'for each namespace and workload, how many pods have the injections the config says now: up to date, outdated (another hash), ' +
           'missing one they should have (admitted while the webhook was unreachable), carrying one no longer configured, or injected ' +
           'by a version that recorded no hashes.\n\nExit codes: 0 every pod up to date, 3 outdated or no longer configured, 4 missing an ' +
-          'injection, 5 only versions unknown, 1 bad input, 2 bad usage, 6 cluster unreachable or refused.',
+          'injection, 5 only versions unknown, 8 an injected volume\'s ConfigMap, Secret or PVC missing in a namespace where pods carry it ' +
+          '(they cannot start; wins over the others), 1 bad input, 2 bad usage, 6 cluster unreachable or refused.',
       ),
   )
     .addOption(new Option('-o, --output <format>', 'text for people, json for scripts').choices(['text', 'json']).default('text'))
     .action(async (options: SelectionOptions & { output: 'text' | 'json' }) => {
       checkSelection(options);
       const source = sourceOf(options);
-      const { objects, where } = await readObjects(options, io);
+      const { objects, connection, where } = await readObjects(options, io);
       const pods = classifyPods(objects, source);
       const report = statusReport(pods, source.config);
       // Each pod too, for scripts: which workload, and the state of each of its injections.
       // Pods an interrupted rollout --in-place left out of their Services (the gate's condition False).
       const held = heldPods(objects.pods, source.config.annotationPrefix);
-      if (options.output === 'json') io.stdout(JSON.stringify({ config: source.description, from: where, ...report, pods, held }, null, 2) + '\n');
+      // What the pods' injected volumes need in their own namespaces, looked up in the cluster (a file has no other objects to look in).
+      const volumeSources = connection ? missingVolumeSources(...(await volumeSourceLookups(objects, source.config, connection))) : [];
+      const exitCode = volumeSources.some((finding) => finding.state === 'missing') ? EXIT_STATUS_VOLUME_SOURCE_MISSING : report.exitCode;
+      if (options.output === 'json') io.stdout(JSON.stringify({ config: source.description, from: where, ...report, exitCode, pods, held, volumeSources }, null, 2) + '\n');
       else {
         io.stdout(`pods: ${where}\n` + formatStatus(report, source.description));
         if (held.length > 0) {
           io.stdout(`${held.length} pod${held.length === 1 ? '' : 's'} held out of ${held.length === 1 ? 'its' : 'their'} Services by an interrupted rollout --in-place (${readinessConditionType(source.config.annotationPrefix)} False): ${held.join(', ')}; rollout --in-place sets it back\n`);
         }
+        if (volumeSources.length > 0) io.stdout(`\nvolume sources:\n${volumeSources.map((finding) => `  ${describeVolumeSourceFinding(finding)}\n`).join('')}`);
       }
-      io.exit(report.exitCode);
+      io.exit(exitCode);
     });
 
   withSelectionOptions(

@@ -128,8 +128,6 @@ export interface ControlPlaneOptions {
   readonly pki?: TestPki;
   /** The directory for data, certificates and logs. @default a new temporary directory, removed at stop */
   readonly dir?: string;
-  /** Extra kube-controller-manager flags. */
-  readonly controllerManagerFlags?: readonly string[];
 }
 
 export interface ControlPlaneNetwork {
