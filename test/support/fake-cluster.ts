@@ -20,6 +20,8 @@ export interface ClusterEvent {
 
 interface RunningContainer {
   image: string;
+  /** The image the kubelet is pulling and cannot get (ImagePullBackOff); `image` stays the last container's. */
+  pulling?: string;
   containerID: string;
   restartCount: number;
   /** 'running' (and ready), 'started' (running, its readiness probe not passed yet), or why not. */
@@ -143,8 +145,9 @@ export class FakeCluster implements PodClient {
           container.state = 'stopping';
           this.log(key, `kubelet: ${spec.name} stopped`);
         } else if (this.badImages.has(spec.image)) {
+          // As the kubelet reports it: the last container's image and ID, waiting on the new image's pull.
           container.state = 'ImagePullBackOff';
-          container.image = spec.image;
+          container.pulling = spec.image;
         } else if (this.crashingImages.has(spec.image)) {
           if (container.state !== 'CrashLoopBackOff') container.restartCount++;
           container.state = 'CrashLoopBackOff';
@@ -152,6 +155,7 @@ export class FakeCluster implements PodClient {
           container.containerID = this.newContainerID();
         } else {
           container.state = 'started';
+          container.pulling = undefined;
           container.image = spec.image;
           container.containerID = this.newContainerID();
           container.restartCount++;
@@ -203,14 +207,14 @@ export class FakeCluster implements PodClient {
         name,
         image: normalizeImage(container.image),
         imageID: `${normalizeImage(container.image).replace(/:[^:/]*$/, '')}@sha256:${createHash('sha256').update(container.image).digest('hex')}`,
-        containerID: container.state === 'stopping' || container.state === 'ImagePullBackOff' ? undefined : container.containerID,
+        containerID: container.state === 'stopping' ? undefined : container.containerID,
         restartCount: container.restartCount,
         ready,
         started: running,
         state: running
           ? { running: { startedAt: 'now' } }
           : container.state === 'ImagePullBackOff'
-            ? { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${container.image}"` } }
+            ? { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${container.pulling}"` } }
             : container.state === 'CrashLoopBackOff'
               ? { waiting: { reason: 'CrashLoopBackOff', message: `back-off 10s restarting failed container=${name}` } }
               : { waiting: { reason: 'ContainerCreating' } },

@@ -63,6 +63,8 @@ export interface PodUpgradeSettings {
 }
 
 /** Waiting reasons that no wait will cure: the pod does not come back Ready on its own. */
+/** Waiting reasons about pulling the image; the kubelet's message names the image. */
+const PULL_REASONS = new Set(['ImagePullBackOff', 'ErrImagePull', 'ErrImageNeverPull', 'InvalidImageName']);
 const HOPELESS_WAITING_REASONS = new Set(['ImagePullBackOff', 'ErrImagePull', 'InvalidImageName', 'ErrImageNeverPull', 'CrashLoopBackOff', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']);
 
 function isObject(value: unknown): value is Record<string, any> {
@@ -129,6 +131,12 @@ export function runsImage(reported: unknown, spec: string): boolean {
   // A digest reference may be reported by its tag, or the other way round: the digest decides.
   const digest = /@(sha256:[0-9a-f]{64})$/.exec(spec)?.[1];
   return digest !== undefined && reported.endsWith(digest);
+}
+
+/** Whether the kubelet's message names `image` (quoted, as it writes it, or normalized: `docker.io/library/...`). */
+export function mentionsImage(message: unknown, image: string): boolean {
+  if (typeof message !== 'string') return false;
+  return message.includes(`"${image}"`) || message.includes(`"${normalizeImage(image)}"`);
 }
 
 /** A container as the kubelet last reported it, before the upgrade. */
@@ -283,7 +291,16 @@ export async function upgradePod(
       const reason = entry?.state?.waiting?.reason;
       // On the new image: an image that cannot be pulled, or a new container that crashed (a restart
       // count past the one before: the old container's own back-off is no verdict on the new image).
-      const aboutNewImage = reason === 'CrashLoopBackOff' ? Number(entry?.restartCount ?? 0) > was.restartCount : runsImage(entry?.image, change.to) || entry?.containerID !== was.containerID;
+      // A kubelet that cannot pull an image keeps reporting the last container's image and ID (seen on
+      // a real node): only its message, which names the image it pulls, says which image failed. That
+      // matters both ways: a new image that cannot be pulled stops the run at once, and the back-off
+      // still reported for it while --undo goes back to the last container's image is no verdict.
+      const message = entry?.state?.waiting?.message;
+      const pullMessage = typeof reason === 'string' && PULL_REASONS.has(reason) && typeof message === 'string' && /image "/.test(message);
+      const aboutNewImage =
+        reason === 'CrashLoopBackOff' ? Number(entry?.restartCount ?? 0) > was.restartCount
+        : pullMessage ? mentionsImage(message, change.to)
+        : runsImage(entry?.image, change.to) || entry?.containerID !== was.containerID;
       if (typeof reason === 'string' && HOPELESS_WAITING_REASONS.has(reason) && aboutNewImage) {
         await failed(new PodUpgradeFailure(`${where}: container ${change.container} on ${change.to}: ${reason}${entry?.state?.waiting?.message ? `: ${entry.state.waiting.message}` : ''}`, true));
       }
