@@ -4,7 +4,7 @@
 // with the policies instead of the webhook (the webhook's own pods and faults are then not part of it).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -39,6 +39,9 @@ const WEBHOOK = BACKEND === 'webhook';
 const INJECTOR_NAMESPACE = 'sidecar-injector';
 /** The Envoy version the day-two step bumps to (a stand-in image of it is imported). */
 const ENVOY_NEXT = '1.21.0';
+/** The version `rollout --in-place` upgrades to; and one no image exists for. */
+const ENVOY_IN_PLACE = '1.22.0';
+const ENVOY_MISSING = '9.9.9';
 
 const RESTRICTED = { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } };
 /** An app that stops at once on SIGTERM, as a well-behaved app does. */
@@ -63,7 +66,7 @@ before(async () => {
     policyEnv = { INJECTOR_BACKEND: 'admissionPolicy', INJECTOR_POLICY_API_VERSION: apiVersion };
     apiserverFlags = minor >= 36 ? [] : policyApiserverFlags(apiVersion);
   }
-  cluster = await NodeCluster.start(bins, { dir: path.join(work, 'cluster'), envoyVersions: ['1.20.3', ENVOY_NEXT], apiserverFlags, progress });
+  cluster = await NodeCluster.start(bins, { dir: path.join(work, 'cluster'), envoyVersions: ['1.20.3', ENVOY_NEXT, ENVOY_IN_PLACE], apiserverFlags, progress });
   const version = await cluster.plane.ok('GET', '/version');
   const node = await cluster.plane.ok('GET', `/api/v1/nodes/${NODE_NAME}`);
   progress(`kube-apiserver /version ${version.gitVersion}; kubelet ${node.status.nodeInfo.kubeletVersion}, ${node.status.nodeInfo.containerRuntimeVersion}, kube-proxy ${cluster.versions.kubeProxy}; backend ${BACKEND}`);
@@ -88,6 +91,66 @@ function namespace(name: string, labels: Record<string, string> = {}): void {
 
 const apply = (object: Record<string, unknown>) => kubectl(cluster, ['apply', '-f', '-'], JSON.stringify(object));
 const ENABLED = { injection: 'enabled' };
+
+/** A Deployment of 3 replicas of the app, injected as its namespace says. */
+function echoDeployment(ns: string, name: string): void {
+  apply({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace: ns },
+    spec: { replicas: 3, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [app('app')] } } },
+  });
+}
+
+interface PodFacts {
+  readonly name: string;
+  readonly uid: string;
+  readonly ready: boolean;
+  readonly appRestarts: number;
+  /** The app process's start time (clock ticks after boot, /proc/1/stat): unchanged unless it restarted. */
+  readonly appProcessStart: string;
+  readonly envoyRestarts: number;
+  /** The image the kubelet reports running (the last container's, while a new one cannot be pulled). */
+  readonly envoyImage: string;
+  readonly envoyImageId: string;
+  /** The image the pod's spec asks for. */
+  readonly envoySpecImage: string;
+}
+
+async function podFacts(ns: string, selector: string): Promise<PodFacts[]> {
+  const pods = await listPods(cluster, ns, selector);
+  return pods.map((pod) => {
+    const appStatus = containerStatus(pod, 'app')!;
+    const envoy = containerStatus(pod, 'envoy')!;
+    const stat = exec(cluster, ns, pod.metadata.name, 'app', ['cat', '/proc/1/stat']).stdout;
+    return {
+      name: pod.metadata.name,
+      uid: pod.metadata.uid,
+      ready: isReady(pod),
+      appRestarts: appStatus.restartCount,
+      appProcessStart: stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19],
+      envoyRestarts: envoy.restartCount,
+      envoyImage: envoy.image,
+      envoyImageId: envoy.imageID,
+      envoySpecImage: pod.spec.containers.find((c: any) => c.name === 'envoy').image,
+    };
+  });
+}
+
+/** A command's output as the docs show it. */
+function shown(command: string, run: { status: number | null; stdout: string; stderr: string }): void {
+  progress(`$ npx cdk8s-sidecar-injector ${command}; echo "exit $?"\n${run.stdout}${run.stderr}exit ${run.status}`);
+}
+
+function kubectlAsync(args: readonly string[]): Promise<{ status: number | null; stdout: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('kubectl', ['--kubeconfig', cluster.kubeconfig, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stdout += chunk));
+    child.on('close', (status) => resolve({ status, stdout }));
+  });
+}
 
 describe(`the default app on a node (${BACKEND})`, { skip }, () => {
   if (WEBHOOK) {
@@ -270,7 +333,8 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
     const pod = await getPod(cluster, 'no-config', 'page');
     assert.equal(containerStatus(pod!, 'app')?.state?.waiting?.reason ?? 'ContainerCreating', 'ContainerCreating', describePod(pod));
     const run = await cli(cluster, ['status', '--from', dist, '-n', 'no-config']);
-    assert.match(run.stdout, /nginx-sidecar: volume nginx-conf needs ConfigMap nginx-configmap, missing in namespace no-config/, describeRun(run));
+    assert.match(run.stdout, /nginx-sidecar: volume nginx-conf needs ConfigMap nginx-configmap, missing in namespace no-config \(1 pod, 1 Pending/, describeRun(run));
+    assert.equal(run.status, 8, describeRun(run));
     progress(`status on a missing ConfigMap: exit ${run.status}\n${run.stdout}`);
   });
 
@@ -323,9 +387,8 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
     assert.equal(upToDate.status, 0, describeRun(upToDate));
 
     // The bump: the app's Envoy image changed, synthesized and applied as a GitOps pipeline would.
-    const bumped = bumpEnvoy(ENVOY_NEXT);
-    progress(kubectl(cluster, ['apply', '-f', bumped]).trim().split('\n').filter((line) => !line.endsWith('unchanged')).join('; '));
-    if (WEBHOOK) kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
+    const bumped = variant(ENVOY_NEXT);
+    applyConfig(bumped);
     const stale = await cli(cluster, ['status', '--from', bumped, '-n', 'day-two']);
     progress(`$ status --from dist/ -n day-two → exit ${stale.status}\n${stale.stdout}`);
     assert.equal(stale.status, 3, describeRun(stale));
@@ -346,23 +409,155 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
       assert.equal(containerStatus(pod, 'envoy')!.image, `docker.io/envoyproxy/envoy:v${ENVOY_NEXT}`, describePod(pod));
     }
   });
+
+  test('rollout --in-place: a canary of 1 pod, then --continue; each pod keeps its uid and its app container, envoy restarts once on the new image, then status exits 0', async () => {
+    namespace('in-place', ENABLED);
+    echoDeployment('in-place', 'echo');
+    kubectl(cluster, ['-n', 'in-place', 'rollout', 'status', 'deploy/echo', '--timeout=180s']);
+    const before = await podFacts('in-place', 'app=echo');
+    const next = variant(ENVOY_IN_PLACE);
+    applyConfig(next);
+    const stale = await cli(cluster, ['status', '--from', next, '-n', 'in-place']);
+    assert.equal(stale.status, 3, describeRun(stale));
+    const canary = await cli(cluster, ['rollout', '--in-place', '--from', next, '-n', 'in-place', '--canary', '1']);
+    shown(`rollout --in-place --from dist/ -n in-place --canary 1`, canary);
+    assert.equal(canary.status, 0, describeRun(canary));
+    const afterCanary = await podFacts('in-place', 'app=echo');
+    assert.equal(afterCanary.filter((pod) => pod.envoyImage.endsWith(`:v${ENVOY_IN_PLACE}`)).length, 1, JSON.stringify(afterCanary));
+    const rest = await cli(cluster, ['rollout', '--in-place', '--from', next, '-n', 'in-place', '--continue']);
+    shown(`rollout --in-place --from dist/ -n in-place --continue`, rest);
+    assert.equal(rest.status, 0, describeRun(rest));
+    const after = await podFacts('in-place', 'app=echo');
+    assert.deepEqual(after.map((pod) => pod.uid).sort(), before.map((pod) => pod.uid).sort(), 'the same pods');
+    for (const pod of after) {
+      const was = before.find((earlier) => earlier.uid === pod.uid)!;
+      assert.deepEqual(
+        { app: pod.appRestarts, appStarted: pod.appProcessStart, envoy: pod.envoyRestarts, image: pod.envoyImage, ready: pod.ready },
+        { app: 0, appStarted: was.appProcessStart, envoy: was.envoyRestarts + 1, image: `docker.io/envoyproxy/envoy:v${ENVOY_IN_PLACE}`, ready: true },
+        pod.name,
+      );
+      assert.notEqual(pod.envoyImageId, was.envoyImageId, pod.name);
+    }
+    progress(`in place, before → after:\n${after.map((pod) => { const was = before.find((b) => b.uid === pod.uid)!; return `  ${pod.name} uid ${pod.uid}: app restarts ${was.appRestarts} → ${pod.appRestarts}, app process start ${was.appProcessStart} → ${pod.appProcessStart}, envoy restarts ${was.envoyRestarts} → ${pod.envoyRestarts}, ${was.envoyImage} → ${pod.envoyImage}`; }).join('\n')}`);
+    const fresh = await cli(cluster, ['status', '--from', next, '-n', 'in-place']);
+    shown('status --from dist/ -n in-place', fresh);
+    assert.equal(fresh.status, 0, describeRun(fresh));
+  });
+
+  test('rollout --in-place with an image that does not exist stops at the first pod (exit 7), and --undo puts it back', async () => {
+    const bad = variant(ENVOY_MISSING);
+    applyConfig(bad);
+    const run = await cli(cluster, ['rollout', '--in-place', '--from', bad, '-n', 'in-place', '--timeout', '120s']);
+    shown('rollout --in-place --from dist-bad-image/ -n in-place', run);
+    assert.equal(run.status, 7, describeRun(run));
+    const pods = await podFacts('in-place', 'app=echo');
+    assert.deepEqual(pods.map((pod) => pod.envoySpecImage).sort(), [`envoyproxy/envoy:v${ENVOY_IN_PLACE}`, `envoyproxy/envoy:v${ENVOY_IN_PLACE}`, `envoyproxy/envoy:v${ENVOY_MISSING}`], JSON.stringify(pods));
+    // It stopped at the kubelet's first word on the pull, not at the timeout.
+    assert.match(run.stderr, /container envoy on envoyproxy\/envoy:v9\.9\.9: (ErrImagePull|ImagePullBackOff)/, describeRun(run));
+    const undo = await cli(cluster, ['rollout', '--in-place', '--from', bad, '-n', 'in-place', '--undo']);
+    shown('rollout --in-place --from dist-bad-image/ -n in-place --undo', undo);
+    assert.equal(undo.status, 0, describeRun(undo));
+    const restored = await podFacts('in-place', 'app=echo');
+    for (const pod of restored) assert.deepEqual({ image: pod.envoyImage, ready: pod.ready, app: pod.appRestarts }, { image: `docker.io/envoyproxy/envoy:v${ENVOY_IN_PLACE}`, ready: true, app: 0 }, pod.name);
+    applyConfig(variant(ENVOY_IN_PLACE));
+    const fresh = await cli(cluster, ['status', '--from', variant(ENVOY_IN_PLACE), '-n', 'in-place']);
+    assert.equal(fresh.status, 0, describeRun(fresh));
+  });
+
+  test("rollout --in-place --native-sidecars in-place: a Job pod's native Envoy restarts on its new image while the Job's container keeps running", async () => {
+    namespace('native', ENABLED);
+    apply({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'long', namespace: 'native' },
+      spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [app('work')] } } },
+    });
+    let pod: Pod | undefined;
+    await cluster.until('the Job pod Ready', async () => {
+      [pod] = await listPods(cluster, 'native', 'job-name=long');
+      return isReady(pod);
+    }, 120_000);
+    const name = pod!.metadata.name;
+    assert.equal(pod!.spec.initContainers.find((c: any) => c.name === 'envoy')?.restartPolicy, 'Always', describePod(pod));
+    const envoyBefore = containerStatus(pod!, 'envoy')!;
+    const workBefore = containerStatus(pod!, 'work')!;
+    const back = variant(ENVOY_NEXT);
+    applyConfig(back);
+    const run = await cli(cluster, ['rollout', '--in-place', '--from', back, '-n', 'native', '--native-sidecars', 'in-place']);
+    shown('rollout --in-place --from dist/ -n native --native-sidecars in-place', run);
+    assert.equal(run.status, 0, describeRun(run));
+    const after = await waitForPod(cluster, 'native', name, 'Ready', isReady);
+    const envoy = containerStatus(after, 'envoy')!;
+    const work = containerStatus(after, 'work')!;
+    assert.deepEqual(
+      { envoyRestarts: envoy.restartCount, envoyImage: envoy.image, workRestarts: work.restartCount, workStarted: work.state.running?.startedAt, uid: after.metadata.uid },
+      { envoyRestarts: envoyBefore.restartCount + 1, envoyImage: `docker.io/envoyproxy/envoy:v${ENVOY_NEXT}`, workRestarts: 0, workStarted: workBefore.state.running.startedAt, uid: pod!.metadata.uid },
+      describePod(after),
+    );
+    kubectl(cluster, ['delete', 'namespace', 'native', '--wait=false']);
+    applyConfig(variant(ENVOY_IN_PLACE));
+  });
+
+  test('traffic through Envoy to the pods during rollout --in-place: without the readiness gate, and with it', async () => {
+    const results: string[] = [];
+    for (const gated of [false, true]) {
+      const ns = gated ? 'traffic-gate' : 'traffic-plain';
+      // The pods are made under a config with the gate or without; then Envoy is bumped the same way.
+      applyConfig(variant(ENVOY_IN_PLACE, { readinessGate: gated }));
+      namespace(ns, ENABLED);
+      echoDeployment(ns, 'echo');
+      apply({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'echo', namespace: ns }, spec: { selector: { app: 'echo' }, ports: [{ port: 80, targetPort: 9901 }] } });
+      kubectl(cluster, ['-n', ns, 'rollout', 'status', 'deploy/echo', '--timeout=180s']);
+      if (gated) for (const pod of await listPods(cluster, ns, 'app=echo')) assert.ok(pod.spec.readinessGates?.length === 1 && isReady(pod), describePod(pod));
+      apply({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'client', namespace: ns, labels: { role: 'client' }, annotations: { 'sidecar-injector.io/inject': 'false' } }, spec: { containers: [app('client')] } });
+      await waitForPod(cluster, ns, 'client', 'Ready', isReady);
+      const service = await cluster.plane.ok('GET', `/api/v1/namespaces/${ns}/services/echo`);
+      const next = variant(ENVOY_NEXT, { readinessGate: gated });
+      applyConfig(next);
+      // The client requests Envoy's port through the Service until told to stop, then prints its counts.
+      const loop = `ok=0; fail=0; while [ ! -f /tmp/stop ]; do if wget -q -T 2 -O /dev/null http://${service.spec.clusterIP}/ready; then ok=$((ok+1)); else fail=$((fail+1)); fi; echo "ok=$ok fail=$fail" > /tmp/counts; done; echo "ok=$ok fail=$fail"`;
+      const client = kubectlAsync(['exec', '-n', ns, 'client', '-c', 'client', '--', 'sh', '-c', loop]);
+      await cluster.until('the client counting', () => exec(cluster, ns, 'client', 'client', ['test', '-s', '/tmp/counts']).status === 0, 30_000);
+      const run = await cli(cluster, ['rollout', '--in-place', '--from', next, '-n', ns, ...(gated ? [] : ['--drain', 'none'])]);
+      assert.equal(run.status, 0, describeRun(run));
+      exec(cluster, ns, 'client', 'client', ['touch', '/tmp/stop']);
+      const counts = (await client).stdout.trim();
+      const [, ok, fail] = /ok=(\d+) fail=(\d+)/.exec(counts) ?? [];
+      results.push(`${gated ? 'with the readiness gate (--drain auto)' : 'without a gate (--drain none)'}: ${ok} requests answered, ${fail} failed, rollout ${run.seconds.toFixed(1)} s`);
+      progress(`traffic ${results.at(-1)}`);
+      if (gated) {
+        shown(`rollout --in-place --from dist/ -n ${ns}`, run);
+        assert.equal(Number(fail), 0, `with the gate, requests failed: ${counts}`);
+      }
+      assert.ok(Number(ok) > 0, counts);
+    }
+    progress(`traffic during rollout --in-place:\n  ${results.join('\n  ')}`);
+  });
+
 });
 
-/** The default app with Envoy at `version`, synthesized to a directory of its own with the same certificates. */
-function bumpEnvoy(version: string): string {
-  const outdir = path.join(work, `dist-envoy-${version}`);
-  const script = path.join(work, 'bump.ts');
+/** The default app with Envoy's image at `version` (and `readinessGate`), synthesized to a directory of its own with the same certificates. */
+function variant(version: string, options: { readinessGate?: boolean } = {}): string {
+  const outdir = path.join(work, `dist-envoy-${version}${options.readinessGate ? '-gated' : ''}`);
+  if (fs.existsSync(outdir)) return outdir;
+  const script = path.join(work, 'variant.ts');
   fs.writeFileSync(
     script,
     [
       `import { synthDefaultApp } from ${JSON.stringify(path.join(__dirname, '../../app/default-app'))};`,
       `import { DEFAULT_INJECTIONS } from ${JSON.stringify(path.join(__dirname, '../../app/default-injections'))};`,
-      `const injections = DEFAULT_INJECTIONS.map((i) => i.name !== 'envoy' ? i : { ...i, containers: i.containers!.map((c) => ({ ...c, image: 'envoyproxy/envoy:v${version}' })) });`,
+      `const injections = DEFAULT_INJECTIONS.map((i) => i.name !== 'envoy' ? i : { ...i, ${options.readinessGate ? 'readinessGate: true, ' : ''}containers: i.containers!.map((c) => ({ ...c, image: 'envoyproxy/envoy:v${version}' })) });`,
       `synthDefaultApp({ outdir: ${JSON.stringify(outdir)}, certificateStore: ${JSON.stringify(certs)}, injections, backend: ${JSON.stringify(policyEnv.INJECTOR_BACKEND)}, admissionPolicyApiVersion: ${JSON.stringify(policyEnv.INJECTOR_POLICY_API_VERSION)} });`,
       '',
     ].join('\n'),
   );
   const result = spawnSync(process.execPath, ['--import', 'tsx', script], { cwd: REPO_ROOT, encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`synth of the bumped app exited ${result.status}:\n${result.stderr}${result.stdout}`);
+  if (result.status !== 0) throw new Error(`synth of the variant exited ${result.status}:\n${result.stderr}${result.stdout}`);
   return outdir;
+}
+
+/** Applies a synthesized output and waits until the injector serves it. */
+function applyConfig(outdir: string): void {
+  progress(`apply ${path.basename(outdir)}: ${kubectl(cluster, ['apply', '-f', outdir]).trim().split('\n').filter((line) => !line.endsWith('unchanged')).join('; ')}`);
+  if (WEBHOOK) kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
 }
