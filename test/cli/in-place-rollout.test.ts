@@ -141,7 +141,7 @@ test('a bad image stops the run at the first pod with exit code 7, --continue re
   assert.equal(refused.exitCode, 7, refused.describe());
   assert.match(refused.stderr, new RegExp(`^error: --continue: 1 pod upgraded in place is not Ready: shop/${names[0]}; look at it, or put the previous images back with --undo\n$`));
 
-  const undo = await run(cluster, NEW, { undo: true });
+  const undo = await run(cluster, BAD, { undo: true });
   assert.equal(undo.exitCode, 0, undo.describe());
   assert.match(undo.stdout, new RegExp(`plan: put the previous images back in 1 pod \\(1 at a time per workload\\)\n  Deployment shop/web pod ${names[0]}: envoy envoyproxy/envoy:v9.9.9-missing -> envoyproxy/envoy:v1.31.0`));
   const pod = cluster.pod('shop', names[0]);
@@ -149,6 +149,20 @@ test('a bad image stops the run at the first pod with exit code 7, --continue re
   assert.equal(pod.status.conditions.find((c: any) => c.type === 'Ready').status, 'True');
   assert.equal(pod.metadata.annotations[annotationKeys(PREFIX).previousImages], undefined, 'the record is gone');
   assert.equal(classifyPods({ pods: [pod], namespaceLabels: new Map(), owners: new Map() }, source(NEW))[0].state, 'stale', 'outdated again, as before');
+});
+
+test('--undo puts back what the run of its config did: after a good run to v1.31.1 and a failed one to a bad image, only the failed pod goes back, to v1.31.1', async () => {
+  const cluster = new FakeCluster();
+  cluster.badImages.add('envoyproxy/envoy:v9.9.9-missing');
+  const names = deployment(cluster, 'web', 3, OLD);
+  assert.equal((await run(cluster, NEW)).exitCode, 0);
+  const failed = await run(cluster, BAD);
+  assert.equal(failed.exitCode, 7, failed.describe());
+  const undo = await run(cluster, BAD, { undo: true });
+  assert.equal(undo.exitCode, 0, undo.describe());
+  assert.match(undo.stdout, new RegExp(`plan: put the previous images back in 1 pod .*\n  Deployment shop/web pod ${names[0]}: envoy envoyproxy/envoy:v9.9.9-missing -> envoyproxy/envoy:v1.31.1`), undo.describe());
+  for (const name of names.slice(1)) assert.match(undo.stdout, new RegExp(`left as it is: pod shop/${name}, upgraded in place to envoy=[0-9a-f]{12}, not to this config's envoy=[0-9a-f]{12}`), undo.describe());
+  assert.deepEqual(names.map((name) => cluster.pod('shop', name).spec.containers[1].image), ['envoyproxy/envoy:v1.31.1', 'envoyproxy/envoy:v1.31.1', 'envoyproxy/envoy:v1.31.1']);
 });
 
 test('a new image whose container crash-loops stops the run at that pod, exit 7', async () => {

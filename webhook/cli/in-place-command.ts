@@ -194,17 +194,18 @@ export async function runInPlaceCommand(
   const context = { namespaceLabels: objects.namespaceLabels, owners: objects.owners };
 
   if (options.undo) {
-    const plan = undoPlan(objects, prefix);
+    const plan = undoPlan(objects, prefix, source.config);
     const lines = [...header, `plan: put the previous images back in ${plural(plan.pods.length, 'pod')} (${options.maxUnavailable} at a time per workload)`];
     for (const pod of plan.pods) {
       lines.push(`  ${pod.workload.kind} ${pod.namespace}/${pod.workload.name} pod ${pod.name}: ${pod.changes.length > 0 ? describeChanges(pod.changes) : 'images already back: the annotations only'}${pod.changes.length > 0 ? drainNote(pod.readinessGate, options.drain, prefix) : ''}`);
     }
     for (const pod of plan.unreadable) lines.push(`  cannot undo pod ${pod.namespace}/${pod.name}: ${pod.reason}`);
+    for (const pod of plan.otherRuns) lines.push(`  left as it is: pod ${pod.namespace}/${pod.name}, ${pod.reason}`);
     io.stdout(lines.join('\n') + '\n');
     if (options.dryRun) return say('dry run: nothing changed');
     if (plan.pods.length === 0) return;
     const replanUndo = (pod: KubernetesObject): ReturnType<Replan> => {
-      const fresh = undoPlan({ pods: [pod], ...context }, prefix);
+      const fresh = undoPlan({ pods: [pod], ...context }, prefix, source.config);
       if (fresh.pods.length === 0) return { skip: fresh.unreadable[0]?.reason ?? 'no previous images recorded any more' };
       const only = fresh.pods[0];
       return { changes: only.changes, operations: undoPatch(pod, only, prefix), readinessGate: only.readinessGate && only.changes.length > 0 };

@@ -437,12 +437,23 @@ export interface PodUndoPlan {
   readonly readinessGate: boolean;
 }
 
-/** The pods to undo: each with a readable previous-images annotation, or why it cannot be undone. */
-export function undoPlan(objects: ClusterObjects, prefix: string): { pods: PodUndoPlan[]; unreadable: { namespace: string; name: string; reason: string }[] } {
+/**
+ * The pods to undo: each with a readable previous-images annotation, or why it cannot be undone. With
+ * `config`, only the pods this config's run upgraded: those whose upgraded injections carry this
+ * config's hashes now. A pod upgraded by an earlier run (to another config) is left as it is, so that
+ * `--undo` after a failed run puts back what that run did, not what the run before it did.
+ */
+export function undoPlan(
+  objects: ClusterObjects,
+  prefix: string,
+  config?: ResolvedInjectorConfig,
+): { pods: PodUndoPlan[]; unreadable: { namespace: string; name: string; reason: string }[]; otherRuns: { namespace: string; name: string; reason: string }[] } {
   const keys = annotationKeys(prefix);
   const gateType = readinessConditionType(prefix);
+  const configured = config && new Map(config.injections.map((injection) => [injection.name, injectionHash(injection)]));
   const pods: PodUndoPlan[] = [];
   const unreadable: { namespace: string; name: string; reason: string }[] = [];
+  const otherRuns: { namespace: string; name: string; reason: string }[] = [];
   for (const pod of objects.pods) {
     const metadata = metadataOf(pod);
     const annotations = ownStringMap(metadata.annotations);
@@ -453,6 +464,18 @@ export function undoPlan(objects: ClusterObjects, prefix: string): { pods: PodUn
     if (typeof previous === 'string') {
       unreadable.push({ namespace, name, reason: previous });
       continue;
+    }
+    if (configured) {
+      const now = parseInjectionHashes(annotations[keys.hashes]) ?? new Map<string, string>();
+      const before = parseInjectionHashes(previous.hashes) ?? new Map<string, string>();
+      const upgraded = [...now].filter(([injection, hash]) => before.get(injection) !== hash);
+      const elsewhere = upgraded.filter(([injection, hash]) => configured.has(injection) && configured.get(injection) !== hash);
+      if (elsewhere.length > 0) {
+        const theirs = elsewhere.map(([injection, hash]) => `${injection}=${hash}`).join(',');
+        const ours = elsewhere.map(([injection]) => `${injection}=${configured.get(injection)}`).join(',');
+        otherRuns.push({ namespace, name, reason: `upgraded in place to ${theirs}, not to this config's ${ours}: --undo with the --from of that run puts it back` });
+        continue;
+      }
     }
     const changes: ImageChange[] = [];
     let problem: string | undefined;
@@ -475,7 +498,7 @@ export function undoPlan(objects: ClusterObjects, prefix: string): { pods: PodUn
     pods.push({ namespace, name, workload, changes, previous, readinessGate });
   }
   pods.sort((a, b) => a.namespace.localeCompare(b.namespace) || a.workload.kind.localeCompare(b.workload.kind) || a.workload.name.localeCompare(b.workload.name) || a.name.localeCompare(b.name));
-  return { pods, unreadable };
+  return { pods, unreadable, otherRuns };
 }
 
 /** The one guarded request that puts a pod's previous images and hashes back and drops the record. */
