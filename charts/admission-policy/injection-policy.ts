@@ -28,7 +28,7 @@ import type { MatchCondition, MutatingAdmissionPolicySpec, NamedRuleWithOperatio
 import { PlaceholderExpressions, celFieldPresent, celFieldSelect, celString, celStringList, celTemplateString, celValue, jsonPointerToken } from './cel-text';
 import { withLimitsAtRequests } from '../../webhook/engine/qos';
 import { podGuaranteedExpression, podLevelResourcesExpression } from './qos-cel';
-import { mutationGroups, nonGuaranteedContainers } from './mutation-groups';
+import { mutationGroups, nonGuaranteedContainers, readsWhatALaterOneAdds } from './mutation-groups';
 
 /** Where the pod template sits in the admitted object. */
 export type TemplateShape = 'pods' | 'workloads' | 'cronjobs';
@@ -143,27 +143,43 @@ export function shapePolicies(config: ResolvedInjectorConfig, injections: readon
     if (members.length === 0) continue;
     const kinds = TEMPLATE_SHAPES[shape].kinds.filter((kind) => members.some((injection) => injection.targetKinds.includes(kind)));
     const writers = members.map((injection) => new PolicyWriter(injection, config, shape, kinds));
-    const groups = mutationGroups(members, annotationKeys(config.annotationPrefix).inject).map((group) => group.map((injection) => writers[members.indexOf(injection)]));
+    const groups = mutationGroups(members).map((group) => group.map((injection) => writers[members.indexOf(injection)]));
+    const data = groups.map((group) => (group.length === 1 ? group[0].patchData() : groupPatchData(group)));
+    // Pods: the policy's conditions lead its mutation instead of being match conditions, and it is not
+    // reinvoked. The apiserver converts the object for CEL once per match-condition evaluation and
+    // per mutation, and reinvokes a policy whose mutation ran in the same admission, even when it
+    // changed nothing, evaluating its match conditions again first (policy/mutating/dispatcher.go):
+    // so match conditions cost two conversions per injected pod, and reinvocation without them a
+    // second run of the mutation. Folded and not reinvoked, an injected pod costs one mutation. Not
+    // when an injection reads a label or annotation a later one adds: the second run applies it, as
+    // the webhook's does.
+    const folded = shape === 'pods' && !readsWhatALaterOneAdds(members);
+    const conditions = writers[0].sharedConditions();
     policies.push({
       shape,
       injections: members.map((injection) => injection.name),
       spec: {
         matchConstraints: { resourceRules: resourceRules(kinds), matchPolicy: 'Equivalent' },
-        matchConditions: [
-          ...writers[0].sharedConditions(),
-          // Necessary for any mutation to change the object (each mutation's guard, or-ed), so the
-          // apiserver does not call a policy that would change nothing: it re-decodes an object a
-          // mutation ran on, even with an empty patch, and that changes what it stores. A Job whose
-          // labels were defaulted from its template's then no longer gets the selector labels the
-          // apiserver adds to the template, where an unpatched Job (the webhook's answer) does.
-          { name: 'an-injection-applies', expression: writers.map((writer) => `(${writer.guardExpression()})`).join(' || ') },
-        ],
+        ...(folded
+          ? {}
+          : {
+              matchConditions: [
+                ...conditions,
+                // Necessary for any mutation to change the object (each mutation's guard, or-ed), so the
+                // apiserver does not call a policy that would change nothing: it re-decodes an object a
+                // mutation ran on, even with an empty patch, and that changes what it stores. A Job whose
+                // labels were defaulted from its template's then no longer gets the selector labels the
+                // apiserver adds to the template, where an unpatched Job (the webhook's answer) does.
+                { name: 'an-injection-applies', expression: writers.map((writer) => `(${writer.guardExpression()})`).join(' || ') },
+              ],
+            }),
         // One mutation per run of injections that can share one (mutation-groups.ts): the apiserver's
         // cost is per mutation.
-        mutations: groups.map((group) => ({ patchType: 'JSONPatch', jsonPatch: { expression: group.length === 1 ? group[0].patchExpression() : groupPatchExpression(group) } })),
+        mutations: data.map((adds) => ({ patchType: 'JSONPatch', jsonPatch: { expression: folded ? foldedPatch(conditions, adds) : `${adds}${TO_JSON_PATCH}` } })),
         failurePolicy: settings.failurePolicy,
-        // Another policy or webhook may add a label or annotation an injection triggers on.
-        reinvocationPolicy: 'IfNeeded',
+        // Another policy or webhook may add a label or annotation an injection triggers on, or an
+        // injection one that an earlier one reads: reinvoked, the policy applies it.
+        reinvocationPolicy: folded ? 'Never' : 'IfNeeded',
       },
     });
   }
@@ -246,8 +262,9 @@ class PolicyWriter {
     return this.ownConditions().map((condition) => `(${condition.expression})`).join(' && ');
   }
 
-  patchExpression(): string {
-    return `(${guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'patch'))})${TO_JSON_PATCH}`;
+  /** This injection's mutation as a list of adds, in parentheses: `((\n  // name ... ) ? data : [])`. */
+  patchData(): string {
+    return `(${guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'patch'))})`;
   }
 
   /** Whether this injection shares its mutation: it then leaves lists, metadata maps and the status
@@ -256,7 +273,7 @@ class PolicyWriter {
 
   /** This injection's part of a shared mutation: its three lists of adds, empty when its guard fails. */
   sectionsExpression(): string {
-    return guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'sections'), '[[], [], []]');
+    return guardedPatch(this.ownConditions(true), bindInOrder(this.variables(), 'sections'), '[[], [], []]');
   }
 
   /** Injections before this one in its shared mutation: their sections' variable and injection. */
@@ -349,25 +366,50 @@ class PolicyWriter {
     return `${this.template}.metadata.${map}[${celString(key)}]`;
   }
 
-  /** A workload's own metadata and its pod template's both count; the template's wins on a clash. */
-  private mergedHas(map: 'labels' | 'annotations', key: string): string {
-    if (this.shape === 'pods') return this.templateHas(map, key);
-    return `(${this.templateHas(map, key)} || (has(object.metadata.${map}) && ${celString(key)} in object.metadata.${map}))`;
+  /**
+   * CEL: the pod (template)'s `map` has `key`. A workload's own metadata and its pod template's both
+   * count; the template's wins on a clash. With `readThrough`, a key an earlier injection of the shared
+   * mutation adds to the template counts as the template's, as the webhook's next trigger sees it.
+   */
+  private mergedHas(map: 'labels' | 'annotations', key: string, readThrough = false): string {
+    const added = readThrough ? this.earlierAdd(map, key) : undefined;
+    const template = added ? `(${this.templateHas(map, key)} || ${added.has})` : this.templateHas(map, key);
+    if (this.shape === 'pods') return template;
+    return `(${template} || (has(object.metadata.${map}) && ${celString(key)} in object.metadata.${map}))`;
   }
 
-  private mergedValue(map: 'labels' | 'annotations', key: string): string {
-    if (this.shape === 'pods') return this.templateValue(map, key);
-    return `(${this.templateHas(map, key)} ? ${this.templateValue(map, key)} : object.metadata.${map}[${celString(key)}])`;
+  private mergedValue(map: 'labels' | 'annotations', key: string, readThrough = false): string {
+    const added = readThrough ? this.earlierAdd(map, key) : undefined;
+    const own = this.shape === 'pods' ? undefined : `object.metadata.${map}[${celString(key)}]`;
+    if (!added) return own === undefined ? this.templateValue(map, key) : `(${this.templateHas(map, key)} ? ${this.templateValue(map, key)} : ${own})`;
+    const otherwise = own === undefined ? added.value : `(${added.has} ? ${added.value} : ${own})`;
+    return `(${this.templateHas(map, key)} ? ${this.templateValue(map, key)} : ${otherwise})`;
+  }
+
+  /**
+   * CEL reading the part of the earlier injection of the shared mutation that adds `key` to the
+   * template's `map` (at most one does: mutation-groups.ts): whether it adds it (it does when its guard
+   * held and the template lacks the key), and the value it adds.
+   */
+  private earlierAdd(map: 'labels' | 'annotations', key: string): { has: string; value: string } | undefined {
+    const adder = this.earlier.find(({ injection }) => key in (injection[map] ?? {}));
+    if (!adder) return undefined;
+    const adds = `variables.${adder.variable}[${map === 'labels' ? 1 : 2}]`;
+    const pointer = celString(`${this.pointer}/metadata/${map}/${jsonPointerToken(key)}`);
+    return { has: `${adds}.exists(p, string(p.path) == ${pointer})`, value: `string(${adds}.filter(p, string(p.path) == ${pointer})[0].value)` };
   }
 
   // --- conditions --------------------------------------------------------------------------------
 
-  /** Placeholder values as expressions that need no variables (matchConditions cannot read them). */
-  private inlinePlaceholders(): PlaceholderExpressions {
+  /**
+   * Placeholder values as expressions that need no variables (matchConditions cannot read them);
+   * `readThrough`: the trigger annotation as an earlier injection of the shared mutation leaves it.
+   */
+  private inlinePlaceholders(readThrough = false): PlaceholderExpressions {
     return {
       name: 'string(has(object.metadata.name) && object.metadata.name != "" ? object.metadata.name : (has(object.metadata.generateName) ? object.metadata.generateName : ""))',
       namespace: 'string(request.namespace != "" ? request.namespace : (has(object.metadata.namespace) ? object.metadata.namespace : ""))',
-      annotation: this.injection.trigger.type === 'annotation' ? `string(${this.mergedValue('annotations', this.injection.trigger.key)})` : '""',
+      annotation: this.injection.trigger.type === 'annotation' ? `string(${this.mergedValue('annotations', this.injection.trigger.key, readThrough)})` : '""',
     };
   }
 
@@ -383,8 +425,11 @@ class PolicyWriter {
     ];
   }
 
-  /** What must hold for this injection in particular, each with a name. */
-  ownConditions(): MatchCondition[] {
+  /**
+   * What must hold for this injection in particular, each with a name. `readThrough`: in its shared
+   * mutation, where the trigger also sees the labels and annotations earlier injections of it add.
+   */
+  ownConditions(readThrough = false): MatchCondition[] {
     const conditions: MatchCondition[] = [];
     const kinds = this.shapeDefinition.kinds.filter((kind) => this.injection.targetKinds.includes(kind));
     if (kinds.length < this.policyKinds.length) {
@@ -394,15 +439,15 @@ class PolicyWriter {
       name: 'not-already-injected',
       expression: `!(${this.templateHas('annotations', this.keys.status)} && ${this.templateValue('annotations', this.keys.status)}.split(",").exists(s, s.trim() == ${celString(this.injection.name)}))`,
     });
-    const trigger = this.triggerCondition();
+    const trigger = this.triggerCondition(readThrough);
     if (trigger !== undefined) conditions.push({ name: 'trigger', expression: trigger });
-    const placeholders = this.placeholderCondition();
+    const placeholders = this.placeholderCondition(readThrough);
     if (placeholders !== undefined) conditions.push({ name: 'placeholders-have-values', expression: placeholders });
     return conditions;
   }
 
   /** The trigger as a CEL condition; undefined for `always`. */
-  triggerCondition(): string | undefined {
+  triggerCondition(readThrough = false): string | undefined {
     const trigger = this.injection.trigger;
     switch (trigger.type) {
       case 'always':
@@ -410,22 +455,23 @@ class PolicyWriter {
       case 'requested': {
         // "true" asks for nothing in particular and "false" is the opt-out, so neither names an injection.
         if (this.injection.name === 'true' || this.injection.name === 'false') return 'false';
+        // Read from the object as admitted, never through: the webhook reads <prefix>/inject once.
         const inject = this.keys.inject;
         return `${this.mergedHas('annotations', inject)} && ${this.mergedValue('annotations', inject)}.split(",").exists(s, s.trim() == ${celString(this.injection.name)})`;
       }
       case 'annotation': {
-        const present = this.mergedHas('annotations', trigger.key);
+        const present = this.mergedHas('annotations', trigger.key, readThrough);
         if (trigger.valuePattern === undefined) return present;
-        return `${present} && ${this.mergedValue('annotations', trigger.key)}.matches(${celString(anchored(trigger.valuePattern))})`;
+        return `${present} && ${this.mergedValue('annotations', trigger.key, readThrough)}.matches(${celString(anchored(trigger.valuePattern))})`;
       }
       case 'labelSelector': {
         const terms: string[] = [];
         for (const [key, value] of Object.entries(trigger.matchLabels ?? {})) {
-          terms.push(`(${this.mergedHas('labels', key)} && ${this.mergedValue('labels', key)} == ${celString(value)})`);
+          terms.push(`(${this.mergedHas('labels', key, readThrough)} && ${this.mergedValue('labels', key, readThrough)} == ${celString(value)})`);
         }
         for (const requirement of trigger.matchExpressions ?? []) {
-          const has = this.mergedHas('labels', requirement.key);
-          const valueIn = `${this.mergedValue('labels', requirement.key)} in ${celStringList(requirement.values ?? [])}`;
+          const has = this.mergedHas('labels', requirement.key, readThrough);
+          const valueIn = `${this.mergedValue('labels', requirement.key, readThrough)} in ${celStringList(requirement.values ?? [])}`;
           switch (requirement.operator) {
             case 'In':
               terms.push(`(${has} && ${valueIn})`);
@@ -447,7 +493,7 @@ class PolicyWriter {
   }
 
   /** A placeholder with an empty value skips the injection, as does a label it would make invalid. */
-  private placeholderCondition(): string | undefined {
+  private placeholderCondition(readThrough: boolean): string | undefined {
     const used = new Set<string>();
     const visit = (value: unknown): void => {
       if (typeof value === 'string') placeholdersIn(value).forEach((name) => used.add(name));
@@ -459,7 +505,7 @@ class PolicyWriter {
       visit(injection[field]);
     }
     if (used.size === 0) return undefined;
-    const inline = this.inlinePlaceholders();
+    const inline = this.inlinePlaceholders(readThrough);
     const terms = [...used].sort().map((name) => `${inline[name as keyof PlaceholderExpressions]} != ""`);
     for (const value of Object.values(injection.labels ?? {})) {
       if (!value.includes('{{')) continue;
@@ -476,11 +522,10 @@ class PolicyWriter {
     const injection = this.injection;
     const vars: Variable[] = [];
     const add = (name: string, expression: string) => vars.push({ name, expression });
-    const inline = this.inlinePlaceholders();
     // `namespace` is a reserved word in CEL, so no variable is called after its placeholder.
     // What every injection of a shared mutation reads alike is bound once, by the mutation.
     if (!this.grouped) vars.push(...this.sharedVariables());
-    if (injection.trigger.type === 'annotation') add('triggerValue', inline.annotation);
+    if (injection.trigger.type === 'annotation') add('triggerValue', this.inlinePlaceholders(this.grouped).annotation);
     const placeholders: PlaceholderExpressions = { name: 'string(variables.objectName)', namespace: 'string(variables.objectNamespace)', annotation: 'string(variables.triggerValue)' };
     const value = (json: unknown) => celValue(json as JsonValue, placeholders);
 
@@ -697,7 +742,7 @@ const GROUP_LINE = /^\(\/\/ injections (\[.*\])\n/;
  * the object as admitted, then once for all of them the lists they append to, the metadata maps and
  * the status annotation, which lists those that changed something, in order.
  */
-function groupPatchExpression(writers: readonly PolicyWriter[]): string {
+function groupPatchData(writers: readonly PolicyWriter[]): string {
   writers.forEach((writer, index) => {
     writer.grouped = true;
     writer.earlier = writers.slice(0, index).map((earlier, member) => ({ variable: `m${member}`, injection: earlier.injectionOf }));
@@ -730,26 +775,32 @@ function groupPatchExpression(writers: readonly PolicyWriter[]): string {
     `size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) == 0 ? [] : ` +
       `${lists.join(' + ')} + variables.contentPatch + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]`,
   );
-  return `(// injections ${JSON.stringify(writers.map((writer) => writer.name))}\n${bindInOrder(vars, 'patch')})${TO_JSON_PATCH}`;
+  return `(// injections ${JSON.stringify(writers.map((writer) => writer.name))}\n${bindInOrder(vars, 'patch')})`;
 }
 
 /** The injections a shared mutation applies, in order (undefined for a mutation of one injection). */
 export function mutationInjections(expression: string): string[] | undefined {
-  const match = GROUP_LINE.exec(expression);
+  const match = GROUP_LINE.exec(patchData(expression));
   return match ? (JSON.parse(match[1]) as string[]) : undefined;
 }
 
 const GUARD_LINE = /^ {2}\/\/ ([a-z][a-z0-9-]*)\n {2}\((.*)\)( &&)?$/;
 
 /**
- * The named conditions guarding a mutation's patch, read back from its CEL text (as `patchExpression`
- * writes them: `((\n  // name\n  (condition) && ...\n) ? data : [])...`), in order; empty when it has none.
+ * The named conditions guarding the patch of a mutation of one injection, read back from its CEL
+ * text (as `patchData` writes them: `((\n  // name\n  (condition) && ...\n) ? data : [])`), in
+ * order; empty when it has none. A folded mutation's own conditions are `foldedConditions`.
  */
 export function mutationGuard(expression: string): MatchCondition[] {
-  const start = expression.indexOf('(\n');
-  const end = expression.indexOf('\n) ? ');
+  return leadingGuard(patchData(expression));
+}
+
+/** The named conditions of the guard `text` starts with (after at most one character), or none. */
+function leadingGuard(text: string): MatchCondition[] {
+  const start = text.indexOf('(\n');
+  const end = text.indexOf('\n) ? ');
   if (start < 0 || start > 1 || end < 0) return [];
-  return guardConditions(expression.slice(start + 2, end).split('\n'));
+  return guardConditions(text.slice(start + 2, end).split('\n'));
 }
 
 /** The named conditions of guard lines: pairs of a `// <name>` line and its `(<CEL>) &&` line. */
@@ -768,12 +819,53 @@ function guardConditions(lines: readonly string[]): MatchCondition[] {
  * per injection of a shared mutation (each injection's part starts with its guard lines).
  */
 export function mutationGuards(expression: string): MatchCondition[][] {
-  const blocks = [...expression.matchAll(/\(\n((?: {2}\/\/ [a-z][a-z0-9-]*\n {2}\(.*\)(?: &&)?\n)+)\) \? /g)];
+  const blocks = [...patchData(expression).matchAll(/\(\n((?: {2}\/\/ [a-z][a-z0-9-]*\n {2}\(.*\)(?: &&)?\n)+)\) \? /g)];
   return blocks.map((block) => guardConditions(block[1].trimEnd().split('\n')));
 }
 
 /** Turns the list of `{path, value}` maps into the JSONPatch operations the apiserver applies. */
 export const TO_JSON_PATCH = '.map(p, JSONPatch{op: "add", path: string(p.path), value: p.value})';
+
+/**
+ * The end of a folded mutation: its adds as JSONPatch, or when it has none a test that fails, which
+ * leaves the object as it was (json_patch.go returns it without encoding the patched JSON and
+ * decoding it again, as it does for an empty patch).
+ */
+export const FOLDED_TAIL = `].map(patch, size(patch) == 0 ? [JSONPatch{op: "test", path: "/kind", value: "no injection applies"}] : patch${TO_JSON_PATCH})[0]`;
+
+/**
+ * A mutation that carries its policy's conditions (a policy without match conditions):
+ * `[(\n  // pod-spec-present\n  (...) && ...\n) ? (adds) : []]` then `FOLDED_TAIL`.
+ */
+function foldedPatch(conditions: readonly MatchCondition[], adds: string): string {
+  return `[${guardedPatch(conditions, adds)}${FOLDED_TAIL}`;
+}
+
+/** Whether a mutation carries its policy's conditions (`foldedPatch`). */
+export function isFolded(expression: string): boolean {
+  return expression.startsWith('[(\n') && expression.endsWith(FOLDED_TAIL);
+}
+
+/** The policy's conditions a folded mutation starts with; undefined for another mutation. */
+export function foldedConditions(expression: string): MatchCondition[] | undefined {
+  return isFolded(expression) ? leadingGuard(expression.slice(1)) : undefined;
+}
+
+/**
+ * The CEL of a mutation's adds, as a list of `{path, value}` maps, without the JSONPatch constructor
+ * (the same constant text in every mutation): for a folded mutation the adds inside its policy's
+ * conditions, else the whole expression before `TO_JSON_PATCH`.
+ */
+export function patchData(expression: string): string {
+  if (isFolded(expression)) {
+    const inner = expression.slice(1, -FOLDED_TAIL.length);
+    const start = inner.indexOf('\n) ? ') + '\n) ? '.length;
+    if (!inner.endsWith(' : []')) throw new Error(`not a folded mutation: ${expression.slice(0, 80)}...`);
+    return inner.slice(start, -' : []'.length);
+  }
+  if (!expression.endsWith(TO_JSON_PATCH)) throw new Error(`not a mutation this backend writes: ${expression.slice(0, 80)}...`);
+  return expression.slice(0, -TO_JSON_PATCH.length);
+}
 
 /**
  * The named expressions as one CEL expression computing `result`, each name bound once, in order,

@@ -19,7 +19,7 @@ import { admissionPolicyViolations } from '../support/admission-policy-schemas';
 import { celValue, isCelFieldName } from '../../charts/admission-policy/cel-text';
 import { admitWithPolicies, kubernetesCelEnvironment, patchDataExpressions } from '../support/admission-policy-simulator';
 import { podGuaranteedExpression } from '../../charts/admission-policy/qos-cel';
-import { TO_JSON_PATCH, mutationGuard, mutationGuards } from '../../charts/admission-policy/injection-policy';
+import { FOLDED_TAIL, TO_JSON_PATCH, foldedConditions, mutationGuard, mutationGuards, patchData } from '../../charts/admission-policy/injection-policy';
 import { POLICY_TEST_INJECTIONS, injectionPoliciesOf, injectionsOfPolicy } from '../support/admission-policy-config';
 
 const PREFIX = 'sidecar-injector.io';
@@ -112,9 +112,18 @@ test('one policy per place the pod template sits, matching the resources and ope
   const binding = objects.find((o) => o.kind === 'MutatingAdmissionPolicyBinding' && o.metadata.name === 'sidecar-injector.pods');
   assert.equal(binding.spec.policyName, 'sidecar-injector.pods');
   assert.deepEqual(binding.spec.matchResources.namespaceSelector.matchLabels, { injection: 'enabled' });
-  for (const policy of [pods, workloads, cronjobs]) {
+  for (const policy of [pods, workloads, cronjobs]) assert.equal(policy.spec.failurePolicy, 'Ignore');
+  // The pod policy's conditions lead each of its mutations, which ends in a failing test when it adds nothing.
+  assert.equal(pods.spec.matchConditions, undefined);
+  assert.equal(pods.spec.reinvocationPolicy, 'Never');
+  for (const mutation of pods.spec.mutations) {
+    assert.equal(mutation.patchType, 'JSONPatch');
+    assert.deepEqual(foldedConditions(mutation.jsonPatch.expression)?.map((c) => c.name), ['pod-spec-present', 'not-opted-out'], mutation.jsonPatch.expression.slice(0, 40));
+    assert.ok(mutation.jsonPatch.expression.endsWith(FOLDED_TAIL));
+    assert.ok(/^\(\(\n {2}\/\/ |^\(\/\/ injections \[/.test(patchData(mutation.jsonPatch.expression)), patchData(mutation.jsonPatch.expression).slice(0, 40));
+  }
+  for (const policy of [workloads, cronjobs]) {
     assert.equal(policy.spec.reinvocationPolicy, 'IfNeeded');
-    assert.equal(policy.spec.failurePolicy, 'Ignore');
     assert.deepEqual(policy.spec.matchConditions.map((c: any) => c.name), ['pod-spec-present', 'not-opted-out', 'an-injection-applies']);
     // The policy runs only when some mutation's guard holds: the guards, or-ed, in mutation order.
     assert.equal(
@@ -217,12 +226,13 @@ test('trigger CEL for workloads: the object\'s own annotations count too, and th
   );
 });
 
-test('an always trigger has no trigger condition, but the opt-out (the policy\'s) and the status annotation (the mutation\'s)', () => {
+test('an always trigger has no trigger condition, but the opt-out (the policy\'s) and the status annotation (the injection\'s)', () => {
   const policy = policyOf(synth([{ name: 'e', trigger: { type: 'always' }, containers: [{ name: 'x', image: 'x' }] }]), 'sidecar-injector.pods');
-  assert.deepEqual(policy.spec.matchConditions.map((c: any) => c.name), ['pod-spec-present', 'not-opted-out', 'an-injection-applies']);
+  const policyConditions = foldedConditions(policy.spec.mutations[0].jsonPatch.expression) ?? [];
+  assert.deepEqual(policyConditions.map((c) => c.name), ['pod-spec-present', 'not-opted-out']);
   assert.deepEqual(guardOf(policy, 'e').map((c) => c.name), ['not-already-injected']);
   assert.equal(
-    conditionOf(policy, 'not-opted-out'),
+    policyConditions.find((c) => c.name === 'not-opted-out')?.expression,
     `!((has(object.metadata) && has(object.metadata.annotations) && "${PREFIX}/inject" in object.metadata.annotations) && object.metadata.annotations["${PREFIX}/inject"].trim().lowerAscii() == "false")`,
   );
   assert.equal(
@@ -268,7 +278,10 @@ test('every match condition, mutation guard and mutation parses and type-checks 
       { name: `mutations[${index}]`, expression: data },
     ]);
     assert.ok(mutations.length >= 2 * injectionsOfPolicy(policy).length + policy.spec.mutations.length, 'every injection has a guard');
-    for (const { name, expression } of [...policy.spec.matchConditions, ...mutations]) {
+    const folded = policy.spec.mutations.flatMap((mutation: any, index: number) =>
+      (foldedConditions(mutation.jsonPatch.expression) ?? []).map((c) => ({ name: `mutations[${index}] ${c.name}`, expression: c.expression })),
+    );
+    for (const { name, expression } of [...(policy.spec.matchConditions ?? []), ...folded, ...mutations]) {
       const result = env.check(expression);
       assert.equal(result.valid, true, `${policy.metadata.name} ${name}: ${(result as any).error?.message}`);
     }
