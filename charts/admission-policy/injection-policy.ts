@@ -66,6 +66,9 @@ export const TEMPLATE_SHAPES: Readonly<Record<TemplateShape, ShapeDefinition>> =
   },
 };
 
+/** The names a mutation binds the pod (template)'s own labels and annotations to (empty maps when it has none). */
+const POD_MAPS = { labels: 'podLabels', annotations: 'podAnnotations' } as const;
+
 const RESOURCE_OF_KIND: Record<TargetKind, { group: string; resource: string }> = {
   Pod: { group: '', resource: 'pods' },
   Deployment: { group: 'apps', resource: 'deployments' },
@@ -76,12 +79,17 @@ const RESOURCE_OF_KIND: Record<TargetKind, { group: string; resource: string }> 
   CronJob: { group: 'batch', resource: 'cronjobs' },
 };
 
-/** The policy of one template shape: one mutation per injection, in config order. */
+/** The policy of one template shape: its injections in config order, in as few mutations as can share one. */
 export interface ShapePolicy {
   readonly shape: TemplateShape;
   /** The injections it applies, in the order of its mutations. */
   readonly injections: readonly string[];
   readonly spec: MutatingAdmissionPolicySpec;
+  /**
+   * The values each mutation binds, by name, before the injections' parts (`variables.<name>` in an
+   * expression refers to an earlier one): a guard of a shared mutation's injection reads them.
+   */
+  readonly bindings: readonly Variable[];
 }
 
 /** Why an injection cannot be rendered as a policy; it then stays on the webhook. */
@@ -158,6 +166,7 @@ export function shapePolicies(config: ResolvedInjectorConfig, injections: readon
     policies.push({
       shape,
       injections: members.map((injection) => injection.name),
+      bindings: writers[0].sharedVariables(),
       spec: {
         matchConstraints: { resourceRules: resourceRules(kinds), matchPolicy: 'Equivalent' },
         ...(folded
@@ -264,16 +273,20 @@ class PolicyWriter {
 
   /** This injection's mutation as a list of adds, in parentheses: `((\n  // name ... ) ? data : [])`. */
   patchData(): string {
-    return `(${guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'patch'))})`;
+    return `(${guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'patch', 'own'))})`;
   }
 
-  /** Whether this injection shares its mutation: it then leaves lists, metadata maps and the status
-   * annotation to the mutation, and gives `[content, labels, annotations]` (lists of adds). */
+  /**
+   * Whether this injection shares its mutation: it then leaves lists, metadata maps and the status
+   * annotation to the mutation, and gives its part, `[content, labels, annotations, applied]`: three
+   * lists of adds, and `[[name, name=hash]]` when it adds anything (else `[]`), for the status and the
+   * hashes annotation.
+   */
   grouped = false;
 
-  /** This injection's part of a shared mutation: its three lists of adds, empty when its guard fails. */
+  /** This injection's part of a shared mutation, all empty when its guard fails. */
   sectionsExpression(): string {
-    return guardedPatch(this.ownConditions(true), bindInOrder(this.variables(), 'sections'), '[[], [], []]');
+    return guardedPatch(this.ownConditions(true), bindInOrder(this.variables(), 'sections', 'own'), '[[], [], [], []]');
   }
 
   /** Injections before this one in its shared mutation: their sections' variable and injection. */
@@ -319,9 +332,12 @@ class PolicyWriter {
     const t = this.template;
     const inline = this.inlinePlaceholders();
     // `namespace` is a reserved word in CEL, so no variable is called after its placeholder.
+    const metadataMap = (map: 'labels' | 'annotations') => `has(${t}.metadata) && has(${t}.metadata.${map}) ? ${t}.metadata.${map} : {}`;
     const vars: Variable[] = [
       { name: 'objectName', expression: inline.name },
       { name: 'objectNamespace', expression: inline.namespace },
+      { name: POD_MAPS.labels, expression: metadataMap('labels') },
+      { name: POD_MAPS.annotations, expression: metadataMap('annotations') },
       { name: 'statusNames', expression: this.statusNamesExpression() },
     ];
     // Containers that injections listed in the status annotation added: the injector's, not the user's.
@@ -329,16 +345,17 @@ class PolicyWriter {
       .map((other) => ({ name: other.name, containers: [...(other.containers ?? []), ...(other.initContainers ?? [])].map((c) => c.name) }))
       .filter((other) => other.containers.length > 0)
       .map((other) => `(${celString(other.name)} in variables.statusNames ? ${celStringList(other.containers)} : [])`);
-    vars.push({ name: 'injectedContainers', expression: injectedBy.length === 0 ? '[]' : injectedBy.join(' + ') });
+    // Most pods carry no status yet: then none.
+    vars.push({ name: 'injectedContainers', expression: injectedBy.length === 0 ? '[]' : `size(variables.statusNames) == 0 ? [] : ${injectedBy.join(' + ')}` });
     vars.push({ name: 'takenContainerNames', expression: `${t}.spec.containers.map(c, c.name) + (has(${t}.spec.initContainers) ? ${t}.spec.initContainers.map(c, c.name) : [])` });
-    vars.push({ name: 'userContainers', expression: `${t}.spec.containers.filter(c, !(c.name in variables.injectedContainers))` });
+    vars.push({ name: 'userContainers', expression: `size(variables.injectedContainers) == 0 ? ${t}.spec.containers : ${t}.spec.containers.filter(c, !(c.name in variables.injectedContainers))` });
     vars.push({ name: 'podGuaranteed', expression: podGuaranteedExpression(t) });
     return vars;
   }
 
   /** CEL: the names the status annotation lists now. */
   statusNamesExpression(): string {
-    return `${this.templateHas('annotations', this.keys.status)} ? ${this.templateValue('annotations', this.keys.status)}.split(",").map(s, s.trim()).filter(s, s != "" && s != "true" && s != "false") : []`;
+    return `${this.templateHas('annotations', this.keys.status, true)} ? ${this.templateValue('annotations', this.keys.status, true)}.split(",").map(s, s.trim()).filter(s, s != "" && s != "true" && s != "false") : []`;
   }
 
   /** The template's CEL expression and JSON pointer, and the status annotation key. */
@@ -351,39 +368,46 @@ class PolicyWriter {
    * string), which this injection's `name=hash` entries follow, as the webhook appends them.
    */
   get hashesPlace(): { key: string; existing: string } {
-    const value = this.templateValue('annotations', this.keys.hashes);
-    return { key: this.keys.hashes, existing: `(${this.templateHas('annotations', this.keys.hashes)} && ${value} != "" ? [${value}] : [])` };
+    const value = this.templateValue('annotations', this.keys.hashes, true);
+    return { key: this.keys.hashes, existing: `(${this.templateHas('annotations', this.keys.hashes, true)} && ${value} != "" ? [${value}] : [])` };
   }
 
   // --- metadata reads ----------------------------------------------------------------------------
 
-  /** CEL: the pod template's own map (`labels` or `annotations`) has `key`. */
-  private templateHas(map: 'labels' | 'annotations', key: string): string {
+  /**
+   * CEL: the pod template's own map (`labels` or `annotations`) has `key`. `bound`: read from the map
+   * the mutation binds (`podLabels`, `podAnnotations`), where the expression is inside its bindings.
+   */
+  private templateHas(map: 'labels' | 'annotations', key: string, bound = false): string {
+    if (bound) return `(${celString(key)} in variables.${POD_MAPS[map]})`;
     return `(has(${this.template}.metadata) && has(${this.template}.metadata.${map}) && ${celString(key)} in ${this.template}.metadata.${map})`;
   }
 
-  private templateValue(map: 'labels' | 'annotations', key: string): string {
-    return `${this.template}.metadata.${map}[${celString(key)}]`;
+  private templateValue(map: 'labels' | 'annotations', key: string, bound = false): string {
+    return bound ? `variables.${POD_MAPS[map]}[${celString(key)}]` : `${this.template}.metadata.${map}[${celString(key)}]`;
   }
 
   /**
    * CEL: the pod (template)'s `map` has `key`. A workload's own metadata and its pod template's both
-   * count; the template's wins on a clash. With `readThrough`, a key an earlier injection of the shared
-   * mutation adds to the template counts as the template's, as the webhook's next trigger sees it.
+   * count; the template's wins on a clash. `inShared`: inside the shared mutation's bindings, where a
+   * key an earlier injection of it adds to the template counts as the template's (`readThrough`), as
+   * the webhook's next trigger sees it.
    */
-  private mergedHas(map: 'labels' | 'annotations', key: string, readThrough = false): string {
+  private mergedHas(map: 'labels' | 'annotations', key: string, inShared = false, readThrough = inShared): string {
     const added = readThrough ? this.earlierAdd(map, key) : undefined;
-    const template = added ? `(${this.templateHas(map, key)} || ${added.has})` : this.templateHas(map, key);
+    const template = added ? `(${this.templateHas(map, key, inShared)} || ${added.has})` : this.templateHas(map, key, inShared);
     if (this.shape === 'pods') return template;
     return `(${template} || (has(object.metadata.${map}) && ${celString(key)} in object.metadata.${map}))`;
   }
 
-  private mergedValue(map: 'labels' | 'annotations', key: string, readThrough = false): string {
+  private mergedValue(map: 'labels' | 'annotations', key: string, inShared = false, readThrough = inShared): string {
     const added = readThrough ? this.earlierAdd(map, key) : undefined;
+    const has = this.templateHas(map, key, inShared);
+    const value = this.templateValue(map, key, inShared);
     const own = this.shape === 'pods' ? undefined : `object.metadata.${map}[${celString(key)}]`;
-    if (!added) return own === undefined ? this.templateValue(map, key) : `(${this.templateHas(map, key)} ? ${this.templateValue(map, key)} : ${own})`;
+    if (!added) return own === undefined ? value : `(${has} ? ${value} : ${own})`;
     const otherwise = own === undefined ? added.value : `(${added.has} ? ${added.value} : ${own})`;
-    return `(${this.templateHas(map, key)} ? ${this.templateValue(map, key)} : ${otherwise})`;
+    return `(${has} ? ${value} : ${otherwise})`;
   }
 
   /**
@@ -403,13 +427,13 @@ class PolicyWriter {
 
   /**
    * Placeholder values as expressions that need no variables (matchConditions cannot read them);
-   * `readThrough`: the trigger annotation as an earlier injection of the shared mutation leaves it.
+   * `inShared`: inside the shared mutation, the trigger annotation as its earlier injections leave it.
    */
-  private inlinePlaceholders(readThrough = false): PlaceholderExpressions {
+  private inlinePlaceholders(inShared = false): PlaceholderExpressions {
     return {
       name: 'string(has(object.metadata.name) && object.metadata.name != "" ? object.metadata.name : (has(object.metadata.generateName) ? object.metadata.generateName : ""))',
       namespace: 'string(request.namespace != "" ? request.namespace : (has(object.metadata.namespace) ? object.metadata.namespace : ""))',
-      annotation: this.injection.trigger.type === 'annotation' ? `string(${this.mergedValue('annotations', this.injection.trigger.key, readThrough)})` : '""',
+      annotation: this.injection.trigger.type === 'annotation' ? `string(${this.mergedValue('annotations', this.injection.trigger.key, inShared)})` : '""',
     };
   }
 
@@ -426,10 +450,11 @@ class PolicyWriter {
   }
 
   /**
-   * What must hold for this injection in particular, each with a name. `readThrough`: in its shared
-   * mutation, where the trigger also sees the labels and annotations earlier injections of it add.
+   * What must hold for this injection in particular, each with a name. `inShared`: inside its shared
+   * mutation, reading the values it binds (the status names, the pod's labels and annotations), and
+   * where the trigger also sees the labels and annotations earlier injections of it add.
    */
-  ownConditions(readThrough = false): MatchCondition[] {
+  ownConditions(inShared = false): MatchCondition[] {
     const conditions: MatchCondition[] = [];
     const kinds = this.shapeDefinition.kinds.filter((kind) => this.injection.targetKinds.includes(kind));
     if (kinds.length < this.policyKinds.length) {
@@ -437,17 +462,20 @@ class PolicyWriter {
     }
     conditions.push({
       name: 'not-already-injected',
-      expression: `!(${this.templateHas('annotations', this.keys.status)} && ${this.templateValue('annotations', this.keys.status)}.split(",").exists(s, s.trim() == ${celString(this.injection.name)}))`,
+      // The names as the webhook reads them ("true" and "false" are none).
+      expression: inShared
+        ? `!(${celString(this.injection.name)} in variables.statusNames)`
+        : `!(${this.templateHas('annotations', this.keys.status)} && ${this.templateValue('annotations', this.keys.status)}.split(",").exists(s, s.trim() == ${celString(this.injection.name)}))`,
     });
-    const trigger = this.triggerCondition(readThrough);
+    const trigger = this.triggerCondition(inShared);
     if (trigger !== undefined) conditions.push({ name: 'trigger', expression: trigger });
-    const placeholders = this.placeholderCondition(readThrough);
+    const placeholders = this.placeholderCondition(inShared);
     if (placeholders !== undefined) conditions.push({ name: 'placeholders-have-values', expression: placeholders });
     return conditions;
   }
 
   /** The trigger as a CEL condition; undefined for `always`. */
-  triggerCondition(readThrough = false): string | undefined {
+  triggerCondition(inShared = false): string | undefined {
     const trigger = this.injection.trigger;
     switch (trigger.type) {
       case 'always':
@@ -457,21 +485,21 @@ class PolicyWriter {
         if (this.injection.name === 'true' || this.injection.name === 'false') return 'false';
         // Read from the object as admitted, never through: the webhook reads <prefix>/inject once.
         const inject = this.keys.inject;
-        return `${this.mergedHas('annotations', inject)} && ${this.mergedValue('annotations', inject)}.split(",").exists(s, s.trim() == ${celString(this.injection.name)})`;
+        return `${this.mergedHas('annotations', inject, inShared, false)} && ${this.mergedValue('annotations', inject, inShared, false)}.split(",").exists(s, s.trim() == ${celString(this.injection.name)})`;
       }
       case 'annotation': {
-        const present = this.mergedHas('annotations', trigger.key, readThrough);
+        const present = this.mergedHas('annotations', trigger.key, inShared);
         if (trigger.valuePattern === undefined) return present;
-        return `${present} && ${this.mergedValue('annotations', trigger.key, readThrough)}.matches(${celString(anchored(trigger.valuePattern))})`;
+        return `${present} && ${this.mergedValue('annotations', trigger.key, inShared)}.matches(${celString(anchored(trigger.valuePattern))})`;
       }
       case 'labelSelector': {
         const terms: string[] = [];
         for (const [key, value] of Object.entries(trigger.matchLabels ?? {})) {
-          terms.push(`(${this.mergedHas('labels', key, readThrough)} && ${this.mergedValue('labels', key, readThrough)} == ${celString(value)})`);
+          terms.push(`(${this.mergedHas('labels', key, inShared)} && ${this.mergedValue('labels', key, inShared)} == ${celString(value)})`);
         }
         for (const requirement of trigger.matchExpressions ?? []) {
-          const has = this.mergedHas('labels', requirement.key, readThrough);
-          const valueIn = `${this.mergedValue('labels', requirement.key, readThrough)} in ${celStringList(requirement.values ?? [])}`;
+          const has = this.mergedHas('labels', requirement.key, inShared);
+          const valueIn = `${this.mergedValue('labels', requirement.key, inShared)} in ${celStringList(requirement.values ?? [])}`;
           switch (requirement.operator) {
             case 'In':
               terms.push(`(${has} && ${valueIn})`);
@@ -493,7 +521,7 @@ class PolicyWriter {
   }
 
   /** A placeholder with an empty value skips the injection, as does a label it would make invalid. */
-  private placeholderCondition(readThrough: boolean): string | undefined {
+  private placeholderCondition(inShared: boolean): string | undefined {
     const used = new Set<string>();
     const visit = (value: unknown): void => {
       if (typeof value === 'string') placeholdersIn(value).forEach((name) => used.add(name));
@@ -505,7 +533,7 @@ class PolicyWriter {
       visit(injection[field]);
     }
     if (used.size === 0) return undefined;
-    const inline = this.inlinePlaceholders(readThrough);
+    const inline = this.inlinePlaceholders(inShared);
     const terms = [...used].sort().map((name) => `${inline[name as keyof PlaceholderExpressions]} != ""`);
     for (const value of Object.values(injection.labels ?? {})) {
       if (!value.includes('{{')) continue;
@@ -525,7 +553,7 @@ class PolicyWriter {
     // `namespace` is a reserved word in CEL, so no variable is called after its placeholder.
     // What every injection of a shared mutation reads alike is bound once, by the mutation.
     if (!this.grouped) vars.push(...this.sharedVariables());
-    if (injection.trigger.type === 'annotation') add('triggerValue', this.inlinePlaceholders(this.grouped).annotation);
+    if (injection.trigger.type === 'annotation') add('triggerValue', this.inlinePlaceholders(true).annotation);
     const placeholders: PlaceholderExpressions = { name: 'string(variables.objectName)', namespace: 'string(variables.objectNamespace)', annotation: 'string(variables.triggerValue)' };
     const value = (json: unknown) => celValue(json as JsonValue, placeholders);
 
@@ -561,7 +589,8 @@ class PolicyWriter {
       const terms: string[] = [];
       const listPointer = celString(`${this.pointer}/spec/${field}`);
       const appendPointer = celString(`${this.pointer}/spec/${field}/-`);
-      if (field === 'containers') terms.push(...itemList(items, native === 'false' ? '' : '!variables.nativeSidecars && '));
+      // Always native sidecars: no regular container at all.
+      if (field === 'containers') terms.push(...(native === 'true' ? [] : itemList(items, native === 'false' ? '' : '!variables.nativeSidecars && ')));
       else if (field === 'initContainers') {
         if (first) {
           // Before the pod's own init containers, after those of earlier injections placed first (as
@@ -596,8 +625,11 @@ class PolicyWriter {
 
     // Env vars and mounts: into each of the user's containers, skipping names (mount paths) it has.
     // Init containers shift by the sidecars that injections earlier in a shared mutation insert first.
+    // A container's index: its name's first place among the container names (taken names start with them).
     const containerPointer = (list: 'containers' | 'initContainers', c: string) =>
-      `${celString(`${this.pointer}/spec/${list}/`)} + string(${t}.spec.${list}.map(x, x.name).indexOf(${c}.name)${list === 'initContainers' ? this.earlierFirstInserts(' + ') : ''})`;
+      list === 'containers'
+        ? `${celString(`${this.pointer}/spec/containers/`)} + string(variables.takenContainerNames.indexOf(${c}.name))`
+        : `${celString(`${this.pointer}/spec/initContainers/`)} + string(${t}.spec.initContainers.map(x, x.name).indexOf(${c}.name)${this.earlierFirstInserts(' + ')})`;
     for (const [field, key] of [['env', 'name'], ['volumeMounts', 'mountPath']] as const) {
       const items = (injection[field] ?? []) as readonly Record<string, unknown>[];
       if (items.length === 0) continue;
@@ -623,11 +655,13 @@ class PolicyWriter {
       const entries = Object.entries(injection[map] ?? {});
       add(
         variable,
-        concat(entries.map(([key, text]) => when(`!${this.templateHas(map, key)}`, op(celString(`${this.pointer}/metadata/${map}/${jsonPointerToken(key)}`), value(text))))),
+        concat(entries.map(([key, text]) => when(`!${this.templateHas(map, key, true)}`, op(celString(`${this.pointer}/metadata/${map}/${jsonPointerToken(key)}`), value(text))))),
       );
     }
     if (this.grouped) {
-      add('sections', '[variables.contentPatch, variables.labelPatch, variables.annotationPatch]');
+      const applied = `size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) > 0 ? [${celStringList([injection.name, injectionHashEntry(injection)])}] : []`;
+      // Lists of maps and of lists of strings: each dyn, as literals must be homogeneous.
+      add('sections', `[dyn(variables.contentPatch), dyn(variables.labelPatch), dyn(variables.annotationPatch), dyn(${applied})]`);
       return vars;
     }
     add('changed', 'size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) > 0');
@@ -639,8 +673,8 @@ class PolicyWriter {
     ];
     const status = op(celString(`${metadata}/annotations/${jsonPointerToken(this.keys.status)}`), `(variables.statusNames + [${celString(injection.name)}]).join(",")`);
     // The injection's hash as configured, computed at synth: appended as the webhook appends it.
-    const hashes = this.templateValue('annotations', this.keys.hashes);
-    const hashesValue = `(${this.templateHas('annotations', this.keys.hashes)} && ${hashes} != "" ? ${hashes} + "," : "") + ${celString(injectionHashEntry(injection))}`;
+    const hashes = this.templateValue('annotations', this.keys.hashes, true);
+    const hashesValue = `(${this.templateHas('annotations', this.keys.hashes, true)} && ${hashes} != "" ? ${hashes} + "," : "") + ${celString(injectionHashEntry(injection))}`;
     const hashesOp = op(celString(`${metadata}/annotations/${jsonPointerToken(this.keys.hashes)}`), hashesValue);
     add(
       'patch',
@@ -750,33 +784,51 @@ function groupPatchData(writers: readonly PolicyWriter[]): string {
   const { template: t, pointer, statusKey } = writers[0].place;
   const vars: Variable[] = [...writers[0].sharedVariables(), ...writers.map((writer, index) => ({ name: `m${index}`, expression: writer.sectionsExpression() }))];
   const add = (name: string, expression: string) => vars.push({ name, expression });
-  const section = (index: number) => writers.map((_, member) => `variables.m${member}[${index}]`).join(' + ');
+  // Only the parts that can hold adds of a kind are read: labels and annotations of the injections that set some.
+  const holds = (writer: PolicyWriter, index: number) =>
+    index === 0 || Object.keys(writer.injectionOf[index === 1 ? 'labels' : 'annotations'] ?? {}).length > 0;
+  const section = (index: number) => {
+    const parts = writers.flatMap((writer, member) => (holds(writer, index) ? [`variables.m${member}[${index}]`] : []));
+    return parts.length === 0 ? '[]' : parts.join(' + ');
+  };
   add('contentPatch', section(0));
   add('labelPatch', section(1));
   add('annotationPatch', section(2));
-  const changedMember = (member: number) => `size(variables.m${member}[0]) + size(variables.m${member}[1]) + size(variables.m${member}[2]) > 0`;
-  const lists = ['containers', 'initContainers', 'volumes', 'imagePullSecrets'].map((field) =>
-    when(`!has(${t}.spec.${field}) && variables.contentPatch.exists(p, string(p.path).startsWith(${celString(`${pointer}/spec/${field}/`)}))`, op(celString(`${pointer}/spec/${field}`), '[]')),
-  );
+  // The injections that added anything, in order, each as [name, name=hash], for the status and the hashes.
+  add('applied', writers.map((_, member) => `variables.m${member}[3]`).join(' + '));
+  // A list the pod lacks is made before the first item is appended, when an injection that appends to it did.
+  const appendsTo: Record<string, (injection: ResolvedInjection) => boolean> = {
+    containers: (injection) => (injection.containers ?? []).length > 0 && (injection.nativeSidecars ?? 'never') !== 'always',
+    initContainers: (injection) => (injection.initContainers ?? []).length > 0 || ((injection.nativeSidecars ?? 'never') !== 'never' && (injection.containers ?? []).length > 0),
+    volumes: (injection) => (injection.volumes ?? []).length > 0,
+    imagePullSecrets: (injection) => (injection.imagePullSecrets ?? []).length > 0,
+  };
+  const lists = Object.entries(appendsTo).flatMap(([field, appends]) => {
+    const parts = writers.flatMap((writer, member) => (appends(writer.injectionOf) ? [`variables.m${member}[0]`] : []));
+    if (parts.length === 0) return [];
+    const adds = parts.length === 1 ? parts[0] : `(${parts.join(' + ')})`;
+    return [when(`!has(${t}.spec.${field}) && ${adds}.exists(p, string(p.path).startsWith(${celString(`${pointer}/spec/${field}/`)}))`, op(celString(`${pointer}/spec/${field}`), '[]'))];
+  });
   const metadata = `${pointer}/metadata`;
   const ensureMetadata = [
     when(`!has(${t}.metadata)`, op(celString(metadata), '{}')),
     when(`size(variables.labelPatch) > 0 && !(has(${t}.metadata) && has(${t}.metadata.labels))`, op(celString(`${metadata}/labels`), '{}')),
     when(`!(has(${t}.metadata) && has(${t}.metadata.annotations))`, op(celString(`${metadata}/annotations`), '{}')),
   ];
-  const names = writers.map((writer, member) => `(${changedMember(member)} ? [${celString(writer.name)}] : [])`).join(' + ');
-  const status = op(celString(`${metadata}/annotations/${jsonPointerToken(statusKey)}`), `(variables.statusNames + ${names}).join(",")`);
+  const status = op(celString(`${metadata}/annotations/${jsonPointerToken(statusKey)}`), `(variables.statusNames + variables.applied.map(a, a[0])).join(",")`);
   // Each injection's hash as configured, computed at synth, for those that changed something, in order.
   const hashes = writers[0].hashesPlace;
-  const hashEntries = writers.map((writer, member) => `(${changedMember(member)} ? [${celString(injectionHashEntry(writer.injectionOf))}] : [])`).join(' + ');
-  const hashesOp = op(celString(`${metadata}/annotations/${jsonPointerToken(hashes.key)}`), `(${hashes.existing} + ${hashEntries}).join(",")`);
+  const hashesOp = op(celString(`${metadata}/annotations/${jsonPointerToken(hashes.key)}`), `(${hashes.existing} + variables.applied.map(a, a[1])).join(",")`);
   add(
     'patch',
-    `size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) == 0 ? [] : ` +
-      `${lists.join(' + ')} + variables.contentPatch + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]`,
+    `size(variables.applied) == 0 ? [] : ` +
+      `${[...lists, 'variables.contentPatch', ...ensureMetadata].join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]`,
   );
-  return `(// injections ${JSON.stringify(writers.map((writer) => writer.name))}\n${bindInOrder(vars, 'patch')})`;
+  return `(// injections ${JSON.stringify(writers.map((writer) => writer.name))}\n${bindInOrder(vars, 'patch', SHARED_SCOPE)})`;
 }
+
+/** What a shared mutation's values bound by depth are read through: `shared<depth>.<name>` (bindInOrder). */
+export const SHARED_SCOPE = 'shared';
 
 /** The injections a shared mutation applies, in order (undefined for a mutation of one injection). */
 export function mutationInjections(expression: string): string[] | undefined {
@@ -868,20 +920,131 @@ export function patchData(expression: string): string {
 }
 
 /**
- * The named expressions as one CEL expression computing `result`, each name bound once, in order,
- * with `[value].map(name, rest)[0]`. Kubernetes 1.32 cannot read `spec.variables` from a mutation
- * (its patch environment does not resolve the `variables` type) and has no `cel.bind`, so the policy
- * carries no variables: every value is computed once, where the expression needs it.
+ * The named expressions as one CEL expression computing `result`, each name bound once, in order.
+ * Kubernetes 1.32 cannot read `spec.variables` from a mutation (its patch environment does not resolve
+ * the `variables` type) and has no `cel.bind`, so the policy carries no variables: every value is
+ * computed once, where the expression needs it, in a comprehension over one item:
+ * `[value].map(name, rest)[0]`.
+ *
+ * What that costs at admission shapes the text. A name nothing reads is left out; one that is a
+ * literal or another name, or that is read once outside any comprehension's loop, is written where it
+ * is read (evaluated once there too, or not at all when a condition skips it). The others are bound
+ * by depth: each value with the others that read none of the same depth's (in order), as a map
+ * (`[{"a": dyn(..), "b": dyn(..)}].map(<scope><depth>, rest)[0]`, read as `<scope><depth>.a`), or
+ * alone under its own name. The apiserver's cost tracker walks every enclosing comprehension for each
+ * step it evaluates (cel-go's asCostTracker), so a dozen values nested one in another cost each later
+ * step a dozen lookups; bound by depth, the deepest step is a few levels down.
  */
-export function bindInOrder(named: readonly Variable[], result: string): string {
+export function bindInOrder(named: readonly Variable[], result: string, scope = 'bound'): string {
   const local = (expression: string) => expression.replace(/\bvariables\.([A-Za-z_][A-Za-z0-9_]*)/g, '$1');
-  let body = result;
+  const names = named.map((variable) => variable.name);
+  if (new Set(names).size !== names.length) throw new Error(`a name is bound twice: ${names.join(', ')}`);
+  // Which values are written where they are read, from the last: `texts[0]` is the result, the rest
+  // the values kept so far, in order.
+  const texts = [result];
+  const kept: string[] = [];
   for (let index = named.length - 1; index >= 0; index--) {
-    // Each binding costs a comprehension at admission: one that nothing after it reads is left out.
-    if (!new RegExp(`\\b${named[index].name}\\b`).test(body)) continue;
-    body = `[${local(named[index].expression)}].map(${named[index].name}, ${body})[0]`;
+    const { name } = named[index];
+    const value = local(named[index].expression);
+    const uses = texts.map((text) => identifierUses(text, name));
+    const count = uses.reduce((sum, at) => sum + at.length, 0);
+    if (count === 0) continue;
+    const simple = /^(?:[A-Za-z_][A-Za-z0-9_]*|true|false|-?[0-9]+|\[\]|"")$/.test(value);
+    const once = count === 1 && uses.every((at, text) => at.length === 0 || !inLoop(texts[text], at[0]));
+    if (simple || once) {
+      const replacement = simple ? value : `(${value})`;
+      texts.forEach((text, at) => (texts[at] = replaceUses(text, uses[at], name.length, () => replacement)));
+      continue;
+    }
+    texts.splice(1, 0, value);
+    kept.unshift(name);
+  }
+  const values = texts.slice(1);
+  // Depth: one more than the deepest value it reads, and never less than the value before it's, so the
+  // values keep their order in the text (an injection's part before a later injection's).
+  const depth: number[] = [];
+  kept.forEach((_, index) => {
+    const reads = Math.max(-1, ...kept.slice(0, index).map((other, at) => (identifierUses(values[index], other).length > 0 ? depth[at] : -1))) + 1;
+    depth.push(Math.max(reads, depth[index - 1] ?? 0));
+  });
+  let body = texts[0];
+  for (let level = Math.max(-1, ...depth); level >= 0; level--) {
+    const members = kept.flatMap((name, index) => (depth[index] === level ? [{ name, value: values[index] }] : []));
+    if (members.length === 1) {
+      body = `[${members[0].value}].map(${members[0].name}, ${body})[0]`;
+      continue;
+    }
+    const map = `${scope}${level}`;
+    for (const { name } of members) body = replaceUses(body, identifierUses(body, name), name.length, () => `${map}.${name}`);
+    body = `[{${members.map(({ name, value }) => `${celString(name)}: dyn(${value})`).join(', ')}}].map(${map}, ${body})[0]`;
   }
   return body;
+}
+
+/** `text` with the `length` characters at each of `uses` (ascending) replaced. */
+function replaceUses(text: string, uses: readonly number[], length: number, replacement: () => string): string {
+  let out = text;
+  for (const at of [...uses].reverse()) out = out.slice(0, at) + replacement() + out.slice(at + length);
+  return out;
+}
+
+/** Where CEL `text` reads the name `name`: not in a string literal or comment, nor as a field (`x.name`). */
+function identifierUses(text: string, name: string): number[] {
+  const uses: number[] = [];
+  forEachCode(text, (index) => {
+    if (!text.startsWith(name, index) || /[A-Za-z0-9_.]/.test(text[index - 1] ?? '') || /[A-Za-z0-9_]/.test(text[index + name.length] ?? '')) return;
+    uses.push(index);
+  });
+  return uses;
+}
+
+/** Calls `visit` with every index of `text` that is CEL code: outside string literals and `//` comments. */
+function forEachCode(text: string, visit: (index: number) => void): void {
+  for (let index = 0; index < text.length; index++) {
+    if (text[index] === '"') {
+      for (index++; index < text.length && text[index] !== '"'; index++) if (text[index] === '\\') index++;
+      continue;
+    }
+    if (text.startsWith('//', index)) {
+      index = text.indexOf('\n', index);
+      if (index < 0) return;
+      continue;
+    }
+    visit(index);
+  }
+}
+
+const MACRO = /\.(?:map|filter|exists|exists_one|all)\($/;
+
+/**
+ * Whether `at` in CEL `text` is inside the loop body of a comprehension (`list.map(x, <here>)` and the
+ * like), which runs once per element. A binding (`[value].map(name, <here>)[0]`) runs it once: not a loop.
+ */
+function inLoop(text: string, at: number): boolean {
+  const closing: Record<number, number> = {};
+  const opened: number[] = [];
+  forEachCode(text, (index) => {
+    const char = text[index];
+    if (char === '(' || char === '[' || char === '{') opened.push(index);
+    else if (char === ')' || char === ']' || char === '}') closing[opened.pop()!] = index;
+  });
+  const openingOf = Object.fromEntries(Object.entries(closing).map(([open, close]) => [close, Number(open)]));
+  let loop = false;
+  forEachCode(text, (index) => {
+    if (loop || text[index] !== '(' || index > at || !MACRO.test(text.slice(Math.max(0, index - 12), index + 1))) return;
+    const close = closing[index];
+    if (close === undefined || close < at) return;
+    // The body starts after the comma that follows the iteration variable.
+    const comma = text.indexOf(',', index);
+    if (comma < 0 || comma > at) return;
+    const dot = text.lastIndexOf('.', index);
+    const receiverEnd = dot - 1;
+    const receiverStart = openingOf[receiverEnd];
+    const literalList = text[receiverEnd] === ']' && receiverStart !== undefined && !/[A-Za-z0-9_)\]]/.test(text.slice(0, receiverStart).trimEnd().slice(-1));
+    const binding = literalList && text.startsWith('[0]', close + 1);
+    if (!binding) loop = true;
+  });
+  return loop;
 }
 
 function valueAt(fields: JsonObject, path: string[]): JsonValue {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { Injection, resolveInjectorConfig } from '../../webhook/config';
 import { mutate } from '../../webhook/engine';
 import { POLICY_TEST_INJECTIONS, configPolicyLimitations, injectionPoliciesOf, injectionsOfPolicy, triggerVariants } from '../support/admission-policy-config';
-import { SimulatedPolicy, admitWithPolicies, evaluatePolicy, kubernetesCelEnvironment } from '../support/admission-policy-simulator';
+import { SimulatedPolicy, admitWithPolicies, evaluateGuardCondition, evaluatePolicy, guardContext } from '../support/admission-policy-simulator';
 import { mutationGuards } from '../../charts/admission-policy/injection-policy';
 import { applyResponse, loadReview, podOf, reviewNames } from '../support/recorded-reviews';
 
@@ -79,8 +79,9 @@ test('an injection left out is explained by a named condition: the policy\'s, or
   const pods = policies.find((policy) => policy.metadata.name === 'test.pods')!;
   const debugIndex = pods.spec.mutations.findIndex((mutation: any) => injectionsOfPolicy({ spec: { mutations: [mutation] } }).includes('debug'));
   const debugGuard = mutationGuards(pods.spec.mutations[debugIndex].jsonPatch.expression)[injectionsOfPolicy({ spec: { mutations: [pods.spec.mutations[debugIndex]] } }).indexOf('debug')];
-  const env = kubernetesCelEnvironment();
-  const failing = (object: any) => debugGuard.find((condition) => env.evaluate(condition.expression, { object, request: { ...request, namespace: request.namespace ?? '' } }) !== true)?.name;
+  // A shared mutation's guards read the values it binds first (the status names, the pod's labels and annotations).
+  const context = (object: any) => guardContext(pods, { ...request, namespace: request.namespace ?? '' }, object);
+  const failing = (object: any) => debugGuard.find((condition) => evaluateGuardCondition(condition.expression, context(object)) !== true)?.name;
   const debugLabel = (patch: { path: string }[]) => patch.some((op) => op.path === '/metadata/labels/debug.example.com~1enabled');
   const asRecorded = evaluatePolicy(pods, request, request.object);
   assert.equal(asRecorded.mutations[debugIndex].skippedBy, undefined, 'the pod policy\'s own conditions hold');
@@ -90,10 +91,10 @@ test('an injection left out is explained by a named condition: the policy\'s, or
   const alreadyInjected = evaluatePolicy(pods, request, asRecorded.object);
   assert.deepEqual(alreadyInjected.mutations.map((mutation) => mutation.patch), [[]], 'admitting the injected pod again: no injection applies');
   const guards = mutationGuards(pods.spec.mutations[0].jsonPatch.expression);
-  // A guard may read an earlier injection's part (m<i>): each is empty here, as every guard fails.
+  // A guard may read an earlier injection's part (m<i>) too: each is empty here, as every guard fails.
   const noParts = Object.fromEntries(injectionsOfPolicy(pods).map((_, index) => [`m${index}`, [[], [], []]]));
-  const context = { ...noParts, object: asRecorded.object, request: { ...request, namespace: request.namespace ?? '' } };
-  const failed = Object.fromEntries(injectionsOfPolicy(pods).map((name, index) => [name, guards[index].find((condition) => env.evaluate(condition.expression, context) !== true)?.name]));
+  const again = { ...noParts, ...context(asRecorded.object) };
+  const failed = Object.fromEntries(injectionsOfPolicy(pods).map((name, index) => [name, guards[index].find((condition) => evaluateGuardCondition(condition.expression, again) !== true)?.name]));
   assert.equal(failed.envoy, 'not-already-injected', JSON.stringify(failed));
   assert.ok(Object.values(failed).every((name) => name !== undefined), `every injection's guard names why it is left out: ${JSON.stringify(failed)}`);
   const optedOut = structuredClone(request.object);
@@ -104,9 +105,9 @@ test('an injection left out is explained by a named condition: the policy\'s, or
   const workloads = policies.find((policy) => policy.metadata.name === 'test.workloads')!;
   const injectedDeployment = evaluatePolicy(workloads, deployment, deployment.object);
   assert.equal(injectedDeployment.skippedBy, undefined, 'envoy applies to the Deployment');
-  const again = evaluatePolicy(workloads, deployment, injectedDeployment.object);
-  assert.equal(again.skippedBy, 'an-injection-applies', 'admitting the injected Deployment again: no injection applies');
-  assert.deepEqual(again.mutations, [], 'so the apiserver does not call the policy at all');
+  const deploymentAgain = evaluatePolicy(workloads, deployment, injectedDeployment.object);
+  assert.equal(deploymentAgain.skippedBy, 'an-injection-applies', 'admitting the injected Deployment again: no injection applies');
+  assert.deepEqual(deploymentAgain.mutations, [], 'so the apiserver does not call the policy at all');
   const requested = structuredClone(request.object);
   requested.metadata.annotations = { [`${PREFIX}/inject`]: 'debug' };
   const withDebug = evaluatePolicy(pods, request, requested);

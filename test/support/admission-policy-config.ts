@@ -12,7 +12,7 @@ export { configPolicyLimitations } from '../../charts/admission-policy/injection
 
 export function injectionPoliciesOf(config: ResolvedInjectorConfig, failurePolicy: 'Ignore' | 'Fail' = 'Fail'): SimulatedPolicy[] {
   const names = config.injections.map((injection) => injection.name);
-  return shapePolicies(config, names, { failurePolicy }).map((policy) => ({ metadata: { name: `test.${policy.shape}` }, spec: policy.spec }));
+  return shapePolicies(config, names, { failurePolicy }).map((policy) => ({ metadata: { name: `test.${policy.shape}` }, spec: policy.spec, bindings: policy.bindings }));
 }
 
 /**

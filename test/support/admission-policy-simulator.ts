@@ -10,7 +10,7 @@ import { applyPatch, Operation } from 'fast-json-patch';
 import { Environment } from '@marcbachmann/cel-js';
 import { parseQuantity } from '../../webhook/config';
 
-import { FOLDED_TAIL, foldedConditions, isFolded, mutationGuard, patchData } from '../../charts/admission-policy/injection-policy';
+import { FOLDED_TAIL, SHARED_SCOPE, foldedConditions, isFolded, mutationGuard, patchData } from '../../charts/admission-policy/injection-policy';
 
 /**
  * The CEL of each of a policy's mutations without its JSONPatch{...} constructor: lists of {path, value}
@@ -28,6 +28,8 @@ export function patchDataExpressions(spec: any): string[] {
 export interface SimulatedPolicy {
   readonly metadata: { readonly name: string };
   readonly spec: any;
+  /** The values its mutations bind before the injections' parts (ShapePolicy.bindings). */
+  readonly bindings?: readonly { readonly name: string; readonly expression: string }[];
 }
 
 export interface SimulatedRequest {
@@ -157,6 +159,24 @@ function contextOf(request: SimulatedRequest, object: any): Record<string, unkno
     object: toCel(object),
     request: toCel({ kind: request.kind, resource: request.resource, operation: request.operation, namespace: request.namespace ?? '' }),
   };
+}
+
+/**
+ * The CEL context a shared mutation's injection's guard is evaluated in: the request, the object and
+ * the values the mutation binds before the injections' parts.
+ */
+export function guardContext(policy: SimulatedPolicy, request: SimulatedRequest, object: any): Record<string, unknown> {
+  const env = kubernetesCelEnvironment();
+  const context = contextOf(request, object);
+  for (const { name, expression } of policy.bindings ?? []) {
+    context[name] = env.evaluate(expression.replace(/\bvariables\.([A-Za-z_][A-Za-z0-9_]*)/g, '$1'), context);
+  }
+  return context;
+}
+
+/** A shared mutation's guard condition evaluated in `guardContext`, its bound values read by name. */
+export function evaluateGuardCondition(expression: string, context: Record<string, unknown>): unknown {
+  return kubernetesCelEnvironment().evaluate(expression.replace(new RegExp(`\\b${SHARED_SCOPE}[0-9]+\\.`, 'g'), ''), context);
 }
 
 /**
