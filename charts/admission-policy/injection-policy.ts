@@ -427,12 +427,15 @@ class PolicyWriter {
 
   /**
    * Placeholder values as expressions that need no variables (matchConditions cannot read them);
-   * `inShared`: inside the shared mutation, the trigger annotation as its earlier injections leave it.
+   * `inShared`: inside the mutation's bindings, reading the object's name and namespace it binds, and
+   * the trigger annotation as the shared mutation's earlier injections leave it.
    */
   private inlinePlaceholders(inShared = false): PlaceholderExpressions {
     return {
-      name: 'string(has(object.metadata.name) && object.metadata.name != "" ? object.metadata.name : (has(object.metadata.generateName) ? object.metadata.generateName : ""))',
-      namespace: 'string(request.namespace != "" ? request.namespace : (has(object.metadata.namespace) ? object.metadata.namespace : ""))',
+      name: inShared
+        ? 'string(variables.objectName)'
+        : 'string(has(object.metadata.name) && object.metadata.name != "" ? object.metadata.name : (has(object.metadata.generateName) ? object.metadata.generateName : ""))',
+      namespace: inShared ? 'string(variables.objectNamespace)' : 'string(request.namespace != "" ? request.namespace : (has(object.metadata.namespace) ? object.metadata.namespace : ""))',
       annotation: this.injection.trigger.type === 'annotation' ? `string(${this.mergedValue('annotations', this.injection.trigger.key, inShared)})` : '""',
     };
   }
@@ -584,43 +587,50 @@ class PolicyWriter {
     for (const { field, variable, taken } of listAdditions) {
       const items = (injection[field] ?? []) as readonly { name: string }[];
       const isContainer = field === 'containers' || field === 'initContainers';
-      const itemList = (list: readonly { name: string }[], condition: string, transform: (item: object) => object = (item) => item) =>
-        list.map((item) => when(`${condition}!(${taken(item.name)})`, isContainer ? containerValue(item, transform) : `dyn(${value(item)})`));
-      const terms: string[] = [];
+      /** Each item's add condition and value. */
+      const itemAdds = (list: readonly { name: string }[], condition: string, transform: (item: object) => object = (item) => item) =>
+        list.map((item) => ({ condition: `${condition}!(${taken(item.name)})`, value: isContainer ? containerValue(item, transform) : `dyn(${value(item)})` }));
+      const itemList = (adds: readonly { condition: string; value: string }[]) => adds.map(({ condition, value: item }) => when(condition, item));
+      // In a shared mutation the list exists when the items are appended (the mutation makes it): each
+      // item is its own add.
+      const itemOps = (adds: readonly { condition: string; value: string }[], pointer: string) => adds.map(({ condition, value: item }) => when(condition, op(pointer, item)));
+      const adds: { condition: string; value: string }[] = [];
       const listPointer = celString(`${this.pointer}/spec/${field}`);
       const appendPointer = celString(`${this.pointer}/spec/${field}/-`);
       // Always native sidecars: no regular container at all.
-      if (field === 'containers') terms.push(...(native === 'true' ? [] : itemList(items, native === 'false' ? '' : '!variables.nativeSidecars && ')));
+      if (field === 'containers') adds.push(...(native === 'true' ? [] : itemAdds(items, native === 'false' ? '' : '!variables.nativeSidecars && ')));
       else if (field === 'initContainers') {
         if (first) {
           // Before the pod's own init containers, after those of earlier injections placed first (as
           // the webhook places every such sidecar of one admission): inserted one by one at the same
           // index, so in reverse order.
-          const sidecars = [...(injection.containers ?? [])].reverse();
-          add('addFirstInitContainers', concat(itemList(sidecars, 'variables.nativeSidecars && ', asNative)));
+          const sidecars = itemAdds([...(injection.containers ?? [])].reverse(), 'variables.nativeSidecars && ', asNative);
           const inserts = this.earlierFirstInserts(' + ');
           add('firstIndex', inserts === '' ? this.firstIndexExpression() : `(${this.firstIndexExpression()})${inserts}`);
-          add(variable, concat(itemList(items, '')));
-          const appends = this.grouped
-            ? `variables.${variable}.map(item, ${op(appendPointer, 'item')})`
-            : `(has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}])`;
+          const firstPointer = `${celString(`${this.pointer}/spec/${field}/`)} + string(variables.firstIndex)`;
+          if (this.grouped) {
+            contentOps.push(...itemOps(itemAdds(items, ''), appendPointer), ...itemOps(sidecars, firstPointer));
+            continue;
+          }
+          add('addFirstInitContainers', concat(itemList(sidecars)));
+          add(variable, concat(itemList(itemAdds(items, ''))));
           contentOps.push(
             `(size(variables.addFirstInitContainers) + size(variables.${variable}) == 0 ? [] : ` +
-              `${appends} + ` +
-              `variables.addFirstInitContainers.map(item, ${op(`${celString(`${this.pointer}/spec/${field}/`)} + string(variables.firstIndex)`, 'item')}))`,
+              `(has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}]) + ` +
+              `variables.addFirstInitContainers.map(item, ${op(firstPointer, 'item')}))`,
           );
           continue;
         }
-        if (native !== 'false') terms.push(...itemList(injection.containers ?? [], 'variables.nativeSidecars && ', asNative));
-        terms.push(...itemList(items, ''));
-      } else terms.push(...itemList(items, ''));
-      if (terms.length === 0) continue;
-      add(variable, concat(terms));
-      contentOps.push(
-        this.grouped
-          ? `variables.${variable}.map(item, ${op(appendPointer, 'item')})`
-          : `(size(variables.${variable}) == 0 ? [] : (has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}]))`,
-      );
+        if (native !== 'false') adds.push(...itemAdds(injection.containers ?? [], 'variables.nativeSidecars && ', asNative));
+        adds.push(...itemAdds(items, ''));
+      } else adds.push(...itemAdds(items, ''));
+      if (adds.length === 0) continue;
+      if (this.grouped) {
+        contentOps.push(...itemOps(adds, appendPointer));
+        continue;
+      }
+      add(variable, concat(itemList(adds)));
+      contentOps.push(`(size(variables.${variable}) == 0 ? [] : (has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}]))`);
     }
 
     // Env vars and mounts: into each of the user's containers, skipping names (mount paths) it has.

@@ -361,13 +361,14 @@ test('nativeSidecarPosition "first": inserted at the index after earlier first-p
   // token-first: after mesh-first's sidecars, those of an earlier admission (status annotation) and
   // those mesh-first inserts in this same mutation (read from its part, bound as m<i>).
   const unscoped = shared.replace(/\bshared[0-9]+\./g, '');
-  const tokenIndex = /"firstIndex": dyn\(\((has\(object\.spec\.initContainers\) \? size\(object\.spec\.initContainers\.filter\(c, c\.name in \("mesh-first" in statusNames \? \["mesh-init-proxy", "mesh-certs"\] : \[\]\)\)\) : 0)\) \+ size\((m\d+)\[0\]\.filter\(p, string\(p\.path\)\.matches\("\^\/spec\/initContainers\/\[0-9\]\+\$"\)\)\)\)/.exec(unscoped);
-  assert.ok(tokenIndex, 'token-first counts mesh-first\'s sidecars, earlier and in this mutation');
-  assert.equal(tokenIndex[2], `m${injectionsOfPolicy({ spec: { mutations: [policy.spec.mutations[mutationIndexOf(policy, 'mesh-first')]] } }).indexOf('mesh-first')}`);
-  // mesh-first's part: its sidecars to insert, the last container first, then its own init container.
+  const tokenPart = unscoped.slice(unscoped.indexOf('!("token-first" in statusNames)'), unscoped.indexOf('!("debug-chained" in statusNames)'));
+  const tokenIndex = /"\/spec\/initContainers\/" \+ string\(\(\(has\(object\.spec\.initContainers\) \? size\(object\.spec\.initContainers\.filter\(c, c\.name in \("mesh-first" in statusNames \? \["mesh-init-proxy", "mesh-certs"\] : \[\]\)\)\) : 0\) \+ size\((m\d+)\[0\]\.filter\(p, string\(p\.path\)\.matches\("\^\/spec\/initContainers\/\[0-9\]\+\$"\)\)\)\)\)/.exec(tokenPart);
+  assert.ok(tokenIndex, `token-first counts mesh-first's sidecars, earlier and in this mutation: ${tokenPart}`);
+  assert.equal(tokenIndex[1], `m${injectionsOfPolicy({ spec: { mutations: [policy.spec.mutations[mutationIndexOf(policy, 'mesh-first')]] } }).indexOf('mesh-first')}`);
+  // mesh-first's part: its own init container appended, then its sidecars inserted, the last first.
   const meshPart = unscoped.slice(unscoped.indexOf('!("mesh-first" in statusNames)'), unscoped.indexOf('!("token-first" in statusNames)'));
   const names = [...meshPart.matchAll(/"name": dyn\("([^"]+)"\)/g)].map((match) => match[1]);
-  assert.deepEqual([...new Set(names)], ['mesh-certs', 'mesh-init-proxy', 'mesh-setup'], 'reverse order: each insert at the same index; no regular container (always native)');
+  assert.deepEqual([...new Set(names)], ['mesh-setup', 'mesh-certs', 'mesh-init-proxy'], 'its own init container appended, then its sidecars inserted at one index, the last first; no regular container (always native)');
 });
 
 test('bindInOrder writes a value read once outside any loop, or a literal or a name, where it is read, and binds the others once', () => {
