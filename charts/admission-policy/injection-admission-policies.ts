@@ -98,7 +98,7 @@ export class InjectionAdmissionPolicies extends Construct {
     const labels = this.props.labels;
     // Read at synth: the policy covers every injection added by then.
     const spec = (): MutatingAdmissionPolicySpec => {
-      const policy = shapePolicies(this.props.config(), this.injectionNames, { failurePolicy: this.failurePolicy }).find((candidate) => candidate.shape === shape);
+      const policy = shapePolicies(this.props.config(), this.injectionNames, { failurePolicy: this.failurePolicy, apiVersion: this.apiVersion }).find((candidate) => candidate.shape === shape);
       if (!policy) throw new Error(`no injection targets ${shape} any more`);
       return policy.spec;
     };

@@ -15,6 +15,8 @@ const PREFIX = 'sidecar-injector.io';
 
 const config = resolveInjectorConfig({ annotationPrefix: PREFIX, injections: POLICY_TEST_INJECTIONS });
 const policies = injectionPoliciesOf(config);
+// As emitted for Kubernetes 1.32 and 1.33: the pod policy keeps its match conditions and is reinvoked.
+const alphaPolicies = injectionPoliciesOf(config, 'Fail', 'v1alpha1');
 
 test('the policy backend renders every test injection (none needs the webhook)', () => {
   assert.deepEqual(configPolicyLimitations(config), []);
@@ -32,6 +34,7 @@ for (const name of reviewNames()) {
       const webhookObject = applyResponse(object, mutate({ ...request, object }, config));
       const policyObject = admitWithPolicies(policies, { ...request, object });
       assert.deepEqual(policyObject, webhookObject, `${name} (${label}): the policies' object (actual) differs from the webhook's (expected)`);
+      assert.deepEqual(admitWithPolicies(alphaPolicies, { ...request, object }), webhookObject, `${name} (${label}): v1alpha1 policies (actual) vs the webhook (expected)`);
       const status = podOf(policyObject).metadata?.annotations?.[`${PREFIX}/status`];
       for (const injected of status?.split(',') ?? []) injectedSeen.add(injected);
     }
@@ -47,9 +50,11 @@ test('a second admission through the policies changes nothing (status annotation
     const request = loadReview(name).request;
     if (!request.object) continue;
     for (const [label, object] of triggerVariants(request.object)) {
-      const once = admitWithPolicies(policies, { ...request, object });
-      const twice = admitWithPolicies(policies, { ...request, object: once });
-      assert.deepEqual(twice, once, `${name} (${label}): admitting the injected object again changed it`);
+      for (const [version, set] of [['v1', policies], ['v1alpha1', alphaPolicies]] as const) {
+        const once = admitWithPolicies(set, { ...request, object });
+        const twice = admitWithPolicies(set, { ...request, object: once });
+        assert.deepEqual(twice, once, `${name} (${label}, ${version}): admitting the injected object again changed it`);
+      }
     }
   }
 });
@@ -159,10 +164,14 @@ test('a trigger reads the label or annotation an earlier injection adds from tha
   assert.ok(admitted.spec.containers.some((c: any) => c.name === 'mesh-user'), 'mesh-user is triggered by the label port-setter adds');
 });
 
-test('the pod policy runs its conditions in its mutation and is not reinvoked, unless an injection reads what a later one adds: then it keeps them as match conditions and is reinvoked, as the webhook applies the earlier one after the later one', () => {
+test('the pod policy runs its conditions in its mutation and is not reinvoked, unless an injection reads what a later one adds (then it keeps them as match conditions and is reinvoked, as the webhook applies the earlier one after the later one) or it is emitted as v1alpha1', () => {
   const { spec } = injectionPoliciesOf(config).find((policy) => policy.metadata.name === 'test.pods')!;
   assert.equal(spec.matchConditions, undefined);
   assert.equal(spec.reinvocationPolicy, 'Never');
+  const alpha = alphaPolicies.find((policy) => policy.metadata.name === 'test.pods')!.spec;
+  assert.deepEqual(alpha.matchConditions.map((condition: any) => condition.name), ['pod-spec-present', 'not-opted-out', 'an-injection-applies']);
+  assert.equal(alpha.reinvocationPolicy, 'IfNeeded');
+  assert.equal(alpha.mutations.length, 1);
   const injections: Injection[] = [
     { name: 'early', trigger: { type: 'labelSelector', matchLabels: { 'late.example.com/added': 'true' } }, containers: [{ name: 'early', image: 'e' }] },
     { name: 'late', trigger: { type: 'always' }, labels: { 'late.example.com/added': 'true' }, containers: [{ name: 'late', image: 'l' }] },
