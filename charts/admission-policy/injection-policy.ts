@@ -7,10 +7,10 @@
 // `secretKeyRef`), and injected containers have those.
 //
 // There is one policy per place the pod template sits (Pod, `spec.template`, CronJob's
-// `spec.jobTemplate.spec.template`), so each CEL expression reads one fixed path, with one mutation
-// per injection in the order of the config: the apiserver runs separate policies in no fixed order
-// (seen on 1.32: not by name either), but a policy's mutations in order, which keeps the webhook's
-// order of containers and of the status annotation.
+// `spec.jobTemplate.spec.template`), so each CEL expression reads one fixed path, with its injections
+// in the order of the config, as few mutations as can share one (mutation-groups.ts): the apiserver
+// runs separate policies in no fixed order (seen on 1.32: not by name either), but a policy's
+// mutations in order, which keeps the webhook's order of containers and of the status annotation.
 
 import { RE2JS } from 're2js';
 import {
@@ -142,7 +142,8 @@ export function shapesOf(injection: ResolvedInjection): TemplateShape[] {
 
 /**
  * The policies of `injections` (names of injections of `config`, which CEL can express): one per
- * template shape any of them targets, with one mutation per injection in config order.
+ * template shape any of them targets, with its injections in config order, in as few mutations as can
+ * share one (mutation-groups.ts).
  */
 export function shapePolicies(config: ResolvedInjectorConfig, injections: readonly string[], settings: InjectionPolicySettings): ShapePolicy[] {
   const chosen = config.injections.filter((injection) => injections.includes(injection.name));
@@ -267,18 +268,18 @@ class PolicyWriter {
     this.keys = annotationKeys(config.annotationPrefix);
   }
 
-  /**
-   * This injection's mutation: its own conditions (kind, status, trigger, placeholders) guard the
-   * patch, which is empty when they do not hold. A mutation has no match conditions of its own, so
-   * each condition is one line of the guard after a `// <name>` comment line: reading the policy
-   * (or `mutationGuard()`) still tells which condition kept an injection out.
-   */
-  /** This injection's own conditions as one CEL condition, on one line. */
+  /** This injection's own conditions as one CEL condition, on one line, read from the object alone. */
   guardExpression(): string {
     return this.ownConditions().map((condition) => `(${condition.expression})`).join(' && ');
   }
 
-  /** This injection's mutation as a list of adds, in parentheses: `((\n  // name ... ) ? data : [])`. */
+  /**
+   * This injection's mutation, as a list of adds in parentheses: its own conditions (kind, status,
+   * trigger, placeholders) guard the adds, which are none when they do not hold. A mutation has no
+   * match conditions of its own, so each condition is one line of the guard after a `// <name>`
+   * comment line: reading the policy (or `mutationGuard()`) still tells which condition kept an
+   * injection out.
+   */
   patchData(): string {
     return `(${guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'patch', 'own'))})`;
   }
