@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { App } from 'cdk8s';
-import { SidecarInjectorChart, WebhookCertificate, WebhookCertificates, WebhookServer } from '../charts';
+import { Injection, SidecarInjectorChart, WebhookCertificate, WebhookCertificates, WebhookServer } from '../charts';
 import type { AdmissionPolicyApiVersion, InjectorBackend } from '../charts/admission-policy';
 import { DEFAULT_INJECTIONS } from './default-injections';
 
@@ -25,6 +25,8 @@ export interface DefaultAppOptions {
   readonly backend?: InjectorBackend;
   /** The `admissionregistration.k8s.io` version of the policies (with a policy backend). @default 'v1' */
   readonly admissionPolicyApiVersion?: AdmissionPolicyApiVersion;
+  /** The injections, for a variant of the app (a version bump rehearsed on a cluster). @default DEFAULT_INJECTIONS */
+  readonly injections?: Injection[];
 }
 
 /**
@@ -40,7 +42,7 @@ export function buildDefaultApp(options: DefaultAppOptions): App {
     : WebhookCertificates.generated({ storeDirectory: options.certificateStore ?? '.certs', now: options.now, separateSecretFile: true });
   new SidecarInjectorChart(app, 'sidecar-injector', {
     namespace: DEFAULT_NAMESPACE,
-    injections: DEFAULT_INJECTIONS,
+    injections: options.injections ?? DEFAULT_INJECTIONS,
     certificates,
     server: WebhookServer.fromBundle(),
     backend: options.backend,

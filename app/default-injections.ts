@@ -50,6 +50,9 @@ export const DEFAULT_INJECTIONS: Injection[] = [
       {
         name: 'wait-for-it',
         image: 'willwill/wait-for-it',
+        // The image has no tag but latest, and an untagged image is pulled at every pod start unless
+        // told otherwise (a node without a route to Docker Hub leaves the pod in Init:ErrImagePull).
+        imagePullPolicy: 'IfNotPresent',
         args: ['{{annotation}}'],
         resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { cpu: '10m', memory: '16Mi' } },
         securityContext: restrictedSecurityContext(65532),

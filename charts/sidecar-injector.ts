@@ -232,6 +232,7 @@ export class SidecarInjector extends Construct {
       exclusionLabel: this.exclusionLabel,
       timeoutSeconds: this.timeoutSeconds,
       failurePolicy: this.failurePolicy,
+      readinessGatePrefix: () => (this.webhookConfig.injections.some((injection) => injection.readinessGate === true) ? this.annotationPrefix : undefined),
     });
     registerInjector(this, props.createNamespace ?? true);
   }

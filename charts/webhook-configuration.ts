@@ -1,7 +1,7 @@
 import { Lazy } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { TargetKind } from '../webhook/config';
+import { TargetKind, readinessConditionMissingCel } from '../webhook/config';
 import { LabelSelectorProps } from './sidecar-injector-props';
 
 /** Namespaces the webhook never sees, whatever the namespace selector says. */
@@ -35,37 +35,60 @@ export interface WebhookConfigurationSettings {
   readonly exclusionLabel: string;
   readonly timeoutSeconds: number;
   readonly failurePolicy: 'Ignore' | 'Fail';
+  /** Called at synth: the annotation prefix when some injection adds the readiness gate, else undefined. */
+  readonly readinessGatePrefix: () => string | undefined;
 }
 
 /** The cluster-scoped MutatingWebhookConfiguration that sends matching objects to the webhook's Service. */
 export function mutatingWebhookConfiguration(scope: Construct, settings: WebhookConfigurationSettings): k8s.KubeMutatingWebhookConfiguration {
   const serviceHost = `${settings.serviceName}.${settings.namespace}.svc`;
+  const clientConfig = {
+    service: { name: settings.serviceName, namespace: settings.namespace, path: '/mutate', port: 443 },
+    caBundle: settings.caBundle,
+  };
+  const objectSelector = {
+    matchLabels: settings.objectSelector?.matchLabels,
+    matchExpressions: [...(settings.objectSelector?.matchExpressions ?? []), { key: settings.exclusionLabel, operator: 'DoesNotExist' }],
+  };
+  const inject: k8s.MutatingWebhook = {
+    name: `inject.${serviceHost}`,
+    clientConfig,
+    rules: Lazy.any({ produce: () => webhookRules(new Set(settings.targetKinds())) }),
+    namespaceSelector: namespaceSelector(settings.namespaceSelector, settings.namespace),
+    objectSelector,
+    sideEffects: 'None',
+    admissionReviewVersions: ['v1', 'v1beta1'],
+    timeoutSeconds: settings.timeoutSeconds,
+    failurePolicy: settings.failurePolicy,
+    reinvocationPolicy: 'IfNeeded',
+    matchPolicy: 'Equivalent',
+  };
+  // Only when some injection adds the readiness gate (known at synth, after every addInjection()).
+  const sidecarsReady = (prefix: string): k8s.MutatingWebhook => ({
+    name: `sidecars-ready.${serviceHost}`,
+    clientConfig,
+    rules: [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods/status'], operations: ['UPDATE'], scope: 'Namespaced' }],
+    namespaceSelector: namespaceSelector(settings.namespaceSelector, settings.namespace),
+    objectSelector,
+    matchConditions: [{ name: 'readiness-condition-missing', expression: readinessConditionMissingCel(prefix) }],
+    sideEffects: 'None',
+    admissionReviewVersions: ['v1', 'v1beta1'],
+    timeoutSeconds: settings.timeoutSeconds,
+    // Fail, whatever the pods' failurePolicy: without the condition the pod is never Ready, so a status
+    // write the webhook did not see is refused and the kubelet writes it again, rather than let the pod
+    // run unready until some later status change.
+    failurePolicy: 'Fail',
+    reinvocationPolicy: 'Never',
+    matchPolicy: 'Equivalent',
+  });
   return new k8s.KubeMutatingWebhookConfiguration(scope, 'MutatingWebhookConfiguration', {
     metadata: { name: settings.name, labels: settings.labels, annotations: settings.annotations && Object.keys(settings.annotations).length > 0 ? settings.annotations : undefined },
-    webhooks: [
-      {
-        name: `inject.${serviceHost}`,
-        clientConfig: {
-          service: { name: settings.serviceName, namespace: settings.namespace, path: '/mutate', port: 443 },
-          caBundle: settings.caBundle,
-        },
-        rules: Lazy.any({ produce: () => webhookRules(new Set(settings.targetKinds())) }),
-        namespaceSelector: namespaceSelector(settings.namespaceSelector, settings.namespace),
-        objectSelector: {
-          matchLabels: settings.objectSelector?.matchLabels,
-          matchExpressions: [
-            ...(settings.objectSelector?.matchExpressions ?? []),
-            { key: settings.exclusionLabel, operator: 'DoesNotExist' },
-          ],
-        },
-        sideEffects: 'None',
-        admissionReviewVersions: ['v1', 'v1beta1'],
-        timeoutSeconds: settings.timeoutSeconds,
-        failurePolicy: settings.failurePolicy,
-        reinvocationPolicy: 'IfNeeded',
-        matchPolicy: 'Equivalent',
+    webhooks: Lazy.any({
+      produce: () => {
+        const prefix = settings.readinessGatePrefix();
+        return prefix === undefined ? [inject] : [inject, sidecarsReady(prefix)];
       },
-    ],
+    }),
   });
 }
 

@@ -6,6 +6,6 @@ export {
 } from './admission-policy-types';
 export type { AdmissionPolicyApiVersion, InjectorBackend } from './admission-policy-types';
 export { AdmissionPolicyLimitationError, InjectionAdmissionPolicies } from './injection-admission-policies';
-export type { InjectionAdmissionPoliciesProps, ShapePolicyObjects } from './injection-admission-policies';
+export type { InjectionAdmissionPoliciesProps, PodStatusPolicyObjects, ShapePolicyObjects } from './injection-admission-policies';
 export { configPolicyLimitations, policyLimitations } from './injection-policy';
 export type { PolicyLimitation, TemplateShape } from './injection-policy';

@@ -8,7 +8,7 @@ import {
   MutatingAdmissionPolicyBindingSpec,
   MutatingAdmissionPolicySpec,
 } from './admission-policy-types';
-import { PolicyLimitation, TemplateShape, policyLimitations, shapePolicies, shapesOf } from './injection-policy';
+import { PolicyLimitation, TemplateShape, policyLimitations, readinessConditionPolicySpec, shapePolicies, shapesOf } from './injection-policy';
 
 /** Props of InjectionAdmissionPolicies. */
 export interface InjectionAdmissionPoliciesProps {
@@ -35,6 +35,14 @@ export interface ShapePolicyObjects {
   /** The MutatingAdmissionPolicy: its injections in the order they were added, in as few mutations as can share one. */
   readonly policy: ApiObject;
   /** The MutatingAdmissionPolicyBinding that puts it in force. */
+  readonly binding: ApiObject;
+}
+
+/** The policy and binding that give a pod the readiness gate's condition on its first status write. */
+export interface PodStatusPolicyObjects {
+  /** The MutatingAdmissionPolicy `<prefix>.pod-status`, matching UPDATE of pods/status. */
+  readonly policy: ApiObject;
+  /** The MutatingAdmissionPolicyBinding that puts it in force, with the injection policies' selectors. */
   readonly binding: ApiObject;
 }
 
@@ -65,6 +73,11 @@ export class InjectionAdmissionPolicies extends Construct {
   readonly objects: ShapePolicyObjects[] = [];
   /** The injections the policies apply, in order. */
   readonly injectionNames: string[] = [];
+  /**
+   * The policy (`<prefix>.pod-status`) and binding that set the readiness gate's condition True on a
+   * pod's first status write; made when the first injection with `readinessGate` is added.
+   */
+  podStatus?: PodStatusPolicyObjects;
 
   private readonly props: InjectionAdmissionPoliciesProps;
 
@@ -91,6 +104,25 @@ export class InjectionAdmissionPolicies extends Construct {
     for (const shape of shapesOf(injection)) {
       if (!this.objects.some((objects) => objects.shape === shape)) this.objects.push(this.makeShape(shape));
     }
+    if (injection.readinessGate === true && !this.podStatus) this.podStatus = this.makePodStatus();
+  }
+
+  private makePodStatus(): PodStatusPolicyObjects {
+    const name = `${this.namePrefix}.pod-status`;
+    const apiVersion = `admissionregistration.k8s.io/${this.apiVersion}`;
+    const labels = this.props.labels;
+    const policy = new ApiObject(this, 'pod-status-policy', {
+      apiVersion,
+      kind: 'MutatingAdmissionPolicy',
+      metadata: { name, labels },
+      spec: Lazy.any({ produce: () => readinessConditionPolicySpec(this.props.config().annotationPrefix) }),
+    });
+    const bindingSpec: MutatingAdmissionPolicyBindingSpec = {
+      policyName: name,
+      matchResources: { namespaceSelector: this.props.namespaceSelector ?? {}, objectSelector: this.props.objectSelector ?? {} },
+    };
+    const binding = new ApiObject(this, 'pod-status-binding', { apiVersion, kind: 'MutatingAdmissionPolicyBinding', metadata: { name, labels }, spec: bindingSpec });
+    return { policy, binding };
   }
 
   private makeShape(shape: TemplateShape): ShapePolicyObjects {

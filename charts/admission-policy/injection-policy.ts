@@ -23,6 +23,9 @@ import {
   annotationKeys,
   injectionHashEntry,
   placeholdersIn,
+  initialReadinessCondition,
+  readinessConditionMissingCel,
+  readinessConditionType,
 } from '../../webhook/config';
 import type { AdmissionPolicyApiVersion, MatchCondition, MutatingAdmissionPolicySpec, NamedRuleWithOperations, Variable } from './admission-policy-types';
 import { PlaceholderExpressions, celFieldPresent, celFieldSelect, celString, celStringList, celTemplateString, celValue, jsonPointerToken } from './cel-text';
@@ -201,6 +204,30 @@ export function shapePolicies(config: ResolvedInjectorConfig, injections: readon
     });
   }
   return policies;
+}
+
+/**
+ * The policy that sets the readiness gate's condition True on a pod's first status write (the
+ * kubelet's), what the webhook's second entry does: matched only while the pod has the gate and no
+ * condition for it, and Fail, so a write it did not see is refused and written again (a pod without
+ * the condition is never Ready).
+ */
+export function readinessConditionPolicySpec(prefix: string): MutatingAdmissionPolicySpec {
+  const condition = celValue(initialReadinessCondition(prefix) as unknown as JsonValue, { name: '""', namespace: '""', annotation: '""' });
+  const expression =
+    `(has(object.status) && has(object.status.conditions) ? [${op('"/status/conditions/-"', condition)}] : ` +
+    `has(object.status) ? [${op('"/status/conditions"', `[${condition}]`)}] : ` +
+    `[${op('"/status"', `{"conditions": [${condition}]}`)}])${TO_JSON_PATCH}`;
+  return {
+    matchConstraints: {
+      resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods/status'], operations: ['UPDATE'], scope: 'Namespaced' }],
+      matchPolicy: 'Equivalent',
+    },
+    matchConditions: [{ name: 'readiness-condition-missing', expression: readinessConditionMissingCel(prefix) }],
+    mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression } }],
+    failurePolicy: 'Fail',
+    reinvocationPolicy: 'Never',
+  };
 }
 
 function resourceRules(kinds: readonly TargetKind[]): NamedRuleWithOperations[] {
@@ -676,13 +703,23 @@ class PolicyWriter {
         concat(entries.map(([key, text]) => when(`!${this.templateHas(map, key, true)}`, op(celString(`${this.pointer}/metadata/${map}/${jsonPointerToken(key)}`), value(text))))),
       );
     }
+    // The readiness gate, once, when the injection changes anything (as the webhook adds it for an
+    // injection applied now). An injection with the gate never shares a mutation with another one that
+    // has it (mutation-groups.ts), so each sees the gates earlier mutations added and reads the pod's
+    // own from the object; it makes the list when the pod has none (in a shared mutation too, where no
+    // other injection appends to it).
+    const gate = injection.readinessGate === true ? this.readinessGateAdd() : undefined;
+    const changed = 'size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) > 0';
     if (this.grouped) {
-      const applied = `size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) > 0 ? [${celStringList([injection.name, injectionHashEntry(injection)])}] : []`;
+      if (gate) add('changed', changed);
+      const applied = `${gate ? 'variables.changed' : changed} ? [${celStringList([injection.name, injectionHashEntry(injection)])}] : []`;
+      const content = gate ? `variables.contentPatch + (!variables.changed || ${gate.present} ? [] : [${gate.add}])` : 'variables.contentPatch';
       // Lists of maps and of lists of strings: each dyn, as literals must be homogeneous.
-      add('sections', `[dyn(variables.contentPatch), dyn(variables.labelPatch), dyn(variables.annotationPatch), dyn(${applied})]`);
+      add('sections', `[dyn(${content}), dyn(variables.labelPatch), dyn(variables.annotationPatch), dyn(${applied})]`);
       return vars;
     }
-    add('changed', 'size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) > 0');
+    add('changed', changed);
+    const content = gate ? `variables.contentPatch + (${gate.present} ? [] : [${gate.add}])` : 'variables.contentPatch';
     const metadata = `${this.pointer}/metadata`;
     const ensureMetadata = [
       when(`!has(${t}.metadata)`, op(celString(metadata), '{}')),
@@ -696,7 +733,7 @@ class PolicyWriter {
     const hashesOp = op(celString(`${metadata}/annotations/${jsonPointerToken(this.keys.hashes)}`), hashesValue);
     add(
       'patch',
-      `!variables.changed ? [] : variables.contentPatch + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]`,
+      `!variables.changed ? [] : ${content} + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]`,
     );
     return vars;
   }
@@ -714,6 +751,19 @@ class PolicyWriter {
       .map((other) => `(${celString(other.name)} in variables.statusNames ? ${celStringList((other.containers ?? []).map((c) => c.name))} : [])`);
     if (earlier.length === 0) return '0';
     return `has(${t}.spec.initContainers) ? size(${t}.spec.initContainers.filter(c, c.name in ${concat(earlier)})) : 0`;
+  }
+
+  /** CEL: whether the pod (template) has the readiness gate, and the add that gives it the gate. */
+  private readinessGateAdd(): { present: string; add: string } {
+    const t = this.template;
+    const type = celString(readinessConditionType(this.config.annotationPrefix));
+    const gate = `{"conditionType": ${type}}`;
+    const append = op(celString(`${this.pointer}/spec/readinessGates/-`), gate);
+    const create = op(celString(`${this.pointer}/spec/readinessGates`), `[${gate}]`);
+    return {
+      present: `(has(${t}.spec.readinessGates) && ${t}.spec.readinessGates.exists(g, g.conditionType == ${type}))`,
+      add: `has(${t}.spec.readinessGates) ? ${append} : ${create}`,
+    };
   }
 
   /** CEL: this object's pod gets the injection's containers as native sidecars ('false' when never). */

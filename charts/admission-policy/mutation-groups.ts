@@ -27,6 +27,8 @@ export function mutationGroups(injections: readonly ResolvedInjection[]): Resolv
 /** Whether `later` computes the same patch before and after `earlier` is applied (config validation
  * already keeps container and volume names apart between injections). */
 function independent(earlier: ResolvedInjection, later: ResolvedInjection): boolean {
+  // Both would add the readiness gate: the later one must see the earlier one's.
+  if (earlier.readinessGate === true && later.readinessGate === true) return false;
   for (const map of ['labels', 'annotations'] as const) {
     const added = Object.keys(earlier[map] ?? {});
     if (added.some((key) => key in (later[map] ?? {}))) return false; // the earlier one's value would be kept

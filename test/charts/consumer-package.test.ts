@@ -71,6 +71,62 @@ async function newestPeers(): Promise<PeerVersions> {
   return Object.fromEntries(entries) as PeerVersions;
 }
 
+/** A command's exit code and output, whatever the code. */
+interface Ran {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function runForCode(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<Ran> {
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1', ...env } }, (error, stdout, stderr) => {
+      resolve({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** The CLI as the consumer has it (node_modules/.bin), without the optional cluster client. */
+interface ConsumerCli {
+  /** Whether npm installed @kubernetes/client-node (an optional peer: it should not). */
+  readonly clusterClientInstalled: boolean;
+  /** `status` against a cluster: needs the client. */
+  readonly status: Ran;
+  /** `kubectl sidecar-injector status`, kubectl finding the plugin on PATH. */
+  readonly pluginStatus: Ran;
+  /** `status --stdin`: reads no cluster. */
+  readonly stdinStatus: Ran;
+  /** The same through kubectl. */
+  readonly pluginStdinStatus: Ran;
+  /** `explain` on a manifest. */
+  readonly explain: Ran;
+}
+
+const KUBECTL = '/usr/bin/kubectl';
+
+/** Runs the installed bins the way a user of the package does. */
+async function consumerCli(dir: string): Promise<ConsumerCli> {
+  const config = path.join(dir, 'injector-config.json');
+  fs.writeFileSync(config, JSON.stringify({ injections: [{ name: 'envoy', trigger: { type: 'always' }, containers: [{ name: 'envoy', image: 'envoyproxy/envoy:v1.31.1' }] }] }));
+  const pod = path.join(dir, 'pod.yaml');
+  fs.writeFileSync(pod, 'apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{name: app, image: app:1}]\n');
+  const pods = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } }] });
+  const stdinFile = path.join(dir, 'pods.json');
+  fs.writeFileSync(stdinFile, pods);
+  const bin = path.join(dir, 'node_modules', '.bin');
+  // kubectl finds plugins on PATH, as an `npm install -g` puts the bin there; no kubeconfig is read before it hands over.
+  const pluginEnv = { PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}`, KUBECONFIG: path.join(dir, 'no-kubeconfig') };
+  const cli = path.join(bin, 'cdk8s-sidecar-injector');
+  return {
+    clusterClientInstalled: fs.existsSync(path.join(dir, 'node_modules', '@kubernetes', 'client-node')),
+    status: await runForCode(cli, ['status', '--config', config, '--kubeconfig', path.join(dir, 'no-kubeconfig')], dir),
+    pluginStatus: await runForCode(KUBECTL, ['sidecar-injector', 'status', '--config', config, '--kubeconfig', path.join(dir, 'no-kubeconfig')], dir, pluginEnv),
+    stdinStatus: await runForCode(cli, ['status', '--config', config, '-f', stdinFile], dir),
+    pluginStdinStatus: await runForCode(KUBECTL, ['sidecar-injector', 'status', '--config', config, '-f', stdinFile], dir, pluginEnv),
+    explain: await runForCode(cli, ['explain', '--config', config, '-f', pod], dir),
+  };
+}
+
 interface Synthesized {
   readonly versions: PeerVersions;
   /** What ended up in node_modules. */
@@ -80,6 +136,7 @@ interface Synthesized {
   readonly constructsCopies: string[];
   /** Output directory -> every object written there. */
   readonly outputs: Record<'readme' | 'seed' | 'platform', Record<string, any>[]>;
+  readonly cli: ConsumerCli;
 }
 
 /** Makes the project, installs, compiles and synthesizes; returns what was found. */
@@ -124,7 +181,9 @@ async function consumerProject(dir: string, tarball: string, versions: PeerVersi
       .sort()
       .flatMap((file) => parseAllDocuments(fs.readFileSync(path.join(dir, output, file), 'utf8')).map((document) => document.toJS()))
       .filter(Boolean);
-  return { versions, installed, seconds, constructsCopies, outputs: { readme: read('out/readme'), seed: read('out/seed'), platform: read('out/platform') } };
+  const cli = await consumerCli(dir);
+  lap('cli');
+  return { versions, installed, seconds, constructsCopies, outputs: { readme: read('out/readme'), seed: read('out/seed'), platform: read('out/platform') }, cli };
 }
 
 function kinds(objects: Record<string, any>[]): string[] {
@@ -211,6 +270,24 @@ describe('the packed package in a fresh cdk8s project', { timeout: 300_000 }, ()
         t.diagnostic(`peers ${JSON.stringify(installed)}; npm pack ${packSeconds}s, ${JSON.stringify(seconds)}`);
         assert.deepEqual(installed, versions, 'node_modules holds exactly the pinned peers');
         assert.equal(constructsCopies.length, 1, `npm ls constructs lists ${constructsCopies.length} copies (${versions.constructs} pinned):\n${constructsCopies.join('\n')}`);
+      });
+
+      test('without the optional cluster client: synth works, status prints what to install and exits 2, inject/explain and status on a file work, also as kubectl sidecar-injector', () => {
+        const { cli } = result();
+        const describe = (ran: Ran) => `exit ${ran.code}\n--- stdout\n${ran.stdout}\n--- stderr\n${ran.stderr}`;
+        assert.equal(cli.clusterClientInstalled, false, 'npm does not install an optional peer dependency');
+        const range = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).peerDependencies['@kubernetes/client-node'];
+        const installLine = `error: status and rollout read the cluster through @kubernetes/client-node, an optional peer dependency that is not installed: npm install @kubernetes/client-node@${range}\n`;
+        for (const [what, ran] of [['cdk8s-sidecar-injector status', cli.status], ['kubectl sidecar-injector status', cli.pluginStatus]] as const) {
+          assert.equal(ran.code, 2, `${what}: ${describe(ran)}`);
+          assert.equal(ran.stderr, installLine, `${what}: one line saying what to install`);
+          assert.equal(ran.stdout, '', what);
+        }
+        assert.equal(cli.stdinStatus.code, 0, describe(cli.stdinStatus));
+        assert.match(cli.stdinStatus.stdout, /no pod has or owes an injection/);
+        assert.deepEqual(cli.pluginStdinStatus, cli.stdinStatus, 'kubectl sidecar-injector prints what the command prints');
+        assert.equal(cli.explain.code, 0, describe(cli.explain));
+        assert.match(cli.explain.stdout, /envoy/);
       });
 
       test("the README's app compiles under the init template's strict tsconfig and synthesizes the injector", () => {

@@ -36,6 +36,8 @@ export interface SimulatedRequest {
   readonly kind: { group: string; version: string; kind: string };
   readonly resource: { group: string; version: string; resource: string };
   readonly operation: string;
+  /** `status` for a pod's status write: the rules must name `pods/status`. */
+  readonly subResource?: string;
   readonly namespace?: string;
   readonly object: any;
 }
@@ -132,7 +134,10 @@ function toCel(value: unknown): unknown {
 
 function ruleMatches(spec: any, request: SimulatedRequest): boolean {
   return (spec.matchConstraints.resourceRules as any[]).some(
-    (rule) => rule.apiGroups.includes(request.resource.group) && rule.resources.includes(request.resource.resource) && rule.operations.includes(request.operation),
+    (rule) =>
+      rule.apiGroups.includes(request.resource.group) &&
+      rule.resources.includes(request.subResource ? `${request.resource.resource}/${request.subResource}` : request.resource.resource) &&
+      rule.operations.includes(request.operation),
   );
 }
 

@@ -58,10 +58,13 @@ export function packTarball(): string {
   }
 }
 
-/** The peer dependencies at the versions this repository builds against (its devDependencies). */
+/** The required peer dependencies (not the optional cluster client) at the versions this repository builds against (its devDependencies). */
 export function peerDependencies(): Record<string, string> {
   const manifest = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8'));
-  return Object.fromEntries(Object.keys(manifest.peerDependencies).map((name) => [name, manifest.devDependencies[name] ?? manifest.peerDependencies[name]]));
+  const optional = (name: string) => manifest.peerDependenciesMeta?.[name]?.optional === true;
+  return Object.fromEntries(
+    Object.keys(manifest.peerDependencies).filter((name) => !optional(name)).map((name) => [name, manifest.devDependencies[name] ?? manifest.peerDependencies[name]]),
+  );
 }
 
 /**

@@ -1,10 +1,15 @@
 // The live cluster, read (and for `rollout`, patched) through the user's kubeconfig with
 // @kubernetes/client-node. Loaded only when a command talks to a cluster: the construct library and
-// the other commands never load it (it is large, and ESM, loaded through require(esm)).
+// the other commands never load it (it is large, and ESM, loaded through require(esm)). It is an
+// optional peer dependency: a project that only synthesizes never installs it, and `status` and
+// `rollout` say in one line what to install when it is absent.
 
 import type { KubernetesObject } from '../engine/admission-review';
 import { ownStringMap } from '../engine/pod-patch-builder';
+import type { GuardedOperation } from './in-place-plan';
+import { PatchConflict, type PodClient, type PodEndpoint } from './in-place-rollout';
 import { type ClusterObjects, ownerKey } from './injection-status';
+import { lookupKey, type VolumeSourceLookup, type VolumeSourceNeed } from './volume-sources';
 
 /** The cluster could not be read or changed: exit code 6. */
 export class ClusterError extends Error {
@@ -14,13 +19,39 @@ export class ClusterError extends Error {
   }
 }
 
+/** The cluster client is not installed: exit code 2, with the one line that says what to install. */
+export class MissingClusterClientError extends Error {
+  constructor() {
+    super(`status and rollout read the cluster through ${CLUSTER_CLIENT_PACKAGE}, an optional peer dependency that is not installed: npm install ${CLUSTER_CLIENT_PACKAGE}@${CLUSTER_CLIENT_RANGE}`);
+    this.name = 'MissingClusterClientError';
+  }
+}
+
+/** The cluster client's package and the range of it this package supports (package.json's peerDependencies, kept equal by a test). */
+export const CLUSTER_CLIENT_PACKAGE = '@kubernetes/client-node';
+export const CLUSTER_CLIENT_RANGE = '^1.4.0';
+
 type ClientNode = typeof import('@kubernetes/client-node');
+
+/** Loads the cluster client, or says what to install. */
+export async function loadClusterClient(): Promise<ClientNode> {
+  try {
+    return await import('@kubernetes/client-node');
+  } catch (error) {
+    const e = error as { code?: string; message?: string };
+    const notFound = e.code === 'MODULE_NOT_FOUND' || e.code === 'ERR_MODULE_NOT_FOUND';
+    // Only the package itself missing: a missing file inside an installed copy is a broken install, said as it is.
+    if (notFound && String(e.message).includes(`'${CLUSTER_CLIENT_PACKAGE}'`)) throw new MissingClusterClientError();
+    throw error;
+  }
+}
 
 export interface ClusterConnection {
   readonly k8s: ClientNode;
   readonly core: import('@kubernetes/client-node').CoreV1Api;
   readonly apps: import('@kubernetes/client-node').AppsV1Api;
   readonly batch: import('@kubernetes/client-node').BatchV1Api;
+  readonly discovery: import('@kubernetes/client-node').DiscoveryV1Api;
   /** The namespace of the kubeconfig's current context ('default' when it names none), as kubectl uses it. */
   readonly contextNamespace: string;
   /** `context <name> (server <url>)`, for messages. */
@@ -29,7 +60,7 @@ export interface ClusterConnection {
 
 /** Connects as kubectl does: `--kubeconfig`, else KUBECONFIG, else ~/.kube/config (or in-cluster). */
 export async function connect(kubeconfig: string | undefined): Promise<ClusterConnection> {
-  const k8s: ClientNode = await import('@kubernetes/client-node');
+  const k8s = await loadClusterClient();
   const config = new k8s.KubeConfig();
   try {
     if (kubeconfig !== undefined) config.loadFromFile(kubeconfig);
@@ -45,6 +76,7 @@ export async function connect(kubeconfig: string | undefined): Promise<ClusterCo
     core: config.makeApiClient(k8s.CoreV1Api),
     apps: config.makeApiClient(k8s.AppsV1Api),
     batch: config.makeApiClient(k8s.BatchV1Api),
+    discovery: config.makeApiClient(k8s.DiscoveryV1Api),
     contextNamespace: context?.namespace || 'default',
     description: `context ${config.getCurrentContext()} (server ${cluster.server})`,
   };
@@ -184,4 +216,78 @@ export async function rolloutProgress(connection: ClusterConnection, namespace: 
   const failed = (status.conditions ?? []).find((condition: any) => condition.type === 'Progressing' && condition.reason === 'ProgressDeadlineExceeded');
   if (failed) throw new ClusterError(`${kind} ${namespace}/${name}: ${failed.message ?? 'progress deadline exceeded'}`);
   return { done: updated >= replicas && total <= updated && available >= replicas, message: `${updated} of ${replicas} updated, ${available} available, ${total - updated} old` };
+}
+
+/**
+ * The pods of `rollout --in-place` through client-node. A patch against a newer object is answered
+ * 409 (a PatchConflict); one whose `test` fails, 422 with only "the server rejected our request due to
+ * an error in our request" (kube-apiserver 1.32, measured by the e2e suite), which reads like any
+ * other refusal: upgradePod tells them apart by reading the pod again and comparing its resourceVersion.
+ */
+export function podClient(connection: ClusterConnection): PodClient {
+  const { k8s, core, discovery } = connection;
+  const servicesOfPod = new Map<string, Set<string>>();
+  return {
+    async getPod(namespace, name) {
+      return plain(await call(`reading pod ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name })));
+    },
+    async patchPod(namespace, name, operations: readonly GuardedOperation[]) {
+      const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
+      try {
+        return plain(await core.patchNamespacedPod({ namespace, name, body: operations as object[] }, options));
+      } catch (error) {
+        const e = error as { code?: number };
+        const message = describeError(error);
+        if (e.code === 409) throw new PatchConflict(`patching pod ${namespace}/${name}: ${message}`);
+        throw new ClusterError(`patching pod ${namespace}/${name}: ${message}`);
+      }
+    },
+    async setPodCondition(namespace, name, condition) {
+      // Merged by type into status.conditions (the kubelet's own are kept): pods/status, as the kubelet writes it.
+      const body = { status: { conditions: [{ ...condition, lastProbeTime: null, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }] } };
+      const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
+      await call(`setting condition ${condition.type} of pod ${namespace}/${name}`, () => core.patchNamespacedPodStatus({ namespace, name, body }, options));
+    },
+    async podEndpoints(namespace, podUid) {
+      // Once the Services that list the pod are known, only their slices are read (by the service-name label).
+      const known = servicesOfPod.get(podUid);
+      const labelSelector = known && known.size > 0 ? `kubernetes.io/service-name in (${[...known].join(',')})` : undefined;
+      const slices = await listAll(`listing endpointslices in namespace ${namespace}`, (token) => discovery.listNamespacedEndpointSlice({ namespace, labelSelector, limit: 500, _continue: token }));
+      const found: PodEndpoint[] = [];
+      const services = new Set<string>();
+      for (const slice of slices as any[]) {
+        for (const endpoint of slice.endpoints ?? []) {
+          if (endpoint?.targetRef?.kind !== 'Pod' || endpoint.targetRef.uid !== podUid) continue;
+          found.push({ slice: String(slice.metadata?.name), ready: endpoint.conditions?.ready !== false });
+          const service = slice.metadata?.labels?.['kubernetes.io/service-name'];
+          if (typeof service === 'string') services.add(service);
+        }
+      }
+      if (!known) servicesOfPod.set(podUid, services);
+      return found;
+    },
+  };
+}
+
+/**
+ * Whether each source an injected volume needs exists, read as metadata only (a Secret's data never
+ * comes back to the CLI): found, not found (404), or the reason it could not be read (403, say).
+ */
+export async function lookUpVolumeSources(connection: ClusterConnection, needs: readonly VolumeSourceNeed[]): Promise<Map<string, VolumeSourceLookup>> {
+  const { k8s, core } = connection;
+  const metadataOnly = k8s.setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1');
+  const lookups = new Map<string, VolumeSourceLookup>();
+  for (const { namespace, kind, name } of needs) {
+    const key = lookupKey(namespace, kind, name);
+    if (lookups.has(key)) continue;
+    try {
+      if (kind === 'ConfigMap') await core.readNamespacedConfigMap({ namespace, name }, metadataOnly);
+      else if (kind === 'Secret') await core.readNamespacedSecret({ namespace, name }, metadataOnly);
+      else await core.readNamespacedPersistentVolumeClaim({ namespace, name }, metadataOnly);
+      lookups.set(key, { found: true });
+    } catch (error) {
+      lookups.set(key, (error as { code?: number }).code === 404 ? { found: false } : { error: `reading ${kind} ${namespace}/${name}: ${describeError(error)}` });
+    }
+  }
+  return lookups;
 }

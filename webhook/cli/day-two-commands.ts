@@ -3,15 +3,19 @@
 // `kubectl get namespaces,replicasets,pods -o json` on stdin.
 
 import { Command, Option } from 'commander';
-import { dns1123LabelError, type LabelSelectorRequirement } from '../config';
+import { dns1123LabelError, type LabelSelectorRequirement, type ResolvedInjectorConfig, readinessConditionType } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import { matchesLabelSelector, type LabelSelector } from '../engine/label-selector';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { type ClusterObjects, type InjectionState, STALE_STATES, classifyPods, ownerKey } from './injection-status';
 import { type InjectorSource, loadConfigFile, loadSynthesized } from './injector-source';
 import { UsageError, readManifests } from './manifest-input';
+import { DEFAULT_NATIVE_SIDECARS, type InPlaceOptions, heldPods } from './in-place-plan';
+import { type InPlaceCluster, type InPlaceCommandOptions, runInPlaceCommand } from './in-place-command';
+import { type DrainMode, REAL_CLOCK } from './in-place-rollout';
 import { listItems } from './preview';
-import { type StatusReport, type WorkloadStatus, formatStatus, statusReport } from './status-command';
+import { EXIT_STATUS_VOLUME_SOURCE_MISSING, type StatusReport, type WorkloadStatus, formatStatus, statusReport } from './status-command';
+import { describeVolumeSourceFinding, injectedVolumeSources, missingVolumeSources, type VolumeSourceLookup, type VolumeSourceNeed } from './volume-sources';
 
 /** The cluster could not be read or a workload not restarted: exit code 6. */
 export const EXIT_CLUSTER = 6;
@@ -152,6 +156,17 @@ async function readObjects(options: SelectionOptions, io: CommandIo): Promise<{ 
   return { objects, connection, where: `${connection.description}, ${namespace ? `namespace ${namespace}` : 'all namespaces'}` };
 }
 
+/** The sources the pods' injected volumes need, and what the cluster says of each. */
+async function volumeSourceLookups(
+  objects: ClusterObjects,
+  config: ResolvedInjectorConfig,
+  connection: import('./cluster').ClusterConnection,
+): Promise<[VolumeSourceNeed[], Map<string, VolumeSourceLookup>]> {
+  const needs = injectedVolumeSources(objects.pods, config);
+  const { lookUpVolumeSources } = await import('./cluster');
+  return [needs, needs.length === 0 ? new Map() : await lookUpVolumeSources(connection, needs)];
+}
+
 /** The workloads `rollout` would act on: those with a pod in one of `states`. */
 export function rolloutPlan(report: StatusReport, states: readonly InjectionState[]): { restart: WorkloadStatus[]; untouched: WorkloadStatus[] } {
   const listed = report.workloads.filter((workload) => workload.findings.some((finding) => states.includes(finding.state)));
@@ -169,9 +184,9 @@ function untouchedReason(workload: WorkloadStatus): string {
   return `a ${workload.kind}: rollout restarts Deployments, StatefulSets and DaemonSets only`;
 }
 
-function parseDuration(text: string): number {
+function parseDuration(text: string, option = '--timeout'): number {
   const match = /^(\d+)(ms|s|m)?$/.exec(text.trim());
-  if (!match) throw new UsageError(`--timeout "${text}" is not a duration (such as 300s or 5m)`);
+  if (!match) throw new UsageError(`${option} "${text}" is not a duration (such as 300s or 5m)`);
   const value = Number(match[1]);
   return match[2] === 'ms' ? value : match[2] === 'm' ? value * 60_000 : value * 1000;
 }
@@ -184,20 +199,32 @@ export function addDayTwoCommands(program: Command, io: CommandIo): void {
         'for each namespace and workload, how many pods have the injections the config says now: up to date, outdated (another hash), ' +
           'missing one they should have (admitted while the webhook was unreachable), carrying one no longer configured, or injected ' +
           'by a version that recorded no hashes.\n\nExit codes: 0 every pod up to date, 3 outdated or no longer configured, 4 missing an ' +
-          'injection, 5 only versions unknown, 1 bad input, 2 bad usage, 6 cluster unreachable or refused.',
+          'injection, 5 only versions unknown, 8 an injected volume\'s ConfigMap, Secret or PVC missing in a namespace where pods carry it ' +
+          '(they cannot start; wins over the others), 1 bad input, 2 bad usage, 6 cluster unreachable or refused.',
       ),
   )
     .addOption(new Option('-o, --output <format>', 'text for people, json for scripts').choices(['text', 'json']).default('text'))
     .action(async (options: SelectionOptions & { output: 'text' | 'json' }) => {
       checkSelection(options);
       const source = sourceOf(options);
-      const { objects, where } = await readObjects(options, io);
+      const { objects, connection, where } = await readObjects(options, io);
       const pods = classifyPods(objects, source);
       const report = statusReport(pods, source.config);
       // Each pod too, for scripts: which workload, and the state of each of its injections.
-      if (options.output === 'json') io.stdout(JSON.stringify({ config: source.description, from: where, ...report, pods }, null, 2) + '\n');
-      else io.stdout(`pods: ${where}\n` + formatStatus(report, source.description));
-      io.exit(report.exitCode);
+      // Pods an interrupted rollout --in-place left out of their Services (the gate's condition False).
+      const held = heldPods(objects.pods, source.config.annotationPrefix);
+      // What the pods' injected volumes need in their own namespaces, looked up in the cluster (a file has no other objects to look in).
+      const volumeSources = connection ? missingVolumeSources(...(await volumeSourceLookups(objects, source.config, connection))) : [];
+      const exitCode = volumeSources.some((finding) => finding.state === 'missing') ? EXIT_STATUS_VOLUME_SOURCE_MISSING : report.exitCode;
+      if (options.output === 'json') io.stdout(JSON.stringify({ config: source.description, from: where, ...report, exitCode, pods, held, volumeSources }, null, 2) + '\n');
+      else {
+        io.stdout(`pods: ${where}\n` + formatStatus(report, source.description));
+        if (held.length > 0) {
+          io.stdout(`${held.length} pod${held.length === 1 ? '' : 's'} held out of ${held.length === 1 ? 'its' : 'their'} Services by an interrupted rollout --in-place (${readinessConditionType(source.config.annotationPrefix)} False): ${held.join(', ')}; rollout --in-place sets it back\n`);
+        }
+        if (volumeSources.length > 0) io.stdout(`\nvolume sources:\n${volumeSources.map((finding) => `  ${describeVolumeSourceFinding(finding)}\n`).join('')}`);
+      }
+      io.exit(exitCode);
     });
 
   withSelectionOptions(
@@ -206,21 +233,72 @@ export function addDayTwoCommands(program: Command, io: CommandIo): void {
       .description(
         'restarts, as kubectl rollout restart does, the Deployments, StatefulSets and DaemonSets whose pods status finds outdated, missing ' +
           'an injection or carrying one no longer configured, --max-concurrent at a time, waiting for each rollout to finish, and stops at ' +
-          'the first that fails. Bare pods, Jobs and CronJobs are listed, not touched.\n\nExit codes: 0 done, 1 bad input, 2 bad usage, ' +
-          '6 cluster unreachable or a restart refused, 7 a rollout failed or timed out.',
+          'the first that fails. Bare pods, Jobs and CronJobs are listed, not touched.\n\n' +
+          'With --in-place, a pod whose injections differ from the config in their containers\' images alone keeps running: its images are ' +
+          'replaced in one guarded patch and the kubelet restarts those containers only (the pod leaves its Services first when it has the ' +
+          'injector\'s readiness gate); the workloads of the other pods are restarted. --undo puts the previous images back.\n\n' +
+          'Exit codes: 0 done, 1 bad input, 2 bad usage, 6 cluster unreachable or a restart refused, 7 a rollout failed or timed out, or a pod ' +
+          'did not come back Ready.',
       ),
   )
-    .option('--max-concurrent <n>', 'workloads restarted at a time', '1')
+    .option('--max-concurrent <n>', 'workloads restarted (or upgraded in place) at a time', '1')
     .option('--dry-run', 'print the plan and change nothing')
-    .option('--no-wait', 'start each rollout and do not wait for it to finish')
-    .option('--timeout <duration>', 'how long to wait for each rollout (300s, 5m)', '300s')
+    .option('--no-wait', 'start each rollout and do not wait for it to finish (not with --in-place)')
+    .option('--timeout <duration>', 'how long to wait for each rollout, or with --in-place for each pod (300s, 5m)', '300s')
     .option('--include-unknown', 'also restart workloads whose pods were injected by a version that recorded no hashes')
-    .action(async (options: SelectionOptions & { maxConcurrent: string; dryRun?: boolean; wait: boolean; timeout: string; includeUnknown?: boolean }) => {
+    .option('--in-place', 'replace the images of sidecars whose injections changed only in images, in the running pods, instead of restarting them')
+    .option('--max-unavailable <n>', 'with --in-place: pods of one workload upgraded at a time', '1')
+    .option('--canary <n>', 'with --in-place: upgrade this many pods, then stop (run again with --continue)')
+    .option('--continue', 'with --in-place: go on after a canary, once every pod upgraded in place is Ready')
+    .option('--undo', 'with --in-place: put back the images the last in-place upgrade of each pod replaced')
+    .addOption(
+      new Option('--drain <mode>', "with --in-place: how a pod leaves its Services' endpoints before its sidecar restarts: auto (through the injector's readiness gate where the pod has it), gate (only pods that have it are upgraded in place), none (never)")
+        .choices(['auto', 'gate', 'none'])
+        .default('auto'),
+    )
+    .option('--drain-grace <duration>', 'with --in-place: how long to wait after the EndpointSlices have the pod not ready, before its image is replaced', '2s')
+    .addOption(
+      new Option('--native-sidecars <mode>', 'with --in-place: native sidecars (restartable init containers) are upgraded in place, or their workload restarted')
+        .choices(['in-place', 'restart'])
+        .default(DEFAULT_NATIVE_SIDECARS),
+    )
+    .action(async (options: SelectionOptions & RolloutOptions) => {
       checkSelection(options);
-      const maxConcurrent = Number(options.maxConcurrent);
-      if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) throw new UsageError(`--max-concurrent "${options.maxConcurrent}" must be a whole number, 1 or more`);
-      const timeoutMs = parseDuration(options.timeout);
+      const maxConcurrent = positiveWhole('--max-concurrent', options.maxConcurrent);
+      const timeoutMs = parseDuration(options.timeout, '--timeout');
       if (inputFile(options) !== undefined && !options.dryRun) throw new UsageError('objects from a file or stdin can only be planned: add --dry-run, or read the cluster');
+      const inPlaceOnly = (['canary', 'continue', 'undo'] as const).filter((option) => options[option] !== undefined);
+      if (!options.inPlace && inPlaceOnly.length > 0) throw new UsageError(`--${inPlaceOnly[0]} goes with --in-place`);
+      if (options.inPlace) {
+        if (!options.wait) throw new UsageError('--in-place waits for each pod to come back Ready before the next: leave out --no-wait');
+        if (options.canary !== undefined && options.continue) throw new UsageError('give either --canary or --continue, not both');
+        if (options.undo && (options.canary !== undefined || options.continue)) throw new UsageError('--undo puts back every pod upgraded in place: leave out --canary and --continue');
+        const inPlaceOptions: InPlaceCommandOptions = {
+          dryRun: options.dryRun === true,
+          maxUnavailable: positiveWhole('--max-unavailable', options.maxUnavailable),
+          maxConcurrent,
+          canary: options.canary !== undefined ? positiveWhole('--canary', options.canary) : undefined,
+          continueAfterCanary: options.continue === true,
+          undo: options.undo === true,
+          drain: options.drain,
+          drainGraceMs: parseDuration(options.drainGrace, '--drain-grace'),
+          timeoutMs,
+          pollMs: IN_PLACE_POLL_MS,
+          nativeSidecars: options.nativeSidecars,
+          includeUnknown: options.includeUnknown === true,
+        };
+        const source = sourceOf(options);
+        const { objects, connection, where } = await readObjects(options, io);
+        const cluster = async (): Promise<InPlaceCluster> => {
+          const { podClient } = await import('./cluster');
+          return {
+            pods: podClient(connection!),
+            restart: (workloads) => restartWorkloads(workloads, connection!, { maxConcurrent, wait: true, timeoutMs, timeout: options.timeout }, io),
+          };
+        };
+        await runInPlaceCommand(objects, source, [`pods: ${where}`, `config: ${source.description}`], inPlaceOptions, io, cluster, REAL_CLOCK);
+        return;
+      }
       const source = sourceOf(options);
       const { objects, connection, where } = await readObjects(options, io);
       const report = statusReport(classifyPods(objects, source), source.config);
@@ -238,50 +316,90 @@ export function addDayTwoCommands(program: Command, io: CommandIo): void {
         if (options.dryRun) io.stdout('dry run: nothing changed\n');
         return;
       }
-      const { restartWorkload, rolloutProgress } = await import('./cluster');
-      const queue = [...plan.restart];
-      let failure: string | undefined;
-      // RFC 3339 in seconds, as kubectl writes it.
-      const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-      const worker = async () => {
-        while (failure === undefined && queue.length > 0) {
-          const workload = queue.shift()!;
-          const name = `${workload.kind} ${workload.namespace}/${workload.name}`;
-          try {
-            await restartWorkload(connection!, workload.namespace, workload.kind, workload.name, at);
-          } catch (error) {
-            failure ??= (error as Error).message;
-            io.exit(EXIT_CLUSTER);
-            return;
-          }
-          io.stdout(`restarted ${name}\n`);
-          if (!options.wait) continue;
-          const deadline = Date.now() + timeoutMs;
-          for (;;) {
-            let progress: { done: boolean; message: string };
-            try {
-              progress = await rolloutProgress(connection!, workload.namespace, workload.kind, workload.name);
-            } catch (error) {
-              failure ??= (error as Error).message;
-              io.exit(EXIT_ROLLOUT_FAILED);
-              return;
-            }
-            if (progress.done) {
-              io.stdout(`rolled out ${name} (${progress.message})\n`);
-              break;
-            }
-            if (Date.now() > deadline) {
-              failure ??= `${name}: not rolled out within ${options.timeout} (${progress.message})`;
-              io.exit(EXIT_ROLLOUT_FAILED);
-              return;
-            }
-            await new Promise((resolve) => setTimeout(resolve, 2000));
-          }
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(maxConcurrent, queue.length) }, worker));
-      if (failure !== undefined) {
-        io.stderr(`error: ${failure}\nstopped: ${queue.length} workload${queue.length === 1 ? '' : 's'} not restarted${queue.length > 0 ? `: ${queue.map((w) => `${w.kind} ${w.namespace}/${w.name}`).join(', ')}` : ''}\n`);
-      }
+      await restartWorkloads(plan.restart, connection!, { maxConcurrent, wait: options.wait, timeoutMs, timeout: options.timeout }, io);
     });
+}
+
+interface RolloutOptions {
+  readonly maxConcurrent: string;
+  readonly dryRun?: boolean;
+  readonly wait: boolean;
+  readonly timeout: string;
+  readonly includeUnknown?: boolean;
+  readonly inPlace?: boolean;
+  readonly maxUnavailable: string;
+  readonly canary?: string;
+  readonly continue?: boolean;
+  readonly undo?: boolean;
+  readonly drain: DrainMode;
+  readonly drainGrace: string;
+  readonly nativeSidecars: InPlaceOptions['nativeSidecars'];
+}
+
+/** How often `rollout --in-place` reads a pod (and its EndpointSlices) while it waits for it. */
+const IN_PLACE_POLL_MS = 1000;
+
+function positiveWhole(option: string, text: string): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isInteger(value) || value < 1) throw new UsageError(`${option} "${text}" must be a whole number, 1 or more`);
+  return value;
+}
+
+/**
+ * Restarts `workloads` as `kubectl rollout restart` does, `maxConcurrent` at a time, waiting for each
+ * rollout unless told not to; stops at the first failure. Returns whether every one was restarted (and rolled out).
+ */
+async function restartWorkloads(
+  workloads: readonly { namespace: string; kind: string; name: string }[],
+  connection: import('./cluster').ClusterConnection,
+  settings: { maxConcurrent: number; wait: boolean; timeoutMs: number; timeout: string },
+  io: CommandIo,
+): Promise<boolean> {
+  const { restartWorkload, rolloutProgress } = await import('./cluster');
+  const queue = [...workloads];
+  let failure: string | undefined;
+  // RFC 3339 in seconds, as kubectl writes it.
+  const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const worker = async () => {
+    while (failure === undefined && queue.length > 0) {
+      const workload = queue.shift()!;
+      const name = `${workload.kind} ${workload.namespace}/${workload.name}`;
+      try {
+        await restartWorkload(connection, workload.namespace, workload.kind, workload.name, at);
+      } catch (error) {
+        failure ??= (error as Error).message;
+        io.exit(EXIT_CLUSTER);
+        return;
+      }
+      io.stdout(`restarted ${name}\n`);
+      if (!settings.wait) continue;
+      const deadline = Date.now() + settings.timeoutMs;
+      for (;;) {
+        let progress: { done: boolean; message: string };
+        try {
+          progress = await rolloutProgress(connection, workload.namespace, workload.kind, workload.name);
+        } catch (error) {
+          failure ??= (error as Error).message;
+          io.exit(EXIT_ROLLOUT_FAILED);
+          return;
+        }
+        if (progress.done) {
+          io.stdout(`rolled out ${name} (${progress.message})\n`);
+          break;
+        }
+        if (Date.now() > deadline) {
+          failure ??= `${name}: not rolled out within ${settings.timeout} (${progress.message})`;
+          io.exit(EXIT_ROLLOUT_FAILED);
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(settings.maxConcurrent, queue.length) }, worker));
+  if (failure !== undefined) {
+    io.stderr(`error: ${failure}\nstopped: ${queue.length} workload${queue.length === 1 ? '' : 's'} not restarted${queue.length > 0 ? `: ${queue.map((w) => `${w.kind} ${w.namespace}/${w.name}`).join(', ')}` : ''}\n`);
+    return false;
+  }
+  return true;
 }

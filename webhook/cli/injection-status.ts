@@ -94,7 +94,7 @@ export function workloadOf(pod: KubernetesObject, namespace: string, owners: Clu
  * The config as it applies to this pod: an injection that targets the pod's owner (a Deployment's
  * template, say) applies to the pod as well, which was made from that template.
  */
-function configForPod(config: ResolvedInjectorConfig, chain: readonly string[]): ResolvedInjectorConfig {
+export function configForPod(config: ResolvedInjectorConfig, chain: readonly string[]): ResolvedInjectorConfig {
   const kinds = chain.filter((kind) => WORKLOAD_KINDS.includes(kind)) as TargetKind[];
   if (kinds.length === 0) return config;
   const widened = configCache.get(config)?.get(kinds.join(','));

@@ -3,10 +3,11 @@
 // (day-two-commands.ts) add theirs: 3, 4, 5 for what status finds, 6 for the cluster, 7 for a rollout.
 
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { PACKAGE_VERSION } from '../../charts/version';
 import { dns1123LabelError, labelValueError, qualifiedNameError } from '../config';
-import { ClusterError } from './cluster';
+import { ClusterError, MissingClusterClientError } from './cluster';
 import { EXIT_CLUSTER, addDayTwoCommands } from './day-two-commands';
 import { formatDiff, objectPatches } from './diff-command';
 import { explainObjects, formatExplanation } from './explain-command';
@@ -82,8 +83,20 @@ function preview(options: InputOptions, io: CliIo): { previews: ObjectPreview[];
   return { previews: previewAll(documents, source, { namespace: options.namespace, namespaceLabels }), source };
 }
 
-function buildProgram(io: CliIo, exit: (code: number) => void): Command {
-  const program = new Command('cdk8s-sidecar-injector')
+/** The command's own name, and the one it answers to as a kubectl plugin (`kubectl sidecar-injector`). */
+export const PROGRAM_NAME = 'cdk8s-sidecar-injector';
+export const KUBECTL_PLUGIN_NAME = 'kubectl sidecar-injector';
+/** The file kubectl looks for on PATH for `kubectl sidecar-injector` (dashes in a plugin's name are underscores in its file's). */
+export const KUBECTL_PLUGIN_FILE = 'kubectl-sidecar_injector';
+
+/** The name to show in usage: kubectl runs a plugin by its file's path, so the script's name says how it was called. */
+export function programNameFor(scriptPath: string | undefined): string {
+  const base = scriptPath ? path.basename(scriptPath).replace(/\.(c?js|ts)$/, '') : '';
+  return base === KUBECTL_PLUGIN_FILE ? KUBECTL_PLUGIN_NAME : PROGRAM_NAME;
+}
+
+function buildProgram(io: CliIo, exit: (code: number) => void, name: string): Command {
+  const program = new Command(name)
     .description(
       'Preview what the sidecar injector webhook does to manifests, before anything reaches a cluster. ' +
         'Each object goes through the engine the webhook runs, as a CREATE, once the webhook configuration\'s ' +
@@ -130,11 +143,11 @@ function buildProgram(io: CliIo, exit: (code: number) => void): Command {
 }
 
 /** Runs the CLI with `args` (without node and the script) and returns the exit code. */
-export async function runCli(args: readonly string[], io: CliIo = PROCESS_IO): Promise<number> {
+export async function runCli(args: readonly string[], io: CliIo = PROCESS_IO, name: string = PROGRAM_NAME): Promise<number> {
   let exitCode = EXIT_OK;
   const program = buildProgram(io, (code) => {
     if (exitCode === EXIT_OK) exitCode = code;
-  });
+  }, name);
   try {
     await program.parseAsync([...args], { from: 'user' });
     return exitCode;
@@ -142,6 +155,10 @@ export async function runCli(args: readonly string[], io: CliIo = PROCESS_IO): P
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT_OK : EXIT_USAGE; // commander already printed it
     if (error instanceof UsageError) {
       io.stderr(`error: ${error.message}\n(add --help for usage)\n`);
+      return EXIT_USAGE;
+    }
+    if (error instanceof MissingClusterClientError) {
+      io.stderr(`error: ${error.message}\n`);
       return EXIT_USAGE;
     }
     if (error instanceof ClusterError) {

@@ -12,6 +12,11 @@ export const EXIT_STATUS_OUTDATED = 3;
 export const EXIT_STATUS_MISSING = 4;
 /** Nothing stale, but some pod was injected by a version that recorded no hashes: its versions are unknown. */
 export const EXIT_STATUS_VERSION_UNKNOWN = 5;
+/**
+ * An injected volume's ConfigMap, Secret or PersistentVolumeClaim is missing in a namespace where pods
+ * carry it: those pods cannot start (wins over every other state).
+ */
+export const EXIT_STATUS_VOLUME_SOURCE_MISSING = 8;
 
 /** The workloads whose pods `rollout` restarts the way `kubectl rollout restart` does. */
 export const RESTARTABLE_KINDS: readonly string[] = ['Deployment', 'StatefulSet', 'DaemonSet'];

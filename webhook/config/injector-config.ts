@@ -203,6 +203,18 @@ export interface Injection {
    */
   readonly nativeSidecarPosition?: NativeSidecarPosition;
   /**
+   * Adds a readiness gate to the pods this injection is applied to (`<prefix>/sidecars-ready`), so
+   * `rollout --in-place` can take a pod out of its Services' endpoints before it replaces a sidecar's
+   * image. The injector sets the gate's condition True on the pod's first status write (the webhook,
+   * through a second, `failurePolicy: Fail` entry for `pods/status` that the apiserver calls only
+   * while the condition is missing; or a MutatingAdmissionPolicy), so a pod is never held back when
+   * no rollout runs; only `rollout --in-place` sets it False, and back to True. A pod created without
+   * the gate cannot get it later (Kubernetes does not allow readinessGates to change): switching it on
+   * marks the pods injected before as outdated.
+   * @default false
+   */
+  readonly readinessGate?: boolean;
+  /**
    * The Pod Security level this injection's containers, volumes, merges and annotations must meet.
    * Set, a violation fails validation (and synth). Left out, the injector's level applies; when
    * neither is set, synth warns about every "restricted" violation.
@@ -265,6 +277,40 @@ export function annotationKeys(prefix: string): {
   status: string;
   /** `<prefix>/injection-hashes`: `name=hash,...` of the injections applied, as configured when applied. */
   hashes: string;
+  /** `<prefix>/previous-images`: written by `rollout --in-place` beside the images it replaced (JSON:
+   * the hashes annotation and each container's image before), so `rollout --in-place --undo` can put them back. */
+  previousImages: string;
 } {
-  return { inject: `${prefix}/inject`, status: `${prefix}/status`, hashes: `${prefix}/injection-hashes` };
+  return { inject: `${prefix}/inject`, status: `${prefix}/status`, hashes: `${prefix}/injection-hashes`, previousImages: `${prefix}/previous-images` };
+}
+
+/**
+ * The pod condition of a readiness gate that an injection with `readinessGate: true` adds:
+ * `<prefix>/sidecars-ready`. The injector sets it True on the pod's first status write; only
+ * `rollout --in-place` sets it False, while it replaces a sidecar's image, so the pod leaves its
+ * Services' endpoints first.
+ */
+export function readinessConditionType(prefix: string): string {
+  return `${prefix}/sidecars-ready`;
+}
+
+/**
+ * The readiness gate's condition as the injector first writes it (True), on the pod's first status
+ * write: the same object from the webhook and from the admission policy.
+ */
+export function initialReadinessCondition(prefix: string): { readonly type: string; readonly status: 'True'; readonly reason: string; readonly message: string } {
+  return { type: readinessConditionType(prefix), status: 'True', reason: 'SidecarsNotHeld', message: 'no in-place sidecar upgrade holds this pod out of its Services' };
+}
+
+/**
+ * The CEL the apiserver evaluates before it calls the webhook (or applies the policy) for a pod's
+ * status write: only a pod with the readiness gate and no condition for it yet (its first status
+ * write, normally).
+ */
+export function readinessConditionMissingCel(prefix: string): string {
+  const type = JSON.stringify(readinessConditionType(prefix));
+  return (
+    `has(object.spec.readinessGates) && object.spec.readinessGates.exists(g, g.conditionType == ${type}) && ` +
+    `!(has(object.status) && has(object.status.conditions) && object.status.conditions.exists(c, c.type == ${type}))`
+  );
 }

@@ -48,7 +48,7 @@ export class InjectorConfigError extends Error {
 
 const INJECTION_FIELDS = new Set([
   'name', 'trigger', 'targetKinds', 'containers', 'initContainers', 'volumes', 'volumeMounts', 'env',
-  'imagePullSecrets', 'labels', 'annotations', 'merges', 'qos', 'nativeSidecars', 'nativeSidecarPosition', 'podSecurity',
+  'imagePullSecrets', 'labels', 'annotations', 'merges', 'qos', 'nativeSidecars', 'nativeSidecarPosition', 'readinessGate', 'podSecurity',
 ]);
 const CONFIG_FIELDS = new Set(['annotationPrefix', 'enabled', 'podSecurity', 'injections']);
 const ADDING_FIELDS = [
@@ -229,6 +229,11 @@ function validatePodShape(injection: Plain, path: string, out: IssueCollector, i
   }
   if (injection.nativeSidecarPosition !== undefined && (native === undefined || native === 'never')) {
     out.add(`${path}.nativeSidecarPosition`, 'only applies with nativeSidecars "jobs" or "always"');
+  }
+  if (injection.readinessGate !== undefined && typeof injection.readinessGate !== 'boolean') {
+    out.add(`${path}.readinessGate`, `must be true or false, got ${describe(injection.readinessGate)}`);
+  } else if (injection.readinessGate === true && isEmpty(injection.containers) && isEmpty(injection.initContainers)) {
+    out.add(`${path}.readinessGate`, 'the injection adds no container whose image rollout --in-place could replace');
   }
   for (const list of ['containers', 'initContainers'] as const) {
     if (!Array.isArray(injection[list])) continue;

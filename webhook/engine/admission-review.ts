@@ -35,6 +35,8 @@ export interface AdmissionRequest {
   readonly object?: KubernetesObject | null;
   /** The object as stored before the operation (UPDATE, DELETE); null or absent for CREATE. */
   readonly oldObject?: KubernetesObject | null;
+  /** The subresource written, such as `status` for a pod's status (the kubelet's writes); absent for the object itself. */
+  readonly subResource?: string;
   /** True when the request will not be persisted (`kubectl --dry-run=server`); the webhook has no side effects either way. */
   readonly dryRun?: boolean;
   readonly [field: string]: unknown;

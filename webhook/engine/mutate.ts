@@ -13,6 +13,8 @@ import {
   injectionHashEntry,
   labelValueError,
   mapJsonStrings,
+  initialReadinessCondition,
+  readinessConditionType,
   renderPlaceholders,
   type PlaceholderValues,
 } from '../config';
@@ -76,7 +78,7 @@ export interface PodWarning {
 export interface MutationResult {
   /** The AdmissionResponse to send: always allowed, with the base64 JSON patch and any warnings. */
   readonly response: AdmissionResponse;
-  /** One decision per configured injection, in config order. */
+  /** One decision per configured injection, in config order (none for a pod's status write, which no injection decides). */
   readonly decisions: readonly InjectionDecision[];
   /** The JSON patch as operations (the decoded form of `response.patch`); empty when nothing changes. */
   readonly patch: readonly PatchOperation[];
@@ -91,6 +93,9 @@ export function mutate(request: AdmissionRequest, config: ResolvedInjectorConfig
 
 /** `mutate`, with the per-injection decisions and the patch as operations (for logs and metrics). */
 export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConfig): MutationResult {
+  // A pod's status write: the readiness gate's condition, whatever else the config says (even
+  // disabled: a pod with the gate is never Ready without its condition).
+  if (request.subResource === 'status') return readinessConditionDefault(request, config);
   if (!config.enabled) return decidedAll(request, config, 'disabled');
 
   const kind = targetKindOf(request.kind);
@@ -237,6 +242,9 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
     }
   }
   for (const entry of pending) decisions[entry.index] = entry.decisions['trigger-not-met'];
+  if (prepared.anyReadinessGate && injectedNow.length > 0 && prepared.injections.some((entry) => entry.injection.readinessGate === true && decisions[entry.index].reason === 'injected')) {
+    builder.addReadinessGate(prepared.readinessGate);
+  }
   builder.finish();
   if (injectedNow.length > 0) {
     builder.setStatus(keys.status, formatStatus([...alreadyInjected, ...injectedNow]));
@@ -247,6 +255,37 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   const operations = builder.operations;
   const patch = operations.length > 0 ? prepared.encoder.encode(operations) : undefined;
   return { response: allowed(request.uid, patch, warnings), decisions, patch: operations, podWarnings };
+}
+
+/**
+ * The answer to a pod's status write (`pods/status`): a pod with the injector's readiness gate and no
+ * condition for it yet gets the condition True, so it is Ready as soon as its containers are. The
+ * webhook cannot set it when the pod is created (the apiserver resets a new pod's status), and no
+ * controller runs: the kubelet's first status write is where it goes. Once there, only `rollout
+ * --in-place` changes it. No injection decides anything here: the decisions are empty.
+ */
+function readinessConditionDefault(request: AdmissionRequest, config: ResolvedInjectorConfig): MutationResult {
+  const object = request.object;
+  const conditionType = preparedOf(config).readinessGate.conditionType;
+  let patch: string | undefined;
+  let operations: PatchOperation[] = [];
+  if (request.operation === 'UPDATE' && targetKindOf(request.kind) === 'Pod' && isJsonObject(object) && isJsonObject(object.spec)) {
+    const gates = object.spec.readinessGates;
+    const gated = Array.isArray(gates) && gates.some((gate) => isJsonObject(gate) && gate.conditionType === conditionType);
+    const status = object.status;
+    const conditions = isJsonObject(status) ? status.conditions : undefined;
+    const present = Array.isArray(conditions) && conditions.some((condition) => isJsonObject(condition) && condition.type === conditionType);
+    if (gated && !present) {
+      const condition = initialReadinessCondition(config.annotationPrefix);
+      operations = [
+        Array.isArray(conditions) ? { op: 'add', path: '/status/conditions/-', value: condition }
+        : isJsonObject(status) ? { op: 'add', path: '/status/conditions', value: [condition] }
+        : { op: 'add', path: '/status', value: { conditions: [condition] } },
+      ];
+      patch = Buffer.from(JSON.stringify(operations)).toString('base64');
+    }
+  }
+  return { response: allowed(request.uid, patch, []), decisions: [], patch: operations, podWarnings: [] };
 }
 
 /** The hashes annotation with the `name=hash` entries of the injections applied now appended, as the policies append them. */
@@ -437,6 +476,10 @@ interface PreparedConfig {
   readonly injections: readonly PreparedInjection[];
   /** This config's patches seen before, by their operations. */
   readonly encoder: PatchEncoder;
+  /** The readiness gate that injections with `readinessGate` add (stable: a patch cache key). */
+  readonly readinessGate: Json & { conditionType: string };
+  /** Whether any injection adds it (most configs: none, and the admission skips the check). */
+  readonly anyReadinessGate: boolean;
 }
 
 /** One injection of a config, with what evaluate() would otherwise work out on every request. */
@@ -481,9 +524,12 @@ function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
         hashEntry: injectionHashEntry(injection),
       })),
       encoder: new PatchEncoder(),
+      readinessGate: Object.freeze({ conditionType: readinessConditionType(config.annotationPrefix) }),
+      anyReadinessGate: config.injections.some((injection) => injection.readinessGate === true),
     };
     // Its objects are what patches add (or, templated, what renders them): keys of the encoder's cache.
     markStable(config.injections);
+    markStable(prepared.readinessGate);
     preparedCache.set(config, prepared);
   }
   return prepared;

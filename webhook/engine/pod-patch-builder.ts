@@ -34,7 +34,7 @@ export interface ContainerPlacement {
 const REGULAR_CONTAINERS: ContainerPlacement = { native: false, position: 'last' };
 const CONTAINER_LISTS = ['containers', 'initContainers'] as const;
 
-type PodList = 'containers' | 'initContainers' | 'volumes' | 'imagePullSecrets';
+type PodList = 'containers' | 'initContainers' | 'volumes' | 'imagePullSecrets' | 'readinessGates';
 /** `<spec pointer>/<list>`, made once per place a pod spec sits (a Pod's, a template's, a CronJob's). */
 const LIST_POINTERS = new Map<string, Record<PodList, string>>();
 
@@ -45,7 +45,7 @@ const METADATA_POINTERS: Record<string, string> = Object.create(null);
 function listPointer(specPointer: string, list: PodList): string {
   let pointers = LIST_POINTERS.get(specPointer);
   if (pointers === undefined) {
-    pointers = { containers: '', initContainers: '', volumes: '', imagePullSecrets: '' };
+    pointers = { containers: '', initContainers: '', volumes: '', imagePullSecrets: '', readinessGates: '' };
     for (const name of Object.keys(pointers) as PodList[]) pointers[name] = pointer(specPointer, name);
     LIST_POINTERS.set(specPointer, pointers);
   }
@@ -287,6 +287,13 @@ export class PodPatchBuilder {
     }
     for (const container of this.added) out.push(container);
     return out;
+  }
+
+  /** Adds a readiness gate (`{ conditionType }`), unless the pod has one of its condition type already. */
+  addReadinessGate(gate: Json & { conditionType: string }): void {
+    const gates = this.pod.spec.readinessGates;
+    if (Array.isArray(gates) && gates.some((existing) => isObject(existing) && existing.conditionType === gate.conditionType)) return;
+    this.append(this.listPointer('readinessGates'), gates, gate);
   }
 
   /** Records in the status annotation which injections the pod carries. */

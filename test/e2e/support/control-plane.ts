@@ -9,7 +9,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { AdmissionPolicyApiVersion } from '../../../charts/admission-policy';
-import { createTestPki, TestPki } from './pki';
+import { createTestPki, KeyAndCertificate, TestPki } from './pki';
 
 export interface ControlPlaneBinaries {
   readonly etcd: string;
@@ -71,7 +71,7 @@ export function binaryVersion(file: string): string {
 }
 
 /** A kubeconfig with the admin client certificate, for kube-controller-manager and the CLI. */
-function adminKubeconfig(pki: TestPki, port: number): string {
+export function adminKubeconfig(pki: TestPki, address: string, port: number, user: { name: string; identity: KeyAndCertificate } = { name: 'e2e-admin', identity: pki.admin }): string {
   const base64 = (text: string) => Buffer.from(text).toString('base64');
   return [
     'apiVersion: v1',
@@ -79,16 +79,16 @@ function adminKubeconfig(pki: TestPki, port: number): string {
     'clusters:',
     '- name: e2e',
     '  cluster:',
-    `    server: https://127.0.0.1:${port}`,
+    `    server: https://${address}:${port}`,
     `    certificate-authority-data: ${base64(pki.caCertificate)}`,
     'users:',
-    '- name: e2e-admin',
+    `- name: ${user.name}`,
     '  user:',
-    `    client-certificate-data: ${base64(pki.admin.certificate)}`,
-    `    client-key-data: ${base64(pki.admin.privateKey)}`,
+    `    client-certificate-data: ${base64(user.identity.certificate)}`,
+    `    client-key-data: ${base64(user.identity.privateKey)}`,
     'contexts:',
     '- name: e2e',
-    '  context: {cluster: e2e, user: e2e-admin}',
+    `  context: {cluster: e2e, user: ${user.name}}`,
     'current-context: e2e',
     '',
   ].join('\n');
@@ -114,23 +114,84 @@ export interface KubeResponse {
 export interface ControlPlaneOptions {
   /** Extra kube-apiserver flags, e.g. --feature-gates and --runtime-config. */
   readonly apiserverFlags: readonly string[];
+  /** Extra kube-controller-manager flags, after the defaults (a repeated --controllers adds to the list). */
+  readonly controllerManagerFlags?: readonly string[];
   readonly startTimeoutMs?: number;
+  /**
+   * Where it runs: by default every process on 127.0.0.1 with free ports. A node suite runs it in a
+   * network namespace of its own instead: the processes are started through `enter` (nsenter), the
+   * apiserver listens on `address`:6443 (reached from outside through the namespace's veth), and the
+   * PKI serves that address too.
+   */
+  readonly network?: ControlPlaneNetwork;
+  /** The PKI; one for 127.0.0.1 is made when left out. */
+  readonly pki?: TestPki;
+  /** The directory for data, certificates and logs. @default a new temporary directory, removed at stop */
+  readonly dir?: string;
+}
+
+export interface ControlPlaneNetwork {
+  /** The address clients reach the apiserver at (the node's InternalIP). */
+  readonly address: string;
+  /** The command line that runs `file args` inside the namespace. */
+  readonly enter: (file: string, args: readonly string[]) => readonly [string, readonly string[]];
+}
+
+/** Starts a process and keeps its last output for failure messages (and, with `logFile`, all of it). */
+export interface ManagedProcess {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly logs: string[];
+}
+
+export function startProcess(name: string, file: string, args: readonly string[], options: { enter?: ControlPlaneNetwork['enter']; logFile?: string; env?: NodeJS.ProcessEnv } = {}): ManagedProcess {
+  const logs: string[] = [];
+  const [command, commandArgs] = options.enter ? options.enter(file, args) : [file, args];
+  const child = spawn(command, [...commandArgs], { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ?? { PATH: process.env.PATH ?? '' } });
+  const log = options.logFile ? fs.createWriteStream(options.logFile, { flags: 'a' }) : undefined;
+  const keep = (chunk: Buffer) => {
+    log?.write(chunk);
+    logs.push(chunk.toString('utf8'));
+    if (logs.length > 400) logs.splice(0, logs.length - 400);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  child.once('close', () => log?.end());
+  return { name, child, logs };
+}
+
+/** Stops processes in reverse order of start: SIGTERM, then SIGKILL after `graceMs`. */
+export async function stopProcesses(processes: readonly ManagedProcess[], graceMs = 10_000): Promise<void> {
+  for (const { child } of [...processes].reverse()) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await exited;
+    clearTimeout(timer);
+  }
 }
 
 export class ControlPlane {
   private constructor(
     readonly pki: TestPki,
     readonly apiserverPort: number,
-    private readonly dir: string,
-    private readonly processes: { name: string; child: ChildProcess; logs: string[] }[],
+    /** Data, certificates and logs. */
+    readonly dir: string,
+    private readonly processes: ManagedProcess[],
     private readonly agent: https.Agent,
     /** A kubeconfig file for the admin client (what kubectl and client-node read). */
     readonly kubeconfig: string,
+    /** The address the apiserver is reached at. */
+    readonly address: string,
+    private readonly removeDir: boolean,
   ) {}
 
   static async start(binaries: ControlPlaneBinaries, options: ControlPlaneOptions): Promise<ControlPlane> {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-control-plane-'));
-    const pki = createTestPki();
+    const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-control-plane-'));
+    const pki = options.pki ?? createTestPki();
+    const network = options.network;
+    const address = network?.address ?? '127.0.0.1';
     const write = (name: string, text: string) => {
       const file = path.join(dir, name);
       fs.writeFileSync(file, text, { mode: 0o600 });
@@ -142,18 +203,11 @@ export class ControlPlane {
       servingKey: write('serving.key', pki.serving.privateKey),
       serviceAccountKey: write('sa.key', pki.serviceAccountKey),
     };
-    const [etcdClient, etcdPeer, apiserverPort] = [await freePort(), await freePort(), await freePort()];
-    const processes: { name: string; child: ChildProcess; logs: string[] }[] = [];
+    // In a namespace of its own, every port is free.
+    const [etcdClient, etcdPeer, apiserverPort] = network ? [2379, 2380, 6443] : [await freePort(), await freePort(), await freePort()];
+    const processes: ManagedProcess[] = [];
     const run = (name: string, file: string, args: string[]) => {
-      const logs: string[] = [];
-      const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '' } });
-      const keep = (chunk: Buffer) => {
-        logs.push(chunk.toString('utf8'));
-        if (logs.length > 400) logs.splice(0, logs.length - 400);
-      };
-      child.stdout!.on('data', keep);
-      child.stderr!.on('data', keep);
-      processes.push({ name, child, logs });
+      processes.push(startProcess(name, file, args, { enter: network?.enter, logFile: options.dir ? path.join(dir, `${name}.log`) : undefined }));
     };
     run('etcd', binaries.etcd, [
       `--data-dir=${path.join(dir, 'etcd')}`,
@@ -167,27 +221,29 @@ export class ControlPlane {
     ]);
     run('kube-apiserver', binaries.kubeApiserver, [
       `--etcd-servers=http://127.0.0.1:${etcdClient}`,
-      '--bind-address=127.0.0.1',
-      '--advertise-address=127.0.0.1',
+      `--bind-address=${network ? '0.0.0.0' : '127.0.0.1'}`,
+      `--advertise-address=${address}`,
       `--secure-port=${apiserverPort}`,
       `--cert-dir=${path.join(dir, 'apiserver-certs')}`,
       `--tls-cert-file=${files.servingCert}`,
       `--tls-private-key-file=${files.servingKey}`,
       `--client-ca-file=${files.ca}`,
-      `--service-account-issuer=https://127.0.0.1:${apiserverPort}`,
+      `--service-account-issuer=https://${address}:${apiserverPort}`,
       `--service-account-key-file=${files.serviceAccountKey}`,
       `--service-account-signing-key-file=${files.serviceAccountKey}`,
       '--service-cluster-ip-range=10.0.0.0/24',
-      '--authorization-mode=RBAC',
-      // No controller-manager makes the default ServiceAccount: admit pods without it, as envtest does.
-      '--disable-admission-plugins=ServiceAccount',
+      // On a node, as a cluster runs: the kubelet is authorized as a node, the controller-manager makes
+      // the default ServiceAccounts. Without one, admit pods without it, as envtest does.
+      ...(network
+        ? ['--authorization-mode=Node,RBAC', '--enable-admission-plugins=NodeRestriction']
+        : ['--authorization-mode=RBAC', '--disable-admission-plugins=ServiceAccount']),
       '--allow-privileged=true',
       '--v=1',
       ...options.apiserverFlags,
     ]);
     const agent = new https.Agent({ ca: pki.caCertificate, cert: pki.admin.certificate, key: pki.admin.privateKey, keepAlive: true, maxSockets: 4 });
-    const kubeconfig = write('admin.kubeconfig', adminKubeconfig(pki, apiserverPort));
-    const plane = new ControlPlane(pki, apiserverPort, dir, processes, agent, kubeconfig);
+    const kubeconfig = write('admin.kubeconfig', adminKubeconfig(pki, address, apiserverPort));
+    const plane = new ControlPlane(pki, apiserverPort, dir, processes, agent, kubeconfig, address, options.dir === undefined);
     try {
       await plane.waitReady(options.startTimeoutMs ?? 90_000);
       if (binaries.kubeControllerManager) {
@@ -204,6 +260,7 @@ export class ControlPlane {
           `--root-ca-file=${files.ca}`,
           `--service-account-private-key-file=${files.serviceAccountKey}`,
           '--v=1',
+          ...(options.controllerManagerFlags ?? []),
         ]);
       }
     } catch (error) {
@@ -237,19 +294,19 @@ export class ControlPlane {
     throw new Error(`kube-apiserver not ready within ${timeoutMs} ms (${last}):\n${this.logs()}`);
   }
 
-  /** One REST call as the admin client; JSON in and out. */
-  request(method: string, requestPath: string, body?: unknown): Promise<KubeResponse> {
+  /** One REST call as the admin client; JSON in and out (a PATCH names its patch type in `contentType`). */
+  request(method: string, requestPath: string, body?: unknown, contentType = 'application/json'): Promise<KubeResponse> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const started = process.hrtime.bigint();
     return new Promise((resolve, reject) => {
       const req = https.request(
         {
-          host: '127.0.0.1',
+          host: this.address,
           port: this.apiserverPort,
           path: requestPath,
           method,
           agent: this.agent,
-          headers: { accept: 'application/json', ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+          headers: { accept: 'application/json', ...(payload ? { 'content-type': contentType, 'content-length': payload.length } : {}) },
           timeout: 30_000,
         },
         (res) => {
@@ -276,7 +333,7 @@ export class ControlPlane {
   /** A GET whose answer is bytes (a /debug/pprof profile), as the admin client. */
   bytes(requestPath: string, timeoutMs = 120_000): Promise<Buffer> {
     return new Promise((resolve, reject) => {
-      const req = https.request({ host: '127.0.0.1', port: this.apiserverPort, path: requestPath, method: 'GET', agent: this.agent, timeout: timeoutMs }, (res) => {
+      const req = https.request({ host: this.address, port: this.apiserverPort, path: requestPath, method: 'GET', agent: this.agent, timeout: timeoutMs }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`GET ${requestPath}: ${res.statusCode} ${Buffer.concat(chunks).toString('utf8')}`))));
@@ -288,8 +345,8 @@ export class ControlPlane {
   }
 
   /** Like request, but throws with the apiserver's message unless the status is 2xx. */
-  async ok(method: string, requestPath: string, body?: unknown): Promise<any> {
-    const response = await this.request(method, requestPath, body);
+  async ok(method: string, requestPath: string, body?: unknown, contentType?: string): Promise<any> {
+    const response = await this.request(method, requestPath, body, contentType);
     if (response.status < 200 || response.status > 299) {
       throw new Error(`${method} ${requestPath}: ${response.status} ${typeof response.body === 'string' ? response.body : response.body?.message ?? JSON.stringify(response.body)}`);
     }
@@ -298,14 +355,7 @@ export class ControlPlane {
 
   async stop(): Promise<void> {
     this.agent.destroy();
-    for (const { child } of [...this.processes].reverse()) {
-      if (child.exitCode !== null) continue;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    fs.rmSync(this.dir, { recursive: true, force: true });
+    await stopProcesses(this.processes);
+    if (this.removeDir) fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -36,15 +36,26 @@ function certificate(subject: forge.pki.CertificateField[], keys: ReturnType<typ
 
 export interface TestPki {
   readonly caCertificate: string;
-  /** Serves on 127.0.0.1 and localhost. */
+  /** Serves on 127.0.0.1 and localhost, and the addresses and names asked for. */
   readonly serving: KeyAndCertificate;
   /** CN=e2e-admin, O=system:masters. */
   readonly admin: KeyAndCertificate;
   /** RSA key pair the apiserver signs service-account tokens with. */
   readonly serviceAccountKey: string;
+  /** The kubelet's client (CN=system:node:NAME, O=system:nodes) and serving certificates, when a node was asked for. */
+  readonly kubelet?: { readonly client: KeyAndCertificate; readonly serving: KeyAndCertificate };
 }
 
-export function createTestPki(): TestPki {
+export interface TestPkiOptions {
+  /** More addresses the apiserver serves on (a node's address, the `kubernetes` Service's ClusterIP). */
+  readonly servingIps?: readonly string[];
+  /** More names it serves as (kubernetes.default.svc). */
+  readonly servingNames?: readonly string[];
+  /** A node: its name and the address its kubelet serves on. */
+  readonly node?: { readonly name: string; readonly ip: string };
+}
+
+export function createTestPki(options: TestPkiOptions = {}): TestPki {
   const caKeys = rsaKeys();
   const caSubject = [{ name: 'commonName', value: 'e2e control-plane CA' }];
   const caCertificate = certificate(caSubject, caKeys, undefined, [
@@ -57,17 +68,44 @@ export function createTestPki(): TestPki {
     certificate: certificate([{ name: 'commonName', value: '127.0.0.1' }], servingKeys, issuer, [
       { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
       { name: 'extKeyUsage', serverAuth: true },
-      { name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }, { type: 2, value: 'localhost' }] },
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 7, ip: '127.0.0.1' },
+          { type: 2, value: 'localhost' },
+          ...(options.servingIps ?? []).map((ip) => ({ type: 7, ip })),
+          ...(options.servingNames ?? []).map((value) => ({ type: 2, value })),
+        ],
+      },
     ]),
     privateKey: servingKeys.privateKeyPem,
   };
-  const adminKeys = rsaKeys();
-  const admin = {
-    certificate: certificate([{ name: 'commonName', value: 'e2e-admin' }, { name: 'organizationName', value: 'system:masters' }], adminKeys, issuer, [
+  const admin = clientCertificate(issuer, 'e2e-admin', 'system:masters');
+  const node = options.node;
+  const kubelet = node && {
+    client: clientCertificate(issuer, `system:node:${node.name}`, 'system:nodes'),
+    serving: (() => {
+      const keys = rsaKeys();
+      return {
+        certificate: certificate([{ name: 'commonName', value: node.name }], keys, issuer, [
+          { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+          { name: 'extKeyUsage', serverAuth: true },
+          { name: 'subjectAltName', altNames: [{ type: 7, ip: node.ip }, { type: 2, value: node.name }] },
+        ]),
+        privateKey: keys.privateKeyPem,
+      };
+    })(),
+  };
+  return { caCertificate, serving, admin, serviceAccountKey: rsaKeys().privateKeyPem, ...(kubelet ? { kubelet } : {}) };
+}
+
+function clientCertificate(issuer: { subject: forge.pki.CertificateField[]; key: forge.pki.PrivateKey }, commonName: string, organization: string): KeyAndCertificate {
+  const keys = rsaKeys();
+  return {
+    certificate: certificate([{ name: 'commonName', value: commonName }, { name: 'organizationName', value: organization }], keys, issuer, [
       { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
       { name: 'extKeyUsage', clientAuth: true },
     ]),
-    privateKey: adminKeys.privateKeyPem,
+    privateKey: keys.privateKeyPem,
   };
-  return { caCertificate, serving, admin, serviceAccountKey: rsaKeys().privateKeyPem };
 }

@@ -1,0 +1,378 @@
+// `rollout --in-place`, carried out: pod by pod, each one's images replaced in one guarded request,
+// then waited on until the kubelet reports the container restarted on the new image and the pod Ready.
+// With the injector's readiness gate on the pod, the pod first leaves its Services' endpoints: the CLI
+// sets the gate's condition False (pods/status), waits until every EndpointSlice listing the pod has
+// it not ready, replaces the image, waits for the container, and sets the condition True again.
+// The cluster is an interface (client-node in cluster.ts, a simulated kubelet in the tests), and so
+// is time: the waits poll through `clock.sleep`, which the tests advance.
+
+import { readinessConditionType } from '../config';
+import type { KubernetesObject } from '../engine/admission-review';
+import type { GuardedOperation, ImageChange } from './in-place-plan';
+
+/** A pod's images or annotations changed between the read and the patch (a failed `test`, a stale resourceVersion). */
+export class PatchConflict extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PatchConflict';
+  }
+}
+
+/** One endpoint of a pod in an EndpointSlice. */
+export interface PodEndpoint {
+  readonly slice: string;
+  /** `conditions.ready` (a missing value is ready, as the EndpointSlice API says). */
+  readonly ready: boolean;
+}
+
+/** What `rollout --in-place` needs of the cluster: get and patch pods, write one condition, read EndpointSlices. */
+export interface PodClient {
+  getPod(namespace: string, name: string): Promise<KubernetesObject>;
+  /** Applies a JSON Patch to the pod; throws PatchConflict when a `test` fails or the object changed under it. */
+  patchPod(namespace: string, name: string, operations: readonly GuardedOperation[]): Promise<KubernetesObject>;
+  /** Sets one condition in the pod's status (pods/status, merged by type: the others are kept). */
+  setPodCondition(namespace: string, name: string, condition: { type: string; status: 'True' | 'False'; reason: string; message: string }): Promise<void>;
+  /** Every endpoint of the pod (by its uid) in the namespace's EndpointSlices. */
+  podEndpoints(namespace: string, podUid: string): Promise<readonly PodEndpoint[]>;
+}
+
+/** Time, so the tests can advance it. */
+export interface Clock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export const REAL_CLOCK: Clock = {
+  now: () => Date.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
+/** How the pod leaves its Services' endpoints before the restart. */
+export type DrainMode = 'auto' | 'gate' | 'none';
+
+export interface PodUpgradeSettings {
+  readonly prefix: string;
+  /** `auto` and `gate` use the readiness gate where the pod has it; `none` never touches it. */
+  readonly drain: DrainMode;
+  /** How long to wait, after every EndpointSlice has the pod not ready, before the image is replaced (kube-proxy and load balancers catching up). */
+  readonly drainGraceMs: number;
+  /** How long one pod may take, from the first write to Ready. */
+  readonly timeoutMs: number;
+  /** How often the pod and the EndpointSlices are read while waiting. */
+  readonly pollMs: number;
+}
+
+/** Waiting reasons that no wait will cure: the pod does not come back Ready on its own. */
+/** Waiting reasons about pulling the image; the kubelet's message names the image. */
+const PULL_REASONS = new Set(['ImagePullBackOff', 'ErrImagePull', 'ErrImageNeverPull', 'InvalidImageName']);
+const HOPELESS_WAITING_REASONS = new Set(['ImagePullBackOff', 'ErrImagePull', 'InvalidImageName', 'ErrImageNeverPull', 'CrashLoopBackOff', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']);
+
+function isObject(value: unknown): value is Record<string, any> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** A container's entry in the pod's status: containerStatuses, or initContainerStatuses for native sidecars. */
+export function containerStatus(pod: KubernetesObject, name: string): Record<string, any> | undefined {
+  const status = isObject(pod.status) ? pod.status : {};
+  for (const list of ['containerStatuses', 'initContainerStatuses']) {
+    const entries = status[list];
+    if (!Array.isArray(entries)) continue;
+    const entry = entries.find((candidate) => isObject(candidate) && candidate.name === name);
+    if (entry) return entry;
+  }
+  return undefined;
+}
+
+/** Every container's restart count, by name. */
+function restartCounts(pod: KubernetesObject): Map<string, number> {
+  const counts = new Map<string, number>();
+  const status = isObject(pod.status) ? pod.status : {};
+  for (const list of ['containerStatuses', 'initContainerStatuses']) {
+    for (const entry of Array.isArray(status[list]) ? status[list] : []) {
+      if (isObject(entry) && typeof entry.name === 'string') counts.set(entry.name, Number(entry.restartCount ?? 0));
+    }
+  }
+  return counts;
+}
+
+/** The pod's condition of this type: 'True', 'False', or undefined when it has none. */
+export function podCondition(pod: KubernetesObject, type: string): string | undefined {
+  const conditions = isObject(pod.status) && Array.isArray(pod.status.conditions) ? pod.status.conditions : [];
+  const condition = conditions.find((candidate: unknown) => isObject(candidate) && candidate.type === type);
+  return condition ? String(condition.status) : undefined;
+}
+
+/** An image reference as the container runtime reports it: docker.io's implicit registry and library/ spelled out, :latest when untagged. */
+export function normalizeImage(image: string): string {
+  let name = image;
+  let suffix = '';
+  const at = name.indexOf('@');
+  if (at >= 0) {
+    suffix = name.slice(at);
+    name = name.slice(0, at);
+  }
+  const slash = name.lastIndexOf('/');
+  const colon = name.lastIndexOf(':');
+  if (colon <= slash && suffix === '') suffix = ':latest';
+  else if (colon > slash) {
+    suffix = name.slice(colon) + suffix;
+    name = name.slice(0, colon);
+  }
+  const first = name.split('/')[0];
+  const hasRegistry = name.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost');
+  if (!hasRegistry) name = name.includes('/') ? `docker.io/${name}` : `docker.io/library/${name}`;
+  return name + suffix;
+}
+
+/** Whether the runtime's report of a container's image is the reference the spec names. */
+export function runsImage(reported: unknown, spec: string): boolean {
+  if (typeof reported !== 'string') return false;
+  if (normalizeImage(reported) === normalizeImage(spec)) return true;
+  // A digest reference may be reported by its tag, or the other way round: the digest decides.
+  const digest = /@(sha256:[0-9a-f]{64})$/.exec(spec)?.[1];
+  return digest !== undefined && reported.endsWith(digest);
+}
+
+/** Whether the kubelet's message names `image` (quoted, as it writes it, or normalized: `docker.io/library/...`). */
+export function mentionsImage(message: unknown, image: string): boolean {
+  if (typeof message !== 'string') return false;
+  return message.includes(`"${image}"`) || message.includes(`"${normalizeImage(image)}"`);
+}
+
+/** A container as the kubelet last reported it, before the upgrade. */
+interface ContainerBefore {
+  readonly containerID?: string;
+  readonly imageID?: string;
+  readonly restartCount: number;
+}
+
+/** What became of one container. */
+export interface ContainerOutcome {
+  readonly container: string;
+  readonly from: string;
+  readonly to: string;
+  readonly restartCount: readonly [number, number];
+  readonly imageID: readonly [string | undefined, string | undefined];
+}
+
+/** What became of one pod. */
+export interface PodUpgrade {
+  readonly namespace: string;
+  readonly name: string;
+  readonly containers: readonly ContainerOutcome[];
+  /** Whether it left its Services' endpoints first (the readiness gate), and how many EndpointSlices listed it. */
+  readonly drained: { readonly slices: number } | undefined;
+  /** Containers other than the upgraded ones whose restart count changed meanwhile (the app should not restart). */
+  readonly otherRestarts: readonly string[];
+  readonly milliseconds: number;
+}
+
+/** The pod did not come back Ready, or a write was refused: the run stops here. */
+export class PodUpgradeFailure extends Error {
+  constructor(
+    message: string,
+    /** Whether the pod's images were replaced (then `--undo` puts them back). */
+    readonly patched: boolean,
+  ) {
+    super(message);
+    this.name = 'PodUpgradeFailure';
+  }
+}
+
+/** The patch for the pod as read now, or why it no longer needs one: the plan is made again from each fresh read. */
+export type Replan = (pod: KubernetesObject) => { changes: readonly ImageChange[]; operations: readonly GuardedOperation[]; readinessGate: boolean } | { skip: string };
+
+/** How many times a patch is sent again after the pod changed under it (the kubelet writes status often). */
+const PATCH_ATTEMPTS = 5;
+
+/**
+ * Upgrades one pod: drains it through the readiness gate when it has one (and `drain` allows), sends
+ * the guarded patch (read again and re-planned after a conflict), and waits for the kubelet. Returns
+ * undefined when the pod needed nothing any more; throws PodUpgradeFailure when it did not come back.
+ */
+export async function upgradePod(
+  client: PodClient,
+  clock: Clock,
+  settings: PodUpgradeSettings,
+  namespace: string,
+  name: string,
+  replan: Replan,
+  say: (line: string) => void,
+): Promise<PodUpgrade | { skipped: string }> {
+  const started = clock.now();
+  const deadline = started + settings.timeoutMs;
+  const conditionType = readinessConditionType(settings.prefix);
+  const where = `pod ${namespace}/${name}`;
+  const refused = (what: string, error: unknown, patched: boolean) => new PodUpgradeFailure(`${where}: ${what}: ${(error as Error).message}`, patched);
+
+  let pod = await client.getPod(namespace, name).catch((error) => {
+    throw refused('reading it', error, false);
+  });
+  let planned = replan(pod);
+  if ('skip' in planned) return { skipped: planned.skip };
+  const uid = String((pod.metadata as Record<string, unknown>)?.uid ?? '');
+  const gate = settings.drain !== 'none' && planned.readinessGate;
+  let drained: PodUpgrade['drained'];
+  let endpointsBefore: readonly PodEndpoint[] = [];
+
+  const setGate = async (status: 'True' | 'False', patched: boolean) => {
+    const message = status === 'False' ? 'rollout --in-place is replacing sidecar images: out of its Services until they are ready' : 'sidecar images replaced in place';
+    await client.setPodCondition(namespace, name, { type: conditionType, status, reason: status === 'False' ? 'InPlaceUpgrade' : 'InPlaceUpgraded', message }).catch((error) => {
+      throw refused(`setting ${conditionType} ${status}`, error, patched);
+    });
+  };
+  /** On a failure after draining: the condition goes back to True, so readiness is the containers' own again. */
+  const failed = async (failure: PodUpgradeFailure): Promise<never> => {
+    if (gate) await setGate('True', failure.patched).catch(() => undefined);
+    throw failure;
+  };
+
+  if (gate) {
+    endpointsBefore = await client.podEndpoints(namespace, uid).catch((error) => {
+      throw refused('reading its EndpointSlices', error, false);
+    });
+    await setGate('False', false);
+    for (;;) {
+      const endpoints = await client.podEndpoints(namespace, uid).catch((error) => failed(refused('reading its EndpointSlices', error, false)));
+      if (endpoints.every((endpoint) => !endpoint.ready)) {
+        drained = { slices: new Set(endpointsBefore.map((endpoint) => endpoint.slice)).size };
+        break;
+      }
+      if (clock.now() > deadline) {
+        await failed(new PodUpgradeFailure(`${where}: still ready in EndpointSlice ${endpoints.filter((e) => e.ready).map((e) => e.slice).join(', ')} ${Math.round((clock.now() - started) / 1000)}s after ${conditionType} was set False`, false));
+      }
+      await clock.sleep(settings.pollMs);
+    }
+    say(`  ${name}: out of its Services' endpoints (${conditionType} False; ${drained.slices} EndpointSlice${drained.slices === 1 ? '' : 's'} listed it)`);
+    if (settings.drainGraceMs > 0) await clock.sleep(settings.drainGraceMs);
+    // Read again: the pod changed (its status), and its images may have too.
+    pod = await client.getPod(namespace, name).catch((error) => failed(refused('reading it', error, false)));
+    planned = replan(pod);
+    if ('skip' in planned) {
+      await setGate('True', false);
+      return { skipped: planned.skip };
+    }
+  }
+
+  // The kubelet's last report of each container to replace, and of every container.
+  let before = new Map(planned.changes.map((change) => [change.container, snapshot(pod, change.container)]));
+  let countsBefore = restartCounts(pod);
+  let patched = false;
+  for (let attempt = 1; !patched; attempt++) {
+    try {
+      await client.patchPod(namespace, name, planned.operations);
+      patched = true;
+    } catch (error) {
+      const readVersion = resourceVersionOf(pod);
+      pod = await client.getPod(namespace, name).catch((readError) => failed(refused('reading it', readError, false)));
+      // A pod changed since it was read fails the patch's tests (the apiserver answers a failed test
+      // with a bare 422): read again, it has another resourceVersion. The same one: a real refusal.
+      const changed = error instanceof PatchConflict || resourceVersionOf(pod) !== readVersion;
+      if (!changed || attempt >= PATCH_ATTEMPTS) await failed(refused(`replacing images (attempt ${attempt})`, error, false));
+      planned = replan(pod);
+      if ('skip' in planned) {
+        if (gate) await setGate('True', false);
+        return { skipped: planned.skip };
+      }
+      before = new Map(planned.changes.map((change) => [change.container, snapshot(pod, change.container)]));
+      countsBefore = restartCounts(pod);
+    }
+  }
+  const changes = planned.changes;
+  say(`  ${name}: ${changes.map((change) => `${change.container} ${change.from} -> ${change.to}`).join(', ')}: patched`);
+
+  // The kubelet's part: each container stopped, started anew on the new image, and ready.
+  for (;;) {
+    pod = await client.getPod(namespace, name).catch((error) => failed(refused('reading it', error, true)));
+    const waiting: string[] = [];
+    for (const change of changes) {
+      const entry = containerStatus(pod, change.container);
+      const was = before.get(change.container)!;
+      const reason = entry?.state?.waiting?.reason;
+      // On the new image: an image that cannot be pulled, or a new container that crashed (a restart
+      // count past the one before: the old container's own back-off is no verdict on the new image).
+      // A kubelet that cannot pull an image keeps reporting the last container's image and ID (seen on
+      // a real node): only its message, which names the image it pulls, says which image failed. That
+      // matters both ways: a new image that cannot be pulled stops the run at once, and the back-off
+      // still reported for it while --undo goes back to the last container's image is no verdict.
+      const message = entry?.state?.waiting?.message;
+      const pullMessage = typeof reason === 'string' && PULL_REASONS.has(reason) && typeof message === 'string' && /image "/.test(message);
+      const aboutNewImage =
+        reason === 'CrashLoopBackOff' ? Number(entry?.restartCount ?? 0) > was.restartCount
+        : pullMessage ? mentionsImage(message, change.to)
+        : runsImage(entry?.image, change.to) || entry?.containerID !== was.containerID;
+      if (typeof reason === 'string' && HOPELESS_WAITING_REASONS.has(reason) && aboutNewImage) {
+        await failed(new PodUpgradeFailure(`${where}: container ${change.container} on ${change.to}: ${reason}${entry?.state?.waiting?.message ? `: ${entry.state.waiting.message}` : ''}`, true));
+      }
+      const restarted = entry !== undefined && typeof entry.containerID === 'string' && entry.containerID !== was.containerID;
+      const onNewImage = entry !== undefined && (runsImage(entry.image, change.to) || (was.imageID !== undefined && entry.imageID !== was.imageID));
+      if (!restarted || !isObject(entry?.state?.running) || !onNewImage) waiting.push(`${change.container} not yet restarted on ${change.to}`);
+      else if (entry?.ready !== true) waiting.push(`${change.container} not ready`);
+    }
+    // With the gate False, the pod is not Ready by design: its containers decide until it is set back.
+    if (waiting.length === 0 && !gate && podCondition(pod, 'Ready') !== 'True') waiting.push('pod not Ready');
+    if (waiting.length === 0) break;
+    if (clock.now() > deadline) await failed(new PodUpgradeFailure(`${where}: not back within ${Math.round(settings.timeoutMs / 1000)}s: ${waiting.join(', ')}${describeWaiting(pod, changes)}`, true));
+    await clock.sleep(settings.pollMs);
+  }
+
+  if (gate) {
+    await setGate('True', true);
+    for (;;) {
+      pod = await client.getPod(namespace, name).catch((error) => failed(refused('reading it', error, true)));
+      const ready = podCondition(pod, 'Ready') === 'True';
+      const listedBefore = new Set(endpointsBefore.map((endpoint) => endpoint.slice));
+      const endpoints = ready && listedBefore.size > 0 ? await client.podEndpoints(namespace, uid).catch((error) => failed(refused('reading its EndpointSlices', error, true))) : [];
+      const back = [...listedBefore].every((slice) => endpoints.some((endpoint) => endpoint.slice === slice && endpoint.ready));
+      if (ready && back) break;
+      if (clock.now() > deadline) await failed(new PodUpgradeFailure(`${where}: ${ready ? 'not back in its EndpointSlices' : 'not Ready'} within ${Math.round(settings.timeoutMs / 1000)}s after ${conditionType} was set True`, true));
+      await clock.sleep(settings.pollMs);
+    }
+  }
+
+  const countsAfter = restartCounts(pod);
+  const upgradedNames = new Set(changes.map((change) => change.container));
+  const otherRestarts = [...countsAfter].filter(([container, count]) => !upgradedNames.has(container) && count !== (countsBefore.get(container) ?? count)).map(([container, count]) => `${container} ${countsBefore.get(container)} -> ${count}`);
+  return {
+    namespace,
+    name,
+    containers: changes.map((change) => {
+      const was = before.get(change.container)!;
+      const entry = containerStatus(pod, change.container);
+      return { container: change.container, from: change.from, to: change.to, restartCount: [was.restartCount, Number(entry?.restartCount ?? 0)], imageID: [was.imageID, entry?.imageID] };
+    }),
+    drained,
+    otherRestarts,
+    milliseconds: clock.now() - started,
+  };
+}
+
+function resourceVersionOf(pod: KubernetesObject): unknown {
+  return isObject(pod.metadata) ? pod.metadata.resourceVersion : undefined;
+}
+
+function snapshot(pod: KubernetesObject, container: string): ContainerBefore {
+  const entry = containerStatus(pod, container);
+  return { containerID: entry?.containerID, imageID: entry?.imageID, restartCount: Number(entry?.restartCount ?? 0) };
+}
+
+/** The kubelet's own words on the containers still waited for: `; envoy: waiting ImagePullBackOff (...)`. */
+function describeWaiting(pod: KubernetesObject, changes: readonly ImageChange[]): string {
+  const parts = changes.map((change) => {
+    const entry = containerStatus(pod, change.container);
+    if (!entry) return `${change.container}: no status reported`;
+    const state = isObject(entry.state) ? Object.keys(entry.state)[0] : undefined;
+    const detail = state ? entry.state[state] : undefined;
+    return `${change.container}: ${state ?? 'no state'}${detail?.reason ? ` ${detail.reason}` : ''}${detail?.message ? ` (${String(detail.message).slice(0, 200)})` : ''}, image ${entry.image ?? '?'}`;
+  });
+  return parts.length > 0 ? `; ${parts.join('; ')}` : '';
+}
+
+/** The text of one upgraded pod, as the run prints it. */
+export function describeUpgrade(upgrade: PodUpgrade, verb = 'upgraded'): string {
+  const containers = upgrade.containers
+    .map((c) => `${c.container} restartCount ${c.restartCount[0]} -> ${c.restartCount[1]}, imageID ${c.imageID[0] ?? '(none)'} -> ${c.imageID[1] ?? '(none)'}`)
+    .join('; ');
+  const others = upgrade.otherRestarts.length > 0 ? `; OTHER CONTAINERS RESTARTED: ${upgrade.otherRestarts.join(', ')}` : '; no other container restarted';
+  return `${verb} pod ${upgrade.namespace}/${upgrade.name} in ${(upgrade.milliseconds / 1000).toFixed(1)}s: ${containers}${others}`;
+}
