@@ -190,7 +190,10 @@ export function webhookNetworkPolicy(
     spec: {
       podSelector: { matchLabels: selectorLabels },
       // Without source CIDRs (the apiserver's address is not known here) the webhook port is open to
-      // all sources; nothing else is, and the webhook needs no egress at all (no Kubernetes API access, no RBAC).
+      // all sources; nothing else is, and the webhook needs no egress at all (no Kubernetes API access,
+      // no RBAC): Egress among the policy types with no egress rule denies it all. Not `egress: []`: the
+      // apiserver stores no empty list, so every re-apply changed the object again (generation + 1,
+      // "configured" on each `kubectl apply`, found on a real cluster).
       policyTypes: ['Ingress', 'Egress'],
       ingress: [
         {
@@ -203,7 +206,6 @@ export function webhookNetworkPolicy(
           ? [{ from: metricsSourceCidrs.map((cidr) => ({ ipBlock: { cidr } })), ports: [{ protocol: 'TCP', port: k8s.IntOrString.fromNumber(opsPort) }] }]
           : []),
       ],
-      egress: [],
     },
   });
 }

@@ -346,7 +346,22 @@ test('the NetworkPolicy lets traffic in only on the webhook port and none out', 
   assert.equal(policy.apiVersion, 'networking.k8s.io/v1');
   assert.deepEqual([...policy.spec.policyTypes].sort(), ['Egress', 'Ingress']);
   assert.deepEqual(policy.spec.ingress, [{ ports: [{ protocol: 'TCP', port: webhookContainer.ports[0].containerPort }] }]);
-  assert.deepEqual(policy.spec.egress, []);
+  assert.equal(policy.spec.egress, undefined, 'no egress rule: with Egress among the policy types, all egress is denied');
+});
+
+test('no synthesized object carries an empty list or map, which the apiserver does not store (a re-apply would change the object every time)', () => {
+  const empty: string[] = [];
+  const visit = (value: unknown, at: string) => {
+    if (Array.isArray(value)) {
+      if (value.length === 0) empty.push(at);
+      value.forEach((item, index) => visit(item, `${at}/${index}`));
+    } else if (value !== null && typeof value === 'object') {
+      if (Object.keys(value).length === 0) empty.push(at);
+      for (const [key, item] of Object.entries(value)) visit(item, `${at}/${key}`);
+    }
+  };
+  for (const manifest of manifests) visit(manifest, `${manifest.kind}/${manifest.metadata.name}`);
+  assert.deepEqual(empty, []);
 });
 
 test('the default image is tagged with the package version from package.json', () => {

@@ -90,6 +90,8 @@ function namespace(name: string, labels: Record<string, string> = {}): void {
 }
 
 const apply = (object: Record<string, unknown>) => kubectl(cluster, ['apply', '-f', '-'], JSON.stringify(object));
+/** Deletes a test's namespaces and waits until they are gone: the node has 2 CPUs, and every Envoy requests 100m of them. */
+const cleanUp = (...namespaces: string[]) => kubectl(cluster, ['delete', 'namespace', ...namespaces, '--timeout=180s']);
 const ENABLED = { injection: 'enabled' };
 
 /** A Deployment of 3 replicas of the app, injected as its namespace says. */
@@ -348,6 +350,7 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
       const [up, all] = ready.split('/');
       assert.ok(status === 'Running' && up === all, `${name}: ${ready} ${status}`);
     }
+    cleanUp('seed-000', 'seed-002', 'seed-003', 'seed-004', 'seed-004-client', 'jobs', 'no-config');
   });
 
   if (WEBHOOK) {
@@ -388,7 +391,7 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
 
     // The bump: the app's Envoy image changed, synthesized and applied as a GitOps pipeline would.
     const bumped = variant(ENVOY_NEXT);
-    applyConfig(bumped);
+    await applyConfig(bumped);
     const stale = await cli(cluster, ['status', '--from', bumped, '-n', 'day-two']);
     progress(`$ status --from dist/ -n day-two → exit ${stale.status}\n${stale.stdout}`);
     assert.equal(stale.status, 3, describeRun(stale));
@@ -408,6 +411,7 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
     for (const pod of await listPods(cluster, 'day-two')) {
       assert.equal(containerStatus(pod, 'envoy')!.image, `docker.io/envoyproxy/envoy:v${ENVOY_NEXT}`, describePod(pod));
     }
+    cleanUp('day-two');
   });
 
   test('rollout --in-place: a canary of 1 pod, then --continue; each pod keeps its uid and its app container, envoy restarts once on the new image, then status exits 0', async () => {
@@ -416,7 +420,7 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
     kubectl(cluster, ['-n', 'in-place', 'rollout', 'status', 'deploy/echo', '--timeout=180s']);
     const before = await podFacts('in-place', 'app=echo');
     const next = variant(ENVOY_IN_PLACE);
-    applyConfig(next);
+    await applyConfig(next);
     const stale = await cli(cluster, ['status', '--from', next, '-n', 'in-place']);
     assert.equal(stale.status, 3, describeRun(stale));
     const canary = await cli(cluster, ['rollout', '--in-place', '--from', next, '-n', 'in-place', '--canary', '1']);
@@ -446,7 +450,7 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
 
   test('rollout --in-place with an image that does not exist stops at the first pod (exit 7), and --undo puts it back', async () => {
     const bad = variant(ENVOY_MISSING);
-    applyConfig(bad);
+    await applyConfig(bad);
     const run = await cli(cluster, ['rollout', '--in-place', '--from', bad, '-n', 'in-place', '--timeout', '120s']);
     shown('rollout --in-place --from dist-bad-image/ -n in-place', run);
     assert.equal(run.status, 7, describeRun(run));
@@ -459,9 +463,10 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
     assert.equal(undo.status, 0, describeRun(undo));
     const restored = await podFacts('in-place', 'app=echo');
     for (const pod of restored) assert.deepEqual({ image: pod.envoyImage, ready: pod.ready, app: pod.appRestarts }, { image: `docker.io/envoyproxy/envoy:v${ENVOY_IN_PLACE}`, ready: true, app: 0 }, pod.name);
-    applyConfig(variant(ENVOY_IN_PLACE));
+    await applyConfig(variant(ENVOY_IN_PLACE));
     const fresh = await cli(cluster, ['status', '--from', variant(ENVOY_IN_PLACE), '-n', 'in-place']);
     assert.equal(fresh.status, 0, describeRun(fresh));
+    cleanUp('in-place');
   });
 
   test("rollout --in-place --native-sidecars in-place: a Job pod's native Envoy restarts on its new image while the Job's container keeps running", async () => {
@@ -473,16 +478,14 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
       spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [app('work')] } } },
     });
     let pod: Pod | undefined;
-    await cluster.until('the Job pod Ready', async () => {
-      [pod] = await listPods(cluster, 'native', 'job-name=long');
-      return isReady(pod);
-    }, 120_000);
+    await cluster.until('the Job pod made', async () => !!([pod] = await listPods(cluster, 'native', 'job-name=long'))[0], 60_000);
     const name = pod!.metadata.name;
+    pod = await waitForPod(cluster, 'native', name, 'Ready', isReady);
     assert.equal(pod!.spec.initContainers.find((c: any) => c.name === 'envoy')?.restartPolicy, 'Always', describePod(pod));
     const envoyBefore = containerStatus(pod!, 'envoy')!;
     const workBefore = containerStatus(pod!, 'work')!;
     const back = variant(ENVOY_NEXT);
-    applyConfig(back);
+    await applyConfig(back);
     const run = await cli(cluster, ['rollout', '--in-place', '--from', back, '-n', 'native', '--native-sidecars', 'in-place']);
     shown('rollout --in-place --from dist/ -n native --native-sidecars in-place', run);
     assert.equal(run.status, 0, describeRun(run));
@@ -494,8 +497,8 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
       { envoyRestarts: envoyBefore.restartCount + 1, envoyImage: `docker.io/envoyproxy/envoy:v${ENVOY_NEXT}`, workRestarts: 0, workStarted: workBefore.state.running.startedAt, uid: pod!.metadata.uid },
       describePod(after),
     );
-    kubectl(cluster, ['delete', 'namespace', 'native', '--wait=false']);
-    applyConfig(variant(ENVOY_IN_PLACE));
+    cleanUp('native');
+    await applyConfig(variant(ENVOY_IN_PLACE));
   });
 
   test('traffic through Envoy to the pods during rollout --in-place: without the readiness gate, and with it', async () => {
@@ -503,7 +506,7 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
     for (const gated of [false, true]) {
       const ns = gated ? 'traffic-gate' : 'traffic-plain';
       // The pods are made under a config with the gate or without; then Envoy is bumped the same way.
-      applyConfig(variant(ENVOY_IN_PLACE, { readinessGate: gated }));
+      await applyConfig(variant(ENVOY_IN_PLACE, { readinessGate: gated }));
       namespace(ns, ENABLED);
       echoDeployment(ns, 'echo');
       apply({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'echo', namespace: ns }, spec: { selector: { app: 'echo' }, ports: [{ port: 80, targetPort: 9901 }] } });
@@ -513,9 +516,10 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
       await waitForPod(cluster, ns, 'client', 'Ready', isReady);
       const service = await cluster.plane.ok('GET', `/api/v1/namespaces/${ns}/services/echo`);
       const next = variant(ENVOY_NEXT, { readinessGate: gated });
-      applyConfig(next);
-      // The client requests Envoy's port through the Service until told to stop, then prints its counts.
-      const loop = `ok=0; fail=0; while [ ! -f /tmp/stop ]; do if wget -q -T 2 -O /dev/null http://${service.spec.clusterIP}/ready; then ok=$((ok+1)); else fail=$((fail+1)); fi; echo "ok=$ok fail=$fail" > /tmp/counts; done; echo "ok=$ok fail=$fail"`;
+      await applyConfig(next);
+      // The client requests Envoy's port through the Service until told to stop, then prints its counts
+      // (busybox 1.35's wget crashes with -T: timeout(1) bounds each request instead).
+      const loop = `ok=0; fail=0; while [ ! -f /tmp/stop ]; do if timeout 2 wget -q -O /dev/null http://${service.spec.clusterIP}/ready; then ok=$((ok+1)); else fail=$((fail+1)); fi; echo "ok=$ok fail=$fail" > /tmp/counts; done; echo "ok=$ok fail=$fail"`;
       const client = kubectlAsync(['exec', '-n', ns, 'client', '-c', 'client', '--', 'sh', '-c', loop]);
       await cluster.until('the client counting', () => exec(cluster, ns, 'client', 'client', ['test', '-s', '/tmp/counts']).status === 0, 30_000);
       const run = await cli(cluster, ['rollout', '--in-place', '--from', next, '-n', ns, ...(gated ? [] : ['--drain', 'none'])]);
@@ -530,6 +534,7 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
         assert.equal(Number(fail), 0, `with the gate, requests failed: ${counts}`);
       }
       assert.ok(Number(ok) > 0, counts);
+      cleanUp(ns);
     }
     progress(`traffic during rollout --in-place:\n  ${results.join('\n  ')}`);
   });
@@ -556,8 +561,17 @@ function variant(version: string, options: { readinessGate?: boolean } = {}): st
   return outdir;
 }
 
-/** Applies a synthesized output and waits until the injector serves it. */
-function applyConfig(outdir: string): void {
+/**
+ * Applies a synthesized output and waits until the injector serves it: the rollout done and the old
+ * replicas gone (a replica being replaced still answers the admissions on its pooled connections while
+ * it drains, with the config it has).
+ */
+async function applyConfig(outdir: string): Promise<void> {
   progress(`apply ${path.basename(outdir)}: ${kubectl(cluster, ['apply', '-f', outdir]).trim().split('\n').filter((line) => !line.endsWith('unchanged')).join('; ')}`);
-  if (WEBHOOK) kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
+  if (!WEBHOOK) return;
+  kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
+  await cluster.until('only the new injector replicas', async () => {
+    const pods = await listPods(cluster, INJECTOR_NAMESPACE, 'app.kubernetes.io/name=sidecar-injector');
+    return pods.length === 2 && new Set(pods.map((pod) => pod.metadata.labels['pod-template-hash'])).size === 1;
+  }, 120_000);
 }
