@@ -32,7 +32,7 @@ export interface InjectionAdmissionPoliciesProps {
 export interface ShapePolicyObjects {
   /** Where the pod template sits in the objects this policy matches. */
   readonly shape: TemplateShape;
-  /** The MutatingAdmissionPolicy: one mutation per injection, in the order they were added. */
+  /** The MutatingAdmissionPolicy: its injections in the order they were added, in as few mutations as can share one. */
   readonly policy: ApiObject;
   /** The MutatingAdmissionPolicyBinding that puts it in force. */
   readonly binding: ApiObject;
@@ -58,7 +58,8 @@ export class AdmissionPolicyLimitationError extends Error {
 /**
  * MutatingAdmissionPolicies and their bindings that inject, inside the kube-apiserver, what the
  * webhook would: one policy (and binding) per place the pod template sits (`pods`, `workloads`,
- * `cronjobs`), each with one mutation per injection, in the order the injections were added.
+ * `cronjobs`), each applying its injections in the order they were added, in as few mutations as can
+ * share one.
  * No webhook pod, certificate or network hop is involved.
  */
 export class InjectionAdmissionPolicies extends Construct {
@@ -130,7 +131,7 @@ export class InjectionAdmissionPolicies extends Construct {
     const labels = this.props.labels;
     // Read at synth: the policy covers every injection added by then.
     const spec = (): MutatingAdmissionPolicySpec => {
-      const policy = shapePolicies(this.props.config(), this.injectionNames, { failurePolicy: this.failurePolicy }).find((candidate) => candidate.shape === shape);
+      const policy = shapePolicies(this.props.config(), this.injectionNames, { failurePolicy: this.failurePolicy, apiVersion: this.apiVersion }).find((candidate) => candidate.shape === shape);
       if (!policy) throw new Error(`no injection targets ${shape} any more`);
       return policy.spec;
     };

@@ -7,10 +7,10 @@
 // `secretKeyRef`), and injected containers have those.
 //
 // There is one policy per place the pod template sits (Pod, `spec.template`, CronJob's
-// `spec.jobTemplate.spec.template`), so each CEL expression reads one fixed path, with one mutation
-// per injection in the order of the config: the apiserver runs separate policies in no fixed order
-// (seen on 1.32: not by name either), but a policy's mutations in order, which keeps the webhook's
-// order of containers and of the status annotation.
+// `spec.jobTemplate.spec.template`), so each CEL expression reads one fixed path, with its injections
+// in the order of the config, as few mutations as can share one (mutation-groups.ts): the apiserver
+// runs separate policies in no fixed order (seen on 1.32: not by name either), but a policy's
+// mutations in order, which keeps the webhook's order of containers and of the status annotation.
 
 import { RE2JS } from 're2js';
 import {
@@ -27,11 +27,11 @@ import {
   readinessConditionMissingCel,
   readinessConditionType,
 } from '../../webhook/config';
-import type { MatchCondition, MutatingAdmissionPolicySpec, NamedRuleWithOperations, Variable } from './admission-policy-types';
+import type { AdmissionPolicyApiVersion, MatchCondition, MutatingAdmissionPolicySpec, NamedRuleWithOperations, Variable } from './admission-policy-types';
 import { PlaceholderExpressions, celFieldPresent, celFieldSelect, celString, celStringList, celTemplateString, celValue, jsonPointerToken } from './cel-text';
 import { withLimitsAtRequests } from '../../webhook/engine/qos';
 import { podGuaranteedExpression, podLevelResourcesExpression } from './qos-cel';
-import { mutationGroups, nonGuaranteedContainers } from './mutation-groups';
+import { mutationGroups, nonGuaranteedContainers, readsWhatALaterOneAdds } from './mutation-groups';
 
 /** Where the pod template sits in the admitted object. */
 export type TemplateShape = 'pods' | 'workloads' | 'cronjobs';
@@ -69,6 +69,9 @@ export const TEMPLATE_SHAPES: Readonly<Record<TemplateShape, ShapeDefinition>> =
   },
 };
 
+/** The names a mutation binds the pod (template)'s own labels and annotations to (empty maps when it has none). */
+const POD_MAPS = { labels: 'podLabels', annotations: 'podAnnotations' } as const;
+
 const RESOURCE_OF_KIND: Record<TargetKind, { group: string; resource: string }> = {
   Pod: { group: '', resource: 'pods' },
   Deployment: { group: 'apps', resource: 'deployments' },
@@ -79,12 +82,17 @@ const RESOURCE_OF_KIND: Record<TargetKind, { group: string; resource: string }> 
   CronJob: { group: 'batch', resource: 'cronjobs' },
 };
 
-/** The policy of one template shape: one mutation per injection, in config order. */
+/** The policy of one template shape: its injections in config order, in as few mutations as can share one. */
 export interface ShapePolicy {
   readonly shape: TemplateShape;
   /** The injections it applies, in the order of its mutations. */
   readonly injections: readonly string[];
   readonly spec: MutatingAdmissionPolicySpec;
+  /**
+   * The values each mutation binds, by name, before the injections' parts (`variables.<name>` in an
+   * expression refers to an earlier one): a guard of a shared mutation's injection reads them.
+   */
+  readonly bindings: readonly Variable[];
 }
 
 /** Why an injection cannot be rendered as a policy; it then stays on the webhook. */
@@ -98,6 +106,11 @@ export interface PolicyLimitation {
 export interface InjectionPolicySettings {
   /** What the apiserver does when a CEL expression fails. */
   readonly failurePolicy: 'Ignore' | 'Fail';
+  /**
+   * The `admissionregistration.k8s.io` version emitted, which tells the Kubernetes releases that will
+   * run the policies. @default 'v1'
+   */
+  readonly apiVersion?: AdmissionPolicyApiVersion;
 }
 
 /**
@@ -132,7 +145,8 @@ export function shapesOf(injection: ResolvedInjection): TemplateShape[] {
 
 /**
  * The policies of `injections` (names of injections of `config`, which CEL can express): one per
- * template shape any of them targets, with one mutation per injection in config order.
+ * template shape any of them targets, with its injections in config order, in as few mutations as can
+ * share one (mutation-groups.ts).
  */
 export function shapePolicies(config: ResolvedInjectorConfig, injections: readonly string[], settings: InjectionPolicySettings): ShapePolicy[] {
   const chosen = config.injections.filter((injection) => injections.includes(injection.name));
@@ -146,27 +160,46 @@ export function shapePolicies(config: ResolvedInjectorConfig, injections: readon
     if (members.length === 0) continue;
     const kinds = TEMPLATE_SHAPES[shape].kinds.filter((kind) => members.some((injection) => injection.targetKinds.includes(kind)));
     const writers = members.map((injection) => new PolicyWriter(injection, config, shape, kinds));
-    const groups = mutationGroups(members, annotationKeys(config.annotationPrefix).inject).map((group) => group.map((injection) => writers[members.indexOf(injection)]));
+    const groups = mutationGroups(members).map((group) => group.map((injection) => writers[members.indexOf(injection)]));
+    const data = groups.map((group) => (group.length === 1 ? group[0].patchData() : groupPatchData(group)));
+    // Pods: the policy's conditions lead its mutation instead of being match conditions, and it is not
+    // reinvoked. The apiserver converts the object for CEL once per match-condition evaluation and
+    // per mutation, and reinvokes a policy whose mutation ran in the same admission, even when it
+    // changed nothing, evaluating its match conditions again first (policy/mutating/dispatcher.go):
+    // so match conditions cost two conversions per injected pod, and reinvocation without them a
+    // second run of the mutation. Folded and not reinvoked, an injected pod costs one mutation. Not
+    // when an injection reads a label or annotation a later one adds: the second run applies it, as
+    // the webhook's does. Nor on v1alpha1 (Kubernetes 1.32, 1.33), whose cel-go plans the whole
+    // expression again at every evaluation: a pod nothing applies to would pay for planning the
+    // mutation rather than its match conditions, six times the text.
+    const folded = shape === 'pods' && (settings.apiVersion ?? 'v1') !== 'v1alpha1' && !readsWhatALaterOneAdds(members);
+    const conditions = writers[0].sharedConditions();
     policies.push({
       shape,
       injections: members.map((injection) => injection.name),
+      bindings: writers[0].sharedVariables(),
       spec: {
         matchConstraints: { resourceRules: resourceRules(kinds), matchPolicy: 'Equivalent' },
-        matchConditions: [
-          ...writers[0].sharedConditions(),
-          // Necessary for any mutation to change the object (each mutation's guard, or-ed), so the
-          // apiserver does not call a policy that would change nothing: it re-decodes an object a
-          // mutation ran on, even with an empty patch, and that changes what it stores. A Job whose
-          // labels were defaulted from its template's then no longer gets the selector labels the
-          // apiserver adds to the template, where an unpatched Job (the webhook's answer) does.
-          { name: 'an-injection-applies', expression: writers.map((writer) => `(${writer.guardExpression()})`).join(' || ') },
-        ],
+        ...(folded
+          ? {}
+          : {
+              matchConditions: [
+                ...conditions,
+                // Necessary for any mutation to change the object (each mutation's guard, or-ed), so the
+                // apiserver does not call a policy that would change nothing: it re-decodes an object a
+                // mutation ran on, even with an empty patch, and that changes what it stores. A Job whose
+                // labels were defaulted from its template's then no longer gets the selector labels the
+                // apiserver adds to the template, where an unpatched Job (the webhook's answer) does.
+                { name: 'an-injection-applies', expression: writers.map((writer) => `(${writer.guardExpression()})`).join(' || ') },
+              ],
+            }),
         // One mutation per run of injections that can share one (mutation-groups.ts): the apiserver's
         // cost is per mutation.
-        mutations: groups.map((group) => ({ patchType: 'JSONPatch', jsonPatch: { expression: group.length === 1 ? group[0].patchExpression() : groupPatchExpression(group) } })),
+        mutations: data.map((adds) => ({ patchType: 'JSONPatch', jsonPatch: { expression: folded ? foldedPatch(conditions, adds) : `${adds}${TO_JSON_PATCH}` } })),
         failurePolicy: settings.failurePolicy,
-        // Another policy or webhook may add a label or annotation an injection triggers on.
-        reinvocationPolicy: 'IfNeeded',
+        // Another policy or webhook may add a label or annotation an injection triggers on, or an
+        // injection one that an earlier one reads: reinvoked, the policy applies it.
+        reinvocationPolicy: folded ? 'Never' : 'IfNeeded',
       },
     });
   }
@@ -262,28 +295,33 @@ class PolicyWriter {
     this.keys = annotationKeys(config.annotationPrefix);
   }
 
-  /**
-   * This injection's mutation: its own conditions (kind, status, trigger, placeholders) guard the
-   * patch, which is empty when they do not hold. A mutation has no match conditions of its own, so
-   * each condition is one line of the guard after a `// <name>` comment line: reading the policy
-   * (or `mutationGuard()`) still tells which condition kept an injection out.
-   */
-  /** This injection's own conditions as one CEL condition, on one line. */
+  /** This injection's own conditions as one CEL condition, on one line, read from the object alone. */
   guardExpression(): string {
     return this.ownConditions().map((condition) => `(${condition.expression})`).join(' && ');
   }
 
-  patchExpression(): string {
-    return `(${guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'patch'))})${TO_JSON_PATCH}`;
+  /**
+   * This injection's mutation, as a list of adds in parentheses: its own conditions (kind, status,
+   * trigger, placeholders) guard the adds, which are none when they do not hold. A mutation has no
+   * match conditions of its own, so each condition is one line of the guard after a `// <name>`
+   * comment line: reading the policy (or `mutationGuard()`) still tells which condition kept an
+   * injection out.
+   */
+  patchData(): string {
+    return `(${guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'patch', 'own'))})`;
   }
 
-  /** Whether this injection shares its mutation: it then leaves lists, metadata maps and the status
-   * annotation to the mutation, and gives `[content, labels, annotations]` (lists of adds). */
+  /**
+   * Whether this injection shares its mutation: it then leaves lists, metadata maps and the status
+   * annotation to the mutation, and gives its part, `[content, labels, annotations, applied]`: three
+   * lists of adds, and `[[name, name=hash]]` when it adds anything (else `[]`), for the status and the
+   * hashes annotation.
+   */
   grouped = false;
 
-  /** This injection's part of a shared mutation: its three lists of adds, empty when its guard fails. */
+  /** This injection's part of a shared mutation, all empty when its guard fails. */
   sectionsExpression(): string {
-    return guardedPatch(this.ownConditions(), bindInOrder(this.variables(), 'sections'), '[[], [], []]');
+    return guardedPatch(this.ownConditions(true), bindInOrder(this.variables(), 'sections', 'own'), '[[], [], [], []]');
   }
 
   /** Injections before this one in its shared mutation: their sections' variable and injection. */
@@ -329,9 +367,12 @@ class PolicyWriter {
     const t = this.template;
     const inline = this.inlinePlaceholders();
     // `namespace` is a reserved word in CEL, so no variable is called after its placeholder.
+    const metadataMap = (map: 'labels' | 'annotations') => `has(${t}.metadata) && has(${t}.metadata.${map}) ? ${t}.metadata.${map} : {}`;
     const vars: Variable[] = [
       { name: 'objectName', expression: inline.name },
       { name: 'objectNamespace', expression: inline.namespace },
+      { name: POD_MAPS.labels, expression: metadataMap('labels') },
+      { name: POD_MAPS.annotations, expression: metadataMap('annotations') },
       { name: 'statusNames', expression: this.statusNamesExpression() },
     ];
     // Containers that injections listed in the status annotation added: the injector's, not the user's.
@@ -339,16 +380,17 @@ class PolicyWriter {
       .map((other) => ({ name: other.name, containers: [...(other.containers ?? []), ...(other.initContainers ?? [])].map((c) => c.name) }))
       .filter((other) => other.containers.length > 0)
       .map((other) => `(${celString(other.name)} in variables.statusNames ? ${celStringList(other.containers)} : [])`);
-    vars.push({ name: 'injectedContainers', expression: injectedBy.length === 0 ? '[]' : injectedBy.join(' + ') });
+    // Most pods carry no status yet: then none.
+    vars.push({ name: 'injectedContainers', expression: injectedBy.length === 0 ? '[]' : `size(variables.statusNames) == 0 ? [] : ${injectedBy.join(' + ')}` });
     vars.push({ name: 'takenContainerNames', expression: `${t}.spec.containers.map(c, c.name) + (has(${t}.spec.initContainers) ? ${t}.spec.initContainers.map(c, c.name) : [])` });
-    vars.push({ name: 'userContainers', expression: `${t}.spec.containers.filter(c, !(c.name in variables.injectedContainers))` });
+    vars.push({ name: 'userContainers', expression: `size(variables.injectedContainers) == 0 ? ${t}.spec.containers : ${t}.spec.containers.filter(c, !(c.name in variables.injectedContainers))` });
     vars.push({ name: 'podGuaranteed', expression: podGuaranteedExpression(t) });
     return vars;
   }
 
   /** CEL: the names the status annotation lists now. */
   statusNamesExpression(): string {
-    return `${this.templateHas('annotations', this.keys.status)} ? ${this.templateValue('annotations', this.keys.status)}.split(",").map(s, s.trim()).filter(s, s != "" && s != "true" && s != "false") : []`;
+    return `${this.templateHas('annotations', this.keys.status, true)} ? ${this.templateValue('annotations', this.keys.status, true)}.split(",").map(s, s.trim()).filter(s, s != "" && s != "true" && s != "false") : []`;
   }
 
   /** The template's CEL expression and JSON pointer, and the status annotation key. */
@@ -361,40 +403,75 @@ class PolicyWriter {
    * string), which this injection's `name=hash` entries follow, as the webhook appends them.
    */
   get hashesPlace(): { key: string; existing: string } {
-    const value = this.templateValue('annotations', this.keys.hashes);
-    return { key: this.keys.hashes, existing: `(${this.templateHas('annotations', this.keys.hashes)} && ${value} != "" ? [${value}] : [])` };
+    const value = this.templateValue('annotations', this.keys.hashes, true);
+    return { key: this.keys.hashes, existing: `(${this.templateHas('annotations', this.keys.hashes, true)} && ${value} != "" ? [${value}] : [])` };
   }
 
   // --- metadata reads ----------------------------------------------------------------------------
 
-  /** CEL: the pod template's own map (`labels` or `annotations`) has `key`. */
-  private templateHas(map: 'labels' | 'annotations', key: string): string {
+  /**
+   * CEL: the pod template's own map (`labels` or `annotations`) has `key`. `bound`: read from the map
+   * the mutation binds (`podLabels`, `podAnnotations`), where the expression is inside its bindings.
+   */
+  private templateHas(map: 'labels' | 'annotations', key: string, bound = false): string {
+    if (bound) return `(${celString(key)} in variables.${POD_MAPS[map]})`;
     return `(has(${this.template}.metadata) && has(${this.template}.metadata.${map}) && ${celString(key)} in ${this.template}.metadata.${map})`;
   }
 
-  private templateValue(map: 'labels' | 'annotations', key: string): string {
-    return `${this.template}.metadata.${map}[${celString(key)}]`;
+  private templateValue(map: 'labels' | 'annotations', key: string, bound = false): string {
+    return bound ? `variables.${POD_MAPS[map]}[${celString(key)}]` : `${this.template}.metadata.${map}[${celString(key)}]`;
   }
 
-  /** A workload's own metadata and its pod template's both count; the template's wins on a clash. */
-  private mergedHas(map: 'labels' | 'annotations', key: string): string {
-    if (this.shape === 'pods') return this.templateHas(map, key);
-    return `(${this.templateHas(map, key)} || (has(object.metadata.${map}) && ${celString(key)} in object.metadata.${map}))`;
+  /**
+   * CEL: the pod (template)'s `map` has `key`. A workload's own metadata and its pod template's both
+   * count; the template's wins on a clash. `inShared`: inside the shared mutation's bindings, where a
+   * key an earlier injection of it adds to the template counts as the template's (`readThrough`), as
+   * the webhook's next trigger sees it.
+   */
+  private mergedHas(map: 'labels' | 'annotations', key: string, inShared = false, readThrough = inShared): string {
+    const added = readThrough ? this.earlierAdd(map, key) : undefined;
+    const template = added ? `(${this.templateHas(map, key, inShared)} || ${added.has})` : this.templateHas(map, key, inShared);
+    if (this.shape === 'pods') return template;
+    return `(${template} || (has(object.metadata.${map}) && ${celString(key)} in object.metadata.${map}))`;
   }
 
-  private mergedValue(map: 'labels' | 'annotations', key: string): string {
-    if (this.shape === 'pods') return this.templateValue(map, key);
-    return `(${this.templateHas(map, key)} ? ${this.templateValue(map, key)} : object.metadata.${map}[${celString(key)}])`;
+  private mergedValue(map: 'labels' | 'annotations', key: string, inShared = false, readThrough = inShared): string {
+    const added = readThrough ? this.earlierAdd(map, key) : undefined;
+    const has = this.templateHas(map, key, inShared);
+    const value = this.templateValue(map, key, inShared);
+    const own = this.shape === 'pods' ? undefined : `object.metadata.${map}[${celString(key)}]`;
+    if (!added) return own === undefined ? value : `(${has} ? ${value} : ${own})`;
+    const otherwise = own === undefined ? added.value : `(${added.has} ? ${added.value} : ${own})`;
+    return `(${has} ? ${value} : ${otherwise})`;
+  }
+
+  /**
+   * CEL reading the part of the earlier injection of the shared mutation that adds `key` to the
+   * template's `map` (at most one does: mutation-groups.ts): whether it adds it (it does when its guard
+   * held and the template lacks the key), and the value it adds.
+   */
+  private earlierAdd(map: 'labels' | 'annotations', key: string): { has: string; value: string } | undefined {
+    const adder = this.earlier.find(({ injection }) => key in (injection[map] ?? {}));
+    if (!adder) return undefined;
+    const adds = `variables.${adder.variable}[${map === 'labels' ? 1 : 2}]`;
+    const pointer = celString(`${this.pointer}/metadata/${map}/${jsonPointerToken(key)}`);
+    return { has: `${adds}.exists(p, string(p.path) == ${pointer})`, value: `string(${adds}.filter(p, string(p.path) == ${pointer})[0].value)` };
   }
 
   // --- conditions --------------------------------------------------------------------------------
 
-  /** Placeholder values as expressions that need no variables (matchConditions cannot read them). */
-  private inlinePlaceholders(): PlaceholderExpressions {
+  /**
+   * Placeholder values as expressions that need no variables (matchConditions cannot read them);
+   * `inShared`: inside the mutation's bindings, reading the object's name and namespace it binds, and
+   * the trigger annotation as the shared mutation's earlier injections leave it.
+   */
+  private inlinePlaceholders(inShared = false): PlaceholderExpressions {
     return {
-      name: 'string(has(object.metadata.name) && object.metadata.name != "" ? object.metadata.name : (has(object.metadata.generateName) ? object.metadata.generateName : ""))',
-      namespace: 'string(request.namespace != "" ? request.namespace : (has(object.metadata.namespace) ? object.metadata.namespace : ""))',
-      annotation: this.injection.trigger.type === 'annotation' ? `string(${this.mergedValue('annotations', this.injection.trigger.key)})` : '""',
+      name: inShared
+        ? 'string(variables.objectName)'
+        : 'string(has(object.metadata.name) && object.metadata.name != "" ? object.metadata.name : (has(object.metadata.generateName) ? object.metadata.generateName : ""))',
+      namespace: inShared ? 'string(variables.objectNamespace)' : 'string(request.namespace != "" ? request.namespace : (has(object.metadata.namespace) ? object.metadata.namespace : ""))',
+      annotation: this.injection.trigger.type === 'annotation' ? `string(${this.mergedValue('annotations', this.injection.trigger.key, inShared)})` : '""',
     };
   }
 
@@ -410,8 +487,12 @@ class PolicyWriter {
     ];
   }
 
-  /** What must hold for this injection in particular, each with a name. */
-  ownConditions(): MatchCondition[] {
+  /**
+   * What must hold for this injection in particular, each with a name. `inShared`: inside its shared
+   * mutation, reading the values it binds (the status names, the pod's labels and annotations), and
+   * where the trigger also sees the labels and annotations earlier injections of it add.
+   */
+  ownConditions(inShared = false): MatchCondition[] {
     const conditions: MatchCondition[] = [];
     const kinds = this.shapeDefinition.kinds.filter((kind) => this.injection.targetKinds.includes(kind));
     if (kinds.length < this.policyKinds.length) {
@@ -419,17 +500,20 @@ class PolicyWriter {
     }
     conditions.push({
       name: 'not-already-injected',
-      expression: `!(${this.templateHas('annotations', this.keys.status)} && ${this.templateValue('annotations', this.keys.status)}.split(",").exists(s, s.trim() == ${celString(this.injection.name)}))`,
+      // The names as the webhook reads them ("true" and "false" are none).
+      expression: inShared
+        ? `!(${celString(this.injection.name)} in variables.statusNames)`
+        : `!(${this.templateHas('annotations', this.keys.status)} && ${this.templateValue('annotations', this.keys.status)}.split(",").exists(s, s.trim() == ${celString(this.injection.name)}))`,
     });
-    const trigger = this.triggerCondition();
+    const trigger = this.triggerCondition(inShared);
     if (trigger !== undefined) conditions.push({ name: 'trigger', expression: trigger });
-    const placeholders = this.placeholderCondition();
+    const placeholders = this.placeholderCondition(inShared);
     if (placeholders !== undefined) conditions.push({ name: 'placeholders-have-values', expression: placeholders });
     return conditions;
   }
 
   /** The trigger as a CEL condition; undefined for `always`. */
-  triggerCondition(): string | undefined {
+  triggerCondition(inShared = false): string | undefined {
     const trigger = this.injection.trigger;
     switch (trigger.type) {
       case 'always':
@@ -437,22 +521,23 @@ class PolicyWriter {
       case 'requested': {
         // "true" asks for nothing in particular and "false" is the opt-out, so neither names an injection.
         if (this.injection.name === 'true' || this.injection.name === 'false') return 'false';
+        // Read from the object as admitted, never through: the webhook reads <prefix>/inject once.
         const inject = this.keys.inject;
-        return `${this.mergedHas('annotations', inject)} && ${this.mergedValue('annotations', inject)}.split(",").exists(s, s.trim() == ${celString(this.injection.name)})`;
+        return `${this.mergedHas('annotations', inject, inShared, false)} && ${this.mergedValue('annotations', inject, inShared, false)}.split(",").exists(s, s.trim() == ${celString(this.injection.name)})`;
       }
       case 'annotation': {
-        const present = this.mergedHas('annotations', trigger.key);
+        const present = this.mergedHas('annotations', trigger.key, inShared);
         if (trigger.valuePattern === undefined) return present;
-        return `${present} && ${this.mergedValue('annotations', trigger.key)}.matches(${celString(anchored(trigger.valuePattern))})`;
+        return `${present} && ${this.mergedValue('annotations', trigger.key, inShared)}.matches(${celString(anchored(trigger.valuePattern))})`;
       }
       case 'labelSelector': {
         const terms: string[] = [];
         for (const [key, value] of Object.entries(trigger.matchLabels ?? {})) {
-          terms.push(`(${this.mergedHas('labels', key)} && ${this.mergedValue('labels', key)} == ${celString(value)})`);
+          terms.push(`(${this.mergedHas('labels', key, inShared)} && ${this.mergedValue('labels', key, inShared)} == ${celString(value)})`);
         }
         for (const requirement of trigger.matchExpressions ?? []) {
-          const has = this.mergedHas('labels', requirement.key);
-          const valueIn = `${this.mergedValue('labels', requirement.key)} in ${celStringList(requirement.values ?? [])}`;
+          const has = this.mergedHas('labels', requirement.key, inShared);
+          const valueIn = `${this.mergedValue('labels', requirement.key, inShared)} in ${celStringList(requirement.values ?? [])}`;
           switch (requirement.operator) {
             case 'In':
               terms.push(`(${has} && ${valueIn})`);
@@ -474,7 +559,7 @@ class PolicyWriter {
   }
 
   /** A placeholder with an empty value skips the injection, as does a label it would make invalid. */
-  private placeholderCondition(): string | undefined {
+  private placeholderCondition(inShared: boolean): string | undefined {
     const used = new Set<string>();
     const visit = (value: unknown): void => {
       if (typeof value === 'string') placeholdersIn(value).forEach((name) => used.add(name));
@@ -486,7 +571,7 @@ class PolicyWriter {
       visit(injection[field]);
     }
     if (used.size === 0) return undefined;
-    const inline = this.inlinePlaceholders();
+    const inline = this.inlinePlaceholders(inShared);
     const terms = [...used].sort().map((name) => `${inline[name as keyof PlaceholderExpressions]} != ""`);
     for (const value of Object.values(injection.labels ?? {})) {
       if (!value.includes('{{')) continue;
@@ -503,11 +588,10 @@ class PolicyWriter {
     const injection = this.injection;
     const vars: Variable[] = [];
     const add = (name: string, expression: string) => vars.push({ name, expression });
-    const inline = this.inlinePlaceholders();
     // `namespace` is a reserved word in CEL, so no variable is called after its placeholder.
     // What every injection of a shared mutation reads alike is bound once, by the mutation.
     if (!this.grouped) vars.push(...this.sharedVariables());
-    if (injection.trigger.type === 'annotation') add('triggerValue', inline.annotation);
+    if (injection.trigger.type === 'annotation') add('triggerValue', this.inlinePlaceholders(true).annotation);
     const placeholders: PlaceholderExpressions = { name: 'string(variables.objectName)', namespace: 'string(variables.objectNamespace)', annotation: 'string(variables.triggerValue)' };
     const value = (json: unknown) => celValue(json as JsonValue, placeholders);
 
@@ -538,48 +622,59 @@ class PolicyWriter {
     for (const { field, variable, taken } of listAdditions) {
       const items = (injection[field] ?? []) as readonly { name: string }[];
       const isContainer = field === 'containers' || field === 'initContainers';
-      const itemList = (list: readonly { name: string }[], condition: string, transform: (item: object) => object = (item) => item) =>
-        list.map((item) => when(`${condition}!(${taken(item.name)})`, isContainer ? containerValue(item, transform) : `dyn(${value(item)})`));
-      const terms: string[] = [];
+      /** Each item's add condition and value. */
+      const itemAdds = (list: readonly { name: string }[], condition: string, transform: (item: object) => object = (item) => item) =>
+        list.map((item) => ({ condition: `${condition}!(${taken(item.name)})`, value: isContainer ? containerValue(item, transform) : `dyn(${value(item)})` }));
+      const itemList = (adds: readonly { condition: string; value: string }[]) => adds.map(({ condition, value: item }) => when(condition, item));
+      // In a shared mutation the list exists when the items are appended (the mutation makes it): each
+      // item is its own add.
+      const itemOps = (adds: readonly { condition: string; value: string }[], pointer: string) => adds.map(({ condition, value: item }) => when(condition, op(pointer, item)));
+      const adds: { condition: string; value: string }[] = [];
       const listPointer = celString(`${this.pointer}/spec/${field}`);
       const appendPointer = celString(`${this.pointer}/spec/${field}/-`);
-      if (field === 'containers') terms.push(...itemList(items, native === 'false' ? '' : '!variables.nativeSidecars && '));
+      // Always native sidecars: no regular container at all.
+      if (field === 'containers') adds.push(...(native === 'true' ? [] : itemAdds(items, native === 'false' ? '' : '!variables.nativeSidecars && ')));
       else if (field === 'initContainers') {
         if (first) {
           // Before the pod's own init containers, after those of earlier injections placed first (as
           // the webhook places every such sidecar of one admission): inserted one by one at the same
           // index, so in reverse order.
-          const sidecars = [...(injection.containers ?? [])].reverse();
-          add('addFirstInitContainers', concat(itemList(sidecars, 'variables.nativeSidecars && ', asNative)));
+          const sidecars = itemAdds([...(injection.containers ?? [])].reverse(), 'variables.nativeSidecars && ', asNative);
           const inserts = this.earlierFirstInserts(' + ');
           add('firstIndex', inserts === '' ? this.firstIndexExpression() : `(${this.firstIndexExpression()})${inserts}`);
-          add(variable, concat(itemList(items, '')));
-          const appends = this.grouped
-            ? `variables.${variable}.map(item, ${op(appendPointer, 'item')})`
-            : `(has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}])`;
+          const firstPointer = `${celString(`${this.pointer}/spec/${field}/`)} + string(variables.firstIndex)`;
+          if (this.grouped) {
+            contentOps.push(...itemOps(itemAdds(items, ''), appendPointer), ...itemOps(sidecars, firstPointer));
+            continue;
+          }
+          add('addFirstInitContainers', concat(itemList(sidecars)));
+          add(variable, concat(itemList(itemAdds(items, ''))));
           contentOps.push(
             `(size(variables.addFirstInitContainers) + size(variables.${variable}) == 0 ? [] : ` +
-              `${appends} + ` +
-              `variables.addFirstInitContainers.map(item, ${op(`${celString(`${this.pointer}/spec/${field}/`)} + string(variables.firstIndex)`, 'item')}))`,
+              `(has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}]) + ` +
+              `variables.addFirstInitContainers.map(item, ${op(firstPointer, 'item')}))`,
           );
           continue;
         }
-        if (native !== 'false') terms.push(...itemList(injection.containers ?? [], 'variables.nativeSidecars && ', asNative));
-        terms.push(...itemList(items, ''));
-      } else terms.push(...itemList(items, ''));
-      if (terms.length === 0) continue;
-      add(variable, concat(terms));
-      contentOps.push(
-        this.grouped
-          ? `variables.${variable}.map(item, ${op(appendPointer, 'item')})`
-          : `(size(variables.${variable}) == 0 ? [] : (has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}]))`,
-      );
+        if (native !== 'false') adds.push(...itemAdds(injection.containers ?? [], 'variables.nativeSidecars && ', asNative));
+        adds.push(...itemAdds(items, ''));
+      } else adds.push(...itemAdds(items, ''));
+      if (adds.length === 0) continue;
+      if (this.grouped) {
+        contentOps.push(...itemOps(adds, appendPointer));
+        continue;
+      }
+      add(variable, concat(itemList(adds)));
+      contentOps.push(`(size(variables.${variable}) == 0 ? [] : (has(${t}.spec.${field}) ? variables.${variable}.map(item, ${op(appendPointer, 'item')}) : [${op(listPointer, `variables.${variable}`)}]))`);
     }
 
     // Env vars and mounts: into each of the user's containers, skipping names (mount paths) it has.
     // Init containers shift by the sidecars that injections earlier in a shared mutation insert first.
+    // A container's index: its name's first place among the container names (taken names start with them).
     const containerPointer = (list: 'containers' | 'initContainers', c: string) =>
-      `${celString(`${this.pointer}/spec/${list}/`)} + string(${t}.spec.${list}.map(x, x.name).indexOf(${c}.name)${list === 'initContainers' ? this.earlierFirstInserts(' + ') : ''})`;
+      list === 'containers'
+        ? `${celString(`${this.pointer}/spec/containers/`)} + string(variables.takenContainerNames.indexOf(${c}.name))`
+        : `${celString(`${this.pointer}/spec/initContainers/`)} + string(${t}.spec.initContainers.map(x, x.name).indexOf(${c}.name)${this.earlierFirstInserts(' + ')})`;
     for (const [field, key] of [['env', 'name'], ['volumeMounts', 'mountPath']] as const) {
       const items = (injection[field] ?? []) as readonly Record<string, unknown>[];
       if (items.length === 0) continue;
@@ -605,30 +700,26 @@ class PolicyWriter {
       const entries = Object.entries(injection[map] ?? {});
       add(
         variable,
-        concat(entries.map(([key, text]) => when(`!${this.templateHas(map, key)}`, op(celString(`${this.pointer}/metadata/${map}/${jsonPointerToken(key)}`), value(text))))),
+        concat(entries.map(([key, text]) => when(`!${this.templateHas(map, key, true)}`, op(celString(`${this.pointer}/metadata/${map}/${jsonPointerToken(key)}`), value(text))))),
       );
     }
     // The readiness gate, once, when the injection changes anything (as the webhook adds it for an
-    // injection applied now); an injection with the gate never shares a mutation with another one that
-    // has it (mutation-groups.ts), so each sees the gates earlier mutations added.
-    const gated = injection.readinessGate === true;
-    if (gated) {
-      const type = celString(readinessConditionType(this.config.annotationPrefix));
-      const present = `(has(${t}.spec.readinessGates) && ${t}.spec.readinessGates.exists(g, g.conditionType == ${type}))`;
-      const gate = `{"conditionType": ${type}}`;
-      const append = op(celString(`${this.pointer}/spec/readinessGates/-`), gate);
-      const create = op(celString(`${this.pointer}/spec/readinessGates`), `[${gate}]`);
-      add(
-        'gatePatch',
-        `size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) == 0 || ${present} ? [] : [${this.grouped ? append : `has(${t}.spec.readinessGates) ? ${append} : ${create}`}]`,
-      );
-    }
-    const content = gated ? 'variables.contentPatch + variables.gatePatch' : 'variables.contentPatch';
+    // injection applied now). An injection with the gate never shares a mutation with another one that
+    // has it (mutation-groups.ts), so each sees the gates earlier mutations added and reads the pod's
+    // own from the object; it makes the list when the pod has none (in a shared mutation too, where no
+    // other injection appends to it).
+    const gate = injection.readinessGate === true ? this.readinessGateAdd() : undefined;
+    const changed = 'size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) > 0';
     if (this.grouped) {
-      add('sections', `[${content}, variables.labelPatch, variables.annotationPatch]`);
+      if (gate) add('changed', changed);
+      const applied = `${gate ? 'variables.changed' : changed} ? [${celStringList([injection.name, injectionHashEntry(injection)])}] : []`;
+      const content = gate ? `variables.contentPatch + (!variables.changed || ${gate.present} ? [] : [${gate.add}])` : 'variables.contentPatch';
+      // Lists of maps and of lists of strings: each dyn, as literals must be homogeneous.
+      add('sections', `[dyn(${content}), dyn(variables.labelPatch), dyn(variables.annotationPatch), dyn(${applied})]`);
       return vars;
     }
-    add('changed', 'size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) > 0');
+    add('changed', changed);
+    const content = gate ? `variables.contentPatch + (${gate.present} ? [] : [${gate.add}])` : 'variables.contentPatch';
     const metadata = `${this.pointer}/metadata`;
     const ensureMetadata = [
       when(`!has(${t}.metadata)`, op(celString(metadata), '{}')),
@@ -637,8 +728,8 @@ class PolicyWriter {
     ];
     const status = op(celString(`${metadata}/annotations/${jsonPointerToken(this.keys.status)}`), `(variables.statusNames + [${celString(injection.name)}]).join(",")`);
     // The injection's hash as configured, computed at synth: appended as the webhook appends it.
-    const hashes = this.templateValue('annotations', this.keys.hashes);
-    const hashesValue = `(${this.templateHas('annotations', this.keys.hashes)} && ${hashes} != "" ? ${hashes} + "," : "") + ${celString(injectionHashEntry(injection))}`;
+    const hashes = this.templateValue('annotations', this.keys.hashes, true);
+    const hashesValue = `(${this.templateHas('annotations', this.keys.hashes, true)} && ${hashes} != "" ? ${hashes} + "," : "") + ${celString(injectionHashEntry(injection))}`;
     const hashesOp = op(celString(`${metadata}/annotations/${jsonPointerToken(this.keys.hashes)}`), hashesValue);
     add(
       'patch',
@@ -660,6 +751,19 @@ class PolicyWriter {
       .map((other) => `(${celString(other.name)} in variables.statusNames ? ${celStringList((other.containers ?? []).map((c) => c.name))} : [])`);
     if (earlier.length === 0) return '0';
     return `has(${t}.spec.initContainers) ? size(${t}.spec.initContainers.filter(c, c.name in ${concat(earlier)})) : 0`;
+  }
+
+  /** CEL: whether the pod (template) has the readiness gate, and the add that gives it the gate. */
+  private readinessGateAdd(): { present: string; add: string } {
+    const t = this.template;
+    const type = celString(readinessConditionType(this.config.annotationPrefix));
+    const gate = `{"conditionType": ${type}}`;
+    const append = op(celString(`${this.pointer}/spec/readinessGates/-`), gate);
+    const create = op(celString(`${this.pointer}/spec/readinessGates`), `[${gate}]`);
+    return {
+      present: `(has(${t}.spec.readinessGates) && ${t}.spec.readinessGates.exists(g, g.conditionType == ${type}))`,
+      add: `has(${t}.spec.readinessGates) ? ${append} : ${create}`,
+    };
   }
 
   /** CEL: this object's pod gets the injection's containers as native sidecars ('false' when never). */
@@ -740,7 +844,7 @@ const GROUP_LINE = /^\(\/\/ injections (\[.*\])\n/;
  * the object as admitted, then once for all of them the lists they append to, the metadata maps and
  * the status annotation, which lists those that changed something, in order.
  */
-function groupPatchExpression(writers: readonly PolicyWriter[]): string {
+function groupPatchData(writers: readonly PolicyWriter[]): string {
   writers.forEach((writer, index) => {
     writer.grouped = true;
     writer.earlier = writers.slice(0, index).map((earlier, member) => ({ variable: `m${member}`, injection: earlier.injectionOf }));
@@ -748,51 +852,75 @@ function groupPatchExpression(writers: readonly PolicyWriter[]): string {
   const { template: t, pointer, statusKey } = writers[0].place;
   const vars: Variable[] = [...writers[0].sharedVariables(), ...writers.map((writer, index) => ({ name: `m${index}`, expression: writer.sectionsExpression() }))];
   const add = (name: string, expression: string) => vars.push({ name, expression });
-  const section = (index: number) => writers.map((_, member) => `variables.m${member}[${index}]`).join(' + ');
+  // Only the parts that can hold adds of a kind are read: labels and annotations of the injections that set some.
+  const holds = (writer: PolicyWriter, index: number) =>
+    index === 0 || Object.keys(writer.injectionOf[index === 1 ? 'labels' : 'annotations'] ?? {}).length > 0;
+  const section = (index: number) => {
+    const parts = writers.flatMap((writer, member) => (holds(writer, index) ? [`variables.m${member}[${index}]`] : []));
+    return parts.length === 0 ? '[]' : parts.join(' + ');
+  };
   add('contentPatch', section(0));
   add('labelPatch', section(1));
   add('annotationPatch', section(2));
-  const changedMember = (member: number) => `size(variables.m${member}[0]) + size(variables.m${member}[1]) + size(variables.m${member}[2]) > 0`;
-  const lists = ['containers', 'initContainers', 'volumes', 'imagePullSecrets', ...(writers.some((writer) => writer.injectionOf.readinessGate === true) ? ['readinessGates'] : [])].map((field) =>
-    when(`!has(${t}.spec.${field}) && variables.contentPatch.exists(p, string(p.path).startsWith(${celString(`${pointer}/spec/${field}/`)}))`, op(celString(`${pointer}/spec/${field}`), '[]')),
-  );
+  // The injections that added anything, in order, each as [name, name=hash], for the status and the hashes.
+  add('applied', writers.map((_, member) => `variables.m${member}[3]`).join(' + '));
+  // A list the pod lacks is made before the first item is appended, when an injection that appends to it did.
+  const appendsTo: Record<string, (injection: ResolvedInjection) => boolean> = {
+    containers: (injection) => (injection.containers ?? []).length > 0 && (injection.nativeSidecars ?? 'never') !== 'always',
+    initContainers: (injection) => (injection.initContainers ?? []).length > 0 || ((injection.nativeSidecars ?? 'never') !== 'never' && (injection.containers ?? []).length > 0),
+    volumes: (injection) => (injection.volumes ?? []).length > 0,
+    imagePullSecrets: (injection) => (injection.imagePullSecrets ?? []).length > 0,
+  };
+  const lists = Object.entries(appendsTo).flatMap(([field, appends]) => {
+    const parts = writers.flatMap((writer, member) => (appends(writer.injectionOf) ? [`variables.m${member}[0]`] : []));
+    if (parts.length === 0) return [];
+    const adds = parts.length === 1 ? parts[0] : `(${parts.join(' + ')})`;
+    return [when(`!has(${t}.spec.${field}) && ${adds}.exists(p, string(p.path).startsWith(${celString(`${pointer}/spec/${field}/`)}))`, op(celString(`${pointer}/spec/${field}`), '[]'))];
+  });
   const metadata = `${pointer}/metadata`;
   const ensureMetadata = [
     when(`!has(${t}.metadata)`, op(celString(metadata), '{}')),
     when(`size(variables.labelPatch) > 0 && !(has(${t}.metadata) && has(${t}.metadata.labels))`, op(celString(`${metadata}/labels`), '{}')),
     when(`!(has(${t}.metadata) && has(${t}.metadata.annotations))`, op(celString(`${metadata}/annotations`), '{}')),
   ];
-  const names = writers.map((writer, member) => `(${changedMember(member)} ? [${celString(writer.name)}] : [])`).join(' + ');
-  const status = op(celString(`${metadata}/annotations/${jsonPointerToken(statusKey)}`), `(variables.statusNames + ${names}).join(",")`);
+  const status = op(celString(`${metadata}/annotations/${jsonPointerToken(statusKey)}`), `(variables.statusNames + variables.applied.map(a, a[0])).join(",")`);
   // Each injection's hash as configured, computed at synth, for those that changed something, in order.
   const hashes = writers[0].hashesPlace;
-  const hashEntries = writers.map((writer, member) => `(${changedMember(member)} ? [${celString(injectionHashEntry(writer.injectionOf))}] : [])`).join(' + ');
-  const hashesOp = op(celString(`${metadata}/annotations/${jsonPointerToken(hashes.key)}`), `(${hashes.existing} + ${hashEntries}).join(",")`);
+  const hashesOp = op(celString(`${metadata}/annotations/${jsonPointerToken(hashes.key)}`), `(${hashes.existing} + variables.applied.map(a, a[1])).join(",")`);
   add(
     'patch',
-    `size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) == 0 ? [] : ` +
-      `${lists.join(' + ')} + variables.contentPatch + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]`,
+    `size(variables.applied) == 0 ? [] : ` +
+      `${[...lists, 'variables.contentPatch', ...ensureMetadata].join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]`,
   );
-  return `(// injections ${JSON.stringify(writers.map((writer) => writer.name))}\n${bindInOrder(vars, 'patch')})${TO_JSON_PATCH}`;
+  return `(// injections ${JSON.stringify(writers.map((writer) => writer.name))}\n${bindInOrder(vars, 'patch', SHARED_SCOPE)})`;
 }
+
+/** What a shared mutation's values bound by depth are read through: `shared<depth>.<name>` (bindInOrder). */
+export const SHARED_SCOPE = 'shared';
 
 /** The injections a shared mutation applies, in order (undefined for a mutation of one injection). */
 export function mutationInjections(expression: string): string[] | undefined {
-  const match = GROUP_LINE.exec(expression);
+  const match = GROUP_LINE.exec(patchData(expression));
   return match ? (JSON.parse(match[1]) as string[]) : undefined;
 }
 
 const GUARD_LINE = /^ {2}\/\/ ([a-z][a-z0-9-]*)\n {2}\((.*)\)( &&)?$/;
 
 /**
- * The named conditions guarding a mutation's patch, read back from its CEL text (as `patchExpression`
- * writes them: `((\n  // name\n  (condition) && ...\n) ? data : [])...`), in order; empty when it has none.
+ * The named conditions guarding the patch of a mutation of one injection, read back from its CEL
+ * text (as `patchData` writes them: `((\n  // name\n  (condition) && ...\n) ? data : [])`), in
+ * order; empty when it has none. A folded mutation's own conditions are `foldedConditions`.
  */
 export function mutationGuard(expression: string): MatchCondition[] {
-  const start = expression.indexOf('(\n');
-  const end = expression.indexOf('\n) ? ');
+  return leadingGuard(patchData(expression));
+}
+
+/** The named conditions of the guard `text` starts with (after at most one character), or none. */
+function leadingGuard(text: string): MatchCondition[] {
+  const start = text.indexOf('(\n');
+  const end = text.indexOf('\n) ? ');
   if (start < 0 || start > 1 || end < 0) return [];
-  return guardConditions(expression.slice(start + 2, end).split('\n'));
+  return guardConditions(text.slice(start + 2, end).split('\n'));
 }
 
 /** The named conditions of guard lines: pairs of a `// <name>` line and its `(<CEL>) &&` line. */
@@ -811,7 +939,7 @@ function guardConditions(lines: readonly string[]): MatchCondition[] {
  * per injection of a shared mutation (each injection's part starts with its guard lines).
  */
 export function mutationGuards(expression: string): MatchCondition[][] {
-  const blocks = [...expression.matchAll(/\(\n((?: {2}\/\/ [a-z][a-z0-9-]*\n {2}\(.*\)(?: &&)?\n)+)\) \? /g)];
+  const blocks = [...patchData(expression).matchAll(/\(\n((?: {2}\/\/ [a-z][a-z0-9-]*\n {2}\(.*\)(?: &&)?\n)+)\) \? /g)];
   return blocks.map((block) => guardConditions(block[1].trimEnd().split('\n')));
 }
 
@@ -819,20 +947,172 @@ export function mutationGuards(expression: string): MatchCondition[][] {
 export const TO_JSON_PATCH = '.map(p, JSONPatch{op: "add", path: string(p.path), value: p.value})';
 
 /**
- * The named expressions as one CEL expression computing `result`, each name bound once, in order,
- * with `[value].map(name, rest)[0]`. Kubernetes 1.32 cannot read `spec.variables` from a mutation
- * (its patch environment does not resolve the `variables` type) and has no `cel.bind`, so the policy
- * carries no variables: every value is computed once, where the expression needs it.
+ * The end of a folded mutation: its adds as JSONPatch, or when it has none a test that fails, which
+ * leaves the object as it was (json_patch.go returns it without encoding the patched JSON and
+ * decoding it again, as it does for an empty patch).
  */
-export function bindInOrder(named: readonly Variable[], result: string): string {
+export const FOLDED_TAIL = `].map(patch, size(patch) == 0 ? [JSONPatch{op: "test", path: "/kind", value: "no injection applies"}] : patch${TO_JSON_PATCH})[0]`;
+
+/**
+ * A mutation that carries its policy's conditions (a policy without match conditions):
+ * `[(\n  // pod-spec-present\n  (...) && ...\n) ? (adds) : []]` then `FOLDED_TAIL`.
+ */
+function foldedPatch(conditions: readonly MatchCondition[], adds: string): string {
+  return `[${guardedPatch(conditions, adds)}${FOLDED_TAIL}`;
+}
+
+/** Whether a mutation carries its policy's conditions (`foldedPatch`). */
+export function isFolded(expression: string): boolean {
+  return expression.startsWith('[(\n') && expression.endsWith(FOLDED_TAIL);
+}
+
+/** The policy's conditions a folded mutation starts with; undefined for another mutation. */
+export function foldedConditions(expression: string): MatchCondition[] | undefined {
+  return isFolded(expression) ? leadingGuard(expression.slice(1)) : undefined;
+}
+
+/**
+ * The CEL of a mutation's adds, as a list of `{path, value}` maps, without the JSONPatch constructor
+ * (the same constant text in every mutation): for a folded mutation the adds inside its policy's
+ * conditions, else the whole expression before `TO_JSON_PATCH`.
+ */
+export function patchData(expression: string): string {
+  if (isFolded(expression)) {
+    const inner = expression.slice(1, -FOLDED_TAIL.length);
+    const start = inner.indexOf('\n) ? ') + '\n) ? '.length;
+    if (!inner.endsWith(' : []')) throw new Error(`not a folded mutation: ${expression.slice(0, 80)}...`);
+    return inner.slice(start, -' : []'.length);
+  }
+  if (!expression.endsWith(TO_JSON_PATCH)) throw new Error(`not a mutation this backend writes: ${expression.slice(0, 80)}...`);
+  return expression.slice(0, -TO_JSON_PATCH.length);
+}
+
+/**
+ * The named expressions as one CEL expression computing `result`, each name bound once, in order.
+ * Kubernetes 1.32 cannot read `spec.variables` from a mutation (its patch environment does not resolve
+ * the `variables` type) and has no `cel.bind`, so the policy carries no variables: every value is
+ * computed once, where the expression needs it, in a comprehension over one item:
+ * `[value].map(name, rest)[0]`.
+ *
+ * What that costs at admission shapes the text. A name nothing reads is left out; one that is a
+ * literal or another name, or that is read once outside any comprehension's loop, is written where it
+ * is read (evaluated once there too, or not at all when a condition skips it). The others are bound
+ * by depth: each value with the others that read none of the same depth's (in order), as a map
+ * (`[{"a": dyn(..), "b": dyn(..)}].map(<scope><depth>, rest)[0]`, read as `<scope><depth>.a`), or
+ * alone under its own name. The apiserver's cost tracker walks every enclosing comprehension for each
+ * step it evaluates (cel-go's asCostTracker), so a dozen values nested one in another cost each later
+ * step a dozen lookups; bound by depth, the deepest step is a few levels down.
+ */
+export function bindInOrder(named: readonly Variable[], result: string, scope = 'bound'): string {
   const local = (expression: string) => expression.replace(/\bvariables\.([A-Za-z_][A-Za-z0-9_]*)/g, '$1');
-  let body = result;
+  const names = named.map((variable) => variable.name);
+  if (new Set(names).size !== names.length) throw new Error(`a name is bound twice: ${names.join(', ')}`);
+  // Which values are written where they are read, from the last: `texts[0]` is the result, the rest
+  // the values kept so far, in order.
+  const texts = [result];
+  const kept: string[] = [];
   for (let index = named.length - 1; index >= 0; index--) {
-    // Each binding costs a comprehension at admission: one that nothing after it reads is left out.
-    if (!new RegExp(`\\b${named[index].name}\\b`).test(body)) continue;
-    body = `[${local(named[index].expression)}].map(${named[index].name}, ${body})[0]`;
+    const { name } = named[index];
+    const value = local(named[index].expression);
+    const uses = texts.map((text) => identifierUses(text, name));
+    const count = uses.reduce((sum, at) => sum + at.length, 0);
+    if (count === 0) continue;
+    const simple = /^(?:[A-Za-z_][A-Za-z0-9_]*|true|false|-?[0-9]+|\[\]|"")$/.test(value);
+    const once = count === 1 && uses.every((at, text) => at.length === 0 || !inLoop(texts[text], at[0]));
+    if (simple || once) {
+      const replacement = simple ? value : `(${value})`;
+      texts.forEach((text, at) => (texts[at] = replaceUses(text, uses[at], name.length, () => replacement)));
+      continue;
+    }
+    texts.splice(1, 0, value);
+    kept.unshift(name);
+  }
+  const values = texts.slice(1);
+  // Depth: one more than the deepest value it reads, and never less than the value before it's, so the
+  // values keep their order in the text (an injection's part before a later injection's).
+  const depth: number[] = [];
+  kept.forEach((_, index) => {
+    const reads = Math.max(-1, ...kept.slice(0, index).map((other, at) => (identifierUses(values[index], other).length > 0 ? depth[at] : -1))) + 1;
+    depth.push(Math.max(reads, depth[index - 1] ?? 0));
+  });
+  let body = texts[0];
+  for (let level = Math.max(-1, ...depth); level >= 0; level--) {
+    const members = kept.flatMap((name, index) => (depth[index] === level ? [{ name, value: values[index] }] : []));
+    if (members.length === 1) {
+      body = `[${members[0].value}].map(${members[0].name}, ${body})[0]`;
+      continue;
+    }
+    const map = `${scope}${level}`;
+    for (const { name } of members) body = replaceUses(body, identifierUses(body, name), name.length, () => `${map}.${name}`);
+    body = `[{${members.map(({ name, value }) => `${celString(name)}: dyn(${value})`).join(', ')}}].map(${map}, ${body})[0]`;
   }
   return body;
+}
+
+/** `text` with the `length` characters at each of `uses` (ascending) replaced. */
+function replaceUses(text: string, uses: readonly number[], length: number, replacement: () => string): string {
+  let out = text;
+  for (const at of [...uses].reverse()) out = out.slice(0, at) + replacement() + out.slice(at + length);
+  return out;
+}
+
+/** Where CEL `text` reads the name `name`: not in a string literal or comment, nor as a field (`x.name`). */
+function identifierUses(text: string, name: string): number[] {
+  const uses: number[] = [];
+  forEachCode(text, (index) => {
+    if (!text.startsWith(name, index) || /[A-Za-z0-9_.]/.test(text[index - 1] ?? '') || /[A-Za-z0-9_]/.test(text[index + name.length] ?? '')) return;
+    uses.push(index);
+  });
+  return uses;
+}
+
+/** Calls `visit` with every index of `text` that is CEL code: outside string literals and `//` comments. */
+function forEachCode(text: string, visit: (index: number) => void): void {
+  for (let index = 0; index < text.length; index++) {
+    if (text[index] === '"') {
+      for (index++; index < text.length && text[index] !== '"'; index++) if (text[index] === '\\') index++;
+      continue;
+    }
+    if (text.startsWith('//', index)) {
+      index = text.indexOf('\n', index);
+      if (index < 0) return;
+      continue;
+    }
+    visit(index);
+  }
+}
+
+const MACRO = /\.(?:map|filter|exists|exists_one|all)\($/;
+
+/**
+ * Whether `at` in CEL `text` is inside the loop body of a comprehension (`list.map(x, <here>)` and the
+ * like), which runs once per element. A binding (`[value].map(name, <here>)[0]`) runs it once: not a loop.
+ */
+function inLoop(text: string, at: number): boolean {
+  const closing: Record<number, number> = {};
+  const opened: number[] = [];
+  forEachCode(text, (index) => {
+    const char = text[index];
+    if (char === '(' || char === '[' || char === '{') opened.push(index);
+    else if (char === ')' || char === ']' || char === '}') closing[opened.pop()!] = index;
+  });
+  const openingOf = Object.fromEntries(Object.entries(closing).map(([open, close]) => [close, Number(open)]));
+  let loop = false;
+  forEachCode(text, (index) => {
+    if (loop || text[index] !== '(' || index > at || !MACRO.test(text.slice(Math.max(0, index - 12), index + 1))) return;
+    const close = closing[index];
+    if (close === undefined || close < at) return;
+    // The body starts after the comma that follows the iteration variable.
+    const comma = text.indexOf(',', index);
+    if (comma < 0 || comma > at) return;
+    const dot = text.lastIndexOf('.', index);
+    const receiverEnd = dot - 1;
+    const receiverStart = openingOf[receiverEnd];
+    const literalList = text[receiverEnd] === ']' && receiverStart !== undefined && !/[A-Za-z0-9_)\]]/.test(text.slice(0, receiverStart).trimEnd().slice(-1));
+    const binding = literalList && text.startsWith('[0]', close + 1);
+    if (!binding) loop = true;
+  });
+  return loop;
 }
 
 function valueAt(fields: JsonObject, path: string[]): JsonValue {

@@ -6,18 +6,19 @@
 // every one of them computes, from the object as admitted, the same patch it would compute from the
 // object the earlier ones left: the conditions below keep apart what a later one would read of an
 // earlier one's changes, except what it reads from the earlier one's part of the mutation instead
-// (the sidecars placed first, a container that ends a Guaranteed class: injection-policy.ts). Lists,
-// metadata maps and the status annotation are then made once per mutation.
+// (a label or annotation its trigger reads, the sidecars placed first, a container that ends a
+// Guaranteed class: injection-policy.ts). Lists, metadata maps and the status annotation are then made
+// once per mutation.
 
 import type { ContainerMerge, JsonObject, ResolvedInjection } from '../../webhook/config';
 import { qosClassOf, withLimitsAtRequests } from '../../webhook/engine/qos';
 
 /** Injections in config order, cut into runs that can share one mutation. */
-export function mutationGroups(injections: readonly ResolvedInjection[], injectKey: string): ResolvedInjection[][] {
+export function mutationGroups(injections: readonly ResolvedInjection[]): ResolvedInjection[][] {
   const groups: ResolvedInjection[][] = [];
   for (const injection of injections) {
     const current = groups[groups.length - 1];
-    if (current && current.every((earlier) => independent(earlier, injection, injectKey))) current.push(injection);
+    if (current && current.every((earlier) => independent(earlier, injection))) current.push(injection);
     else groups.push([injection]);
   }
   return groups;
@@ -25,13 +26,13 @@ export function mutationGroups(injections: readonly ResolvedInjection[], injectK
 
 /** Whether `later` computes the same patch before and after `earlier` is applied (config validation
  * already keeps container and volume names apart between injections). */
-function independent(earlier: ResolvedInjection, later: ResolvedInjection, injectKey: string): boolean {
+function independent(earlier: ResolvedInjection, later: ResolvedInjection): boolean {
   // Both would add the readiness gate: the later one must see the earlier one's.
   if (earlier.readinessGate === true && later.readinessGate === true) return false;
   for (const map of ['labels', 'annotations'] as const) {
     const added = Object.keys(earlier[map] ?? {});
     if (added.some((key) => key in (later[map] ?? {}))) return false; // the earlier one's value would be kept
-    if (added.some((key) => readKeys(later, map, injectKey).includes(key))) return false; // a trigger it reads
+    // A label or annotation the later one's trigger reads is read through the earlier one's part.
   }
   for (const field of ['env', 'volumeMounts'] as const) {
     // Both would make the list in a container that has none; a merge may write it too.
@@ -50,24 +51,31 @@ function independent(earlier: ResolvedInjection, later: ResolvedInjection, injec
   return true;
 }
 
+/**
+ * Whether an injection's trigger reads a label or annotation that a later one adds: the webhook then
+ * applies the earlier one after the later one, in the same admission, and a policy only when it is
+ * reinvoked. (`requested` reads <prefix>/inject once, from the object as admitted, in both.)
+ */
+export function readsWhatALaterOneAdds(injections: readonly ResolvedInjection[]): boolean {
+  return injections.some((earlier, index) =>
+    injections.slice(index + 1).some((later) => (['labels', 'annotations'] as const).some((map) => triggerKeys(earlier, map).some((key) => key in (later[map] ?? {})))),
+  );
+}
+
+/** The label or annotation keys `injection`'s trigger (and its `{{annotation}}`) reads as the webhook re-reads them. */
+function triggerKeys(injection: ResolvedInjection, map: 'labels' | 'annotations'): string[] {
+  const trigger = injection.trigger;
+  if (map === 'annotations') return trigger.type === 'annotation' ? [trigger.key] : [];
+  if (trigger.type !== 'labelSelector') return [];
+  return [...Object.keys(trigger.matchLabels ?? {}), ...(trigger.matchExpressions ?? []).map((requirement) => requirement.key)];
+}
+
 /** The containers `injection` adds to a Guaranteed pod that are not themselves Guaranteed (so the pod
  * no longer is). */
 export function nonGuaranteedContainers(injection: ResolvedInjection): string[] {
   return [...(injection.containers ?? []), ...(injection.initContainers ?? [])]
     .filter((container) => qosClassOf([injection.qos === 'preserve-guaranteed' ? withLimitsAtRequests(container as JsonObject) : container]) !== 'Guaranteed')
     .map((container) => container.name);
-}
-
-/** The label or annotation keys `injection`'s trigger and placeholders read. */
-function readKeys(injection: ResolvedInjection, map: 'labels' | 'annotations', injectKey: string): string[] {
-  const trigger = injection.trigger;
-  if (map === 'annotations') {
-    if (trigger.type === 'annotation') return [trigger.key];
-    if (trigger.type === 'requested') return [injectKey];
-    return [];
-  }
-  if (trigger.type !== 'labelSelector') return [];
-  return [...Object.keys(trigger.matchLabels ?? {}), ...(trigger.matchExpressions ?? []).map((requirement) => requirement.key)];
 }
 
 function mergesTouch(injection: ResolvedInjection, field: string): boolean {

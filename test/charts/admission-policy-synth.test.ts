@@ -19,7 +19,7 @@ import { admissionPolicyViolations } from '../support/admission-policy-schemas';
 import { celValue, isCelFieldName } from '../../charts/admission-policy/cel-text';
 import { admitWithPolicies, kubernetesCelEnvironment, patchDataExpressions } from '../support/admission-policy-simulator';
 import { podGuaranteedExpression } from '../../charts/admission-policy/qos-cel';
-import { TO_JSON_PATCH, mutationGuard, mutationGuards } from '../../charts/admission-policy/injection-policy';
+import { FOLDED_TAIL, TO_JSON_PATCH, bindInOrder, foldedConditions, mutationGuard, mutationGuards, patchData } from '../../charts/admission-policy/injection-policy';
 import { POLICY_TEST_INJECTIONS, injectionPoliciesOf, injectionsOfPolicy } from '../support/admission-policy-config';
 
 const PREFIX = 'sidecar-injector.io';
@@ -112,15 +112,31 @@ test('one policy per place the pod template sits, matching the resources and ope
   const binding = objects.find((o) => o.kind === 'MutatingAdmissionPolicyBinding' && o.metadata.name === 'sidecar-injector.pods');
   assert.equal(binding.spec.policyName, 'sidecar-injector.pods');
   assert.deepEqual(binding.spec.matchResources.namespaceSelector.matchLabels, { injection: 'enabled' });
-  for (const policy of [pods, workloads, cronjobs]) {
+  for (const policy of [pods, workloads, cronjobs]) assert.equal(policy.spec.failurePolicy, 'Ignore');
+  // The pod policy's conditions lead each of its mutations, which ends in a failing test when it adds nothing.
+  assert.equal(pods.spec.matchConditions, undefined);
+  assert.equal(pods.spec.reinvocationPolicy, 'Never');
+  for (const mutation of pods.spec.mutations) {
+    assert.equal(mutation.patchType, 'JSONPatch');
+    assert.deepEqual(foldedConditions(mutation.jsonPatch.expression)?.map((c) => c.name), ['pod-spec-present', 'not-opted-out'], mutation.jsonPatch.expression.slice(0, 40));
+    assert.ok(mutation.jsonPatch.expression.endsWith(FOLDED_TAIL));
+    assert.ok(/^\(\(\n {2}\/\/ |^\(\/\/ injections \[/.test(patchData(mutation.jsonPatch.expression)), patchData(mutation.jsonPatch.expression).slice(0, 40));
+  }
+  for (const policy of [workloads, cronjobs]) {
     assert.equal(policy.spec.reinvocationPolicy, 'IfNeeded');
-    assert.equal(policy.spec.failurePolicy, 'Ignore');
     assert.deepEqual(policy.spec.matchConditions.map((c: any) => c.name), ['pod-spec-present', 'not-opted-out', 'an-injection-applies']);
-    // The policy runs only when some mutation's guard holds: the guards, or-ed, in mutation order.
-    assert.equal(
-      conditionOf(policy, 'an-injection-applies'),
-      injectionsOfPolicy(policy).map((injection) => `(${guardOf(policy, injection).map((c) => `(${c.expression})`).join(' && ')})`).join(' || '),
-    );
+    // The policy runs only when some injection's guard holds: the guards, or-ed, in mutation order (read
+    // from the object, where a shared mutation's guards read the values it binds).
+    const condition = conditionOf(policy, 'an-injection-applies')!;
+    const terms = (function flatten(ast: any): any[] {
+      return ast.op === '||' ? [...flatten(ast.args[0]), ...flatten(ast.args[1])] : [ast];
+    })(parse(condition).ast);
+    // Each term's first == compares a status entry with the injection's name (s.trim() == "<name>").
+    const statusChecks = terms.map((term) => nodes(term, (n) => n.op === '==' && n.args[1]?.op === 'value')[0]?.args[1].args);
+    assert.deepEqual(statusChecks, injectionsOfPolicy(policy), 'one term per injection, each with its not-already-injected');
+    for (const injection of injectionsOfPolicy(policy)) {
+      assert.equal(guardConditionOf(policy, injection, 'not-already-injected')?.replace(/\bshared[0-9]+\./g, ''), `!(${JSON.stringify(injection)} in statusNames)`);
+    }
     for (const mutation of policy.spec.mutations) {
       assert.equal(mutation.patchType, 'JSONPatch');
       assert.ok(/^\(\(\n {2}\/\/ |^\(\/\/ injections \[/.test(mutation.jsonPatch.expression), mutation.jsonPatch.expression.slice(0, 40));
@@ -217,12 +233,13 @@ test('trigger CEL for workloads: the object\'s own annotations count too, and th
   );
 });
 
-test('an always trigger has no trigger condition, but the opt-out (the policy\'s) and the status annotation (the mutation\'s)', () => {
+test('an always trigger has no trigger condition, but the opt-out (the policy\'s) and the status annotation (the injection\'s)', () => {
   const policy = policyOf(synth([{ name: 'e', trigger: { type: 'always' }, containers: [{ name: 'x', image: 'x' }] }]), 'sidecar-injector.pods');
-  assert.deepEqual(policy.spec.matchConditions.map((c: any) => c.name), ['pod-spec-present', 'not-opted-out', 'an-injection-applies']);
+  const policyConditions = foldedConditions(policy.spec.mutations[0].jsonPatch.expression) ?? [];
+  assert.deepEqual(policyConditions.map((c) => c.name), ['pod-spec-present', 'not-opted-out']);
   assert.deepEqual(guardOf(policy, 'e').map((c) => c.name), ['not-already-injected']);
   assert.equal(
-    conditionOf(policy, 'not-opted-out'),
+    policyConditions.find((c) => c.name === 'not-opted-out')?.expression,
     `!((has(object.metadata) && has(object.metadata.annotations) && "${PREFIX}/inject" in object.metadata.annotations) && object.metadata.annotations["${PREFIX}/inject"].trim().lowerAscii() == "false")`,
   );
   assert.equal(
@@ -253,7 +270,7 @@ test('no spec.variables (Kubernetes 1.32 cannot read them from a mutation); ever
     assert.equal(policy.spec.variables, undefined);
     for (const [index, data] of patchDataExpressions(policy.spec).entries()) {
       const bound = nodes(parse(data).ast, (n) => n.op === 'rcall' && n.args[0] === 'map').map((n) => n.args[2][0].args);
-      assert.ok(bound.includes('patch'), `${policy.metadata.name} mutations[${index}]: ${bound.join(', ')}`);
+      assert.ok(bound.includes('statusNames'), `${policy.metadata.name} mutations[${index}]: ${bound.join(', ')}`);
       for (const name of bound) assert.ok(isCelFieldName(name), `${policy.metadata.name} mutations[${index}]: bound name ${JSON.stringify(name)}`);
     }
   }
@@ -268,7 +285,10 @@ test('every match condition, mutation guard and mutation parses and type-checks 
       { name: `mutations[${index}]`, expression: data },
     ]);
     assert.ok(mutations.length >= 2 * injectionsOfPolicy(policy).length + policy.spec.mutations.length, 'every injection has a guard');
-    for (const { name, expression } of [...policy.spec.matchConditions, ...mutations]) {
+    const folded = policy.spec.mutations.flatMap((mutation: any, index: number) =>
+      (foldedConditions(mutation.jsonPatch.expression) ?? []).map((c) => ({ name: `mutations[${index}] ${c.name}`, expression: c.expression })),
+    );
+    for (const { name, expression } of [...(policy.spec.matchConditions ?? []), ...folded, ...mutations]) {
       const result = env.check(expression);
       assert.equal(result.valid, true, `${policy.metadata.name} ${name}: ${(result as any).error?.message}`);
     }
@@ -308,12 +328,12 @@ test('qos "preserve-guaranteed": the policy decides Guaranteed with the quantity
   assert.deepEqual(configPolicyLimitations(resolveInjectorConfig({ injections: [injection] })), []);
   const policy = policyOf(synth([injection]), 'sidecar-injector.pods');
   const [data] = patchDataExpressions(policy.spec);
-  assert.ok(data.includes(`[${podGuaranteedExpression('object')}].map(podGuaranteed,`), `the pod's class is computed once, bound as "podGuaranteed": ${data}`);
-  assert.ok(data.includes('[podGuaranteed].map(guaranteed,'), 'and nothing earlier in the mutation can change it');
+  // Read once (one container), so written where it is read rather than bound.
+  assert.equal(data.split(podGuaranteedExpression('object')).length - 1, 1, `the pod's class is computed once: ${data}`);
   const literal = (json: JsonValue) => celValue(json, { name: '', namespace: '', annotation: '' });
   const limited = literal({ name: 'proxy', image: 'x', resources: { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '100m', memory: '64Mi' } } });
   const plain = literal({ name: 'proxy', image: 'x', resources: { requests: { cpu: '100m', memory: '64Mi' } } });
-  assert.ok(data.includes(`(guaranteed ? dyn(${limited}) : dyn(${plain}))`), data);
+  assert.ok(data.includes(`((${podGuaranteedExpression('object')}) ? dyn(${limited}) : dyn(${plain}))`), data);
   const calls = new Set(nodes(parse(podGuaranteedExpression('object')).ast, (n) => n.op === 'call' || n.op === 'rcall').map((n) => n.args[0]));
   assert.deepEqual([...calls].filter((name) => ['quantity', 'isQuantity', 'compareTo', 'isGreaterThan', 'sign'].includes(name)).sort(), ['compareTo', 'isGreaterThan', 'isQuantity', 'quantity']);
   const request = (resources: any, podResources?: any) => ({
@@ -337,16 +357,28 @@ test('nativeSidecarPosition "first": inserted at the index after earlier first-p
   const policy = injectionPoliciesOf(config).find((p) => p.metadata.name === 'test.pods')!;
   const shared = patchDataExpressions(policy.spec)[mutationIndexOf(policy, 'mesh-first')];
   assert.equal(mutationIndexOf(policy, 'token-first'), mutationIndexOf(policy, 'mesh-first'), 'both in one mutation');
-  assert.ok(shared.includes('"/spec/initContainers/" + string(firstIndex)'), 'an index, not "-"');
-  const mesh = shared.slice(0, shared.indexOf('.map(addFirstInitContainers, [0].map(firstIndex,'));
-  assert.ok(mesh.length > 0, 'mesh-first is the first such injection: index 0');
+  assert.ok(shared.includes('"/spec/initContainers/" + string(0)'), 'mesh-first is the first such injection: an index, 0, not "-"');
   // token-first: after mesh-first's sidecars, those of an earlier admission (status annotation) and
   // those mesh-first inserts in this same mutation (read from its part, bound as m<i>).
-  const tokenIndex = /\[\((has\(object\.spec\.initContainers\) \? size\(object\.spec\.initContainers\.filter\(c, c\.name in \("mesh-first" in statusNames \? \["mesh-init-proxy", "mesh-certs"\] : \[\]\)\)\) : 0)\) \+ size\((m\d+)\[0\]\.filter\(p, string\(p\.path\)\.matches\("\^\/spec\/initContainers\/\[0-9\]\+\$"\)\)\)\]\.map\(firstIndex,/.exec(shared);
-  assert.ok(tokenIndex, 'token-first counts mesh-first\'s sidecars, earlier and in this mutation');
-  assert.equal(tokenIndex[2], `m${injectionsOfPolicy({ spec: { mutations: [policy.spec.mutations[mutationIndexOf(policy, 'mesh-first')]] } }).indexOf('mesh-first')}`);
-  // mesh-first's sidecars to insert, bound after its regular containers: the last container first.
-  const reversed = mesh.slice(mesh.lastIndexOf('.map(addContainers,'));
-  const names = [...reversed.matchAll(/"name": dyn\("([^"]+)"\)/g)].map((match) => match[1]);
-  assert.deepEqual([...new Set(names)], ['mesh-certs', 'mesh-init-proxy'], 'reverse order: each insert at the same index');
+  const unscoped = shared.replace(/\bshared[0-9]+\./g, '');
+  const tokenPart = unscoped.slice(unscoped.indexOf('!("token-first" in statusNames)'), unscoped.indexOf('!("debug-chained" in statusNames)'));
+  const tokenIndex = /"\/spec\/initContainers\/" \+ string\(\(\(has\(object\.spec\.initContainers\) \? size\(object\.spec\.initContainers\.filter\(c, c\.name in \("mesh-first" in statusNames \? \["mesh-init-proxy", "mesh-certs"\] : \[\]\)\)\) : 0\) \+ size\((m\d+)\[0\]\.filter\(p, string\(p\.path\)\.matches\("\^\/spec\/initContainers\/\[0-9\]\+\$"\)\)\)\)\)/.exec(tokenPart);
+  assert.ok(tokenIndex, `token-first counts mesh-first's sidecars, earlier and in this mutation: ${tokenPart}`);
+  assert.equal(tokenIndex[1], `m${injectionsOfPolicy({ spec: { mutations: [policy.spec.mutations[mutationIndexOf(policy, 'mesh-first')]] } }).indexOf('mesh-first')}`);
+  // mesh-first's part: its own init container appended, then its sidecars inserted, the last first.
+  const meshPart = unscoped.slice(unscoped.indexOf('!("mesh-first" in statusNames)'), unscoped.indexOf('!("token-first" in statusNames)'));
+  const names = [...meshPart.matchAll(/"name": dyn\("([^"]+)"\)/g)].map((match) => match[1]);
+  assert.deepEqual([...new Set(names)], ['mesh-setup', 'mesh-certs', 'mesh-init-proxy'], 'its own init container appended, then its sidecars inserted at one index, the last first; no regular container (always native)');
+});
+
+test('bindInOrder writes a value read once outside any loop, or a literal or a name, where it is read, and binds the others once', () => {
+  const bind = (result: string, ...named: [string, string][]) => bindInOrder(named.map(([name, expression]) => ({ name, expression })), result);
+  assert.equal(bind('b', ['a', 'object.x + 1'], ['b', 'variables.a * 2']), '((object.x + 1) * 2)', 'each read once: no comprehension');
+  assert.equal(bind('object.list.map(c, c + a)', ['a', 'object.x']), '[object.x].map(a, object.list.map(c, c + a))[0]', 'read in a loop: bound, computed once');
+  assert.equal(bind('a.size() + size(a)', ['a', 'object.x']), '[object.x].map(a, a.size() + size(a))[0]', 'read twice: bound');
+  assert.equal(bind('object.list.map(c, c + a + a)', ['a', 'true']), 'object.list.map(c, c + true + true)', 'a literal: written where it is read');
+  assert.equal(bind('[1].map(x, a + x)[0]', ['a', 'object.x']), '[1].map(x, (object.x) + x)[0]', 'a binding is no loop');
+  assert.equal(bind('// a\n{"a": c.a, "b": "a"}.size() == a', ['a', 'object.x']), '// a\n{"a": c.a, "b": "a"}.size() == (object.x)', 'not in comments, strings or fields');
+  assert.equal(bind('object.y', ['a', 'object.x']), 'object.y', 'read nowhere: left out');
+  assert.throws(() => bind('a', ['a', '1'], ['a', '2']), /bound twice/);
 });

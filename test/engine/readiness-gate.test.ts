@@ -11,7 +11,7 @@ import { InjectorConfigError } from '../../webhook/config';
 import { evaluate } from '../../webhook/engine';
 import { readinessConditionPolicySpec, shapePolicies } from '../../charts/admission-policy/injection-policy';
 import { ADMISSION_POLICY_API_VERSIONS } from '../../charts/admission-policy/admission-policy-types';
-import { mutationGuards } from '../../charts/admission-policy/injection-policy';
+import { foldedConditions, mutationGuards } from '../../charts/admission-policy/injection-policy';
 import { admissionPolicyViolations } from '../support/admission-policy-schemas';
 import { admitWithPolicies, kubernetesCelEnvironment, patchDataExpressions, type SimulatedPolicy } from '../support/admission-policy-simulator';
 import { applyResponse, loadReview, podOf } from '../support/recorded-reviews';
@@ -92,19 +92,35 @@ test('on a pod\'s status write, the gate\'s condition is added as True while it 
 
 test('the admission policies store the same objects: at CREATE (one gate, in shared and separate mutations) and on the status write', () => {
   const named = (spec: any, name: string): SimulatedPolicy => ({ metadata: { name }, spec });
-  const policies = shapePolicies(config, config.injections.map((i) => i.name), { failurePolicy: 'Fail' }).map((policy) => named(policy.spec, `test.${policy.shape}`));
-  const podPolicy = policies.find((policy) => policy.metadata.name === 'test.pods')!;
-  assert.equal(podPolicy.spec.mutations.length, 2, 'envoy and agent both add the gate: not in one mutation');
-  for (const name of ['pod-create-sleep', 'pod-create-demoapp', 'deployment-create-frontend', 'statefulset-create-db']) {
-    const request = loadReview(name).request;
-    for (const labels of [{}, { agent: 'on' }]) {
-      const object = structuredClone(request.object);
-      podOf(object).metadata = { ...podOf(object).metadata, labels: { ...podOf(object).metadata?.labels, ...labels } };
-      for (const gates of [undefined, [{ conditionType: 'example.com/lb' }], [{ conditionType: GATE }]]) {
-        if (gates) podOf(object).spec.readinessGates = gates;
-        const webhook = applyResponse(object, evaluate({ ...request, object }, config).response);
-        const policy = admitWithPolicies(policies, { ...request, object });
-        assert.deepEqual(policy, webhook, `${name} ${JSON.stringify(labels)} gates ${JSON.stringify(gates)}: the policies' object (actual) differs from the webhook's (expected)`);
+  // The pod policy in each of its forms: its conditions folded into its mutations and not reinvoked
+  // (v1), as match conditions and reinvoked (v1alpha1), and reinvoked on v1 too where an injection's
+  // trigger reads a label a later one adds (envoy, on the label plain adds: applied in the second run,
+  // after agent's gate when agent applied, else with its own).
+  const chained = resolveInjectorConfig({
+    annotationPrefix: PREFIX,
+    injections: [agent, { ...envoy, trigger: { type: 'labelSelector', matchLabels: { mesh: 'on' } } }, { ...plain, labels: { mesh: 'on' } }],
+  });
+  const forms: [string, typeof config, 'v1' | 'v1alpha1', 'Never' | 'IfNeeded'][] = [
+    ['folded', config, 'v1', 'Never'],
+    ['match conditions', config, 'v1alpha1', 'IfNeeded'],
+    ['chained', chained, 'v1', 'IfNeeded'],
+  ];
+  for (const [form, formConfig, apiVersion, reinvocation] of forms) {
+    const policies = shapePolicies(formConfig, formConfig.injections.map((i) => i.name), { failurePolicy: 'Fail', apiVersion }).map((policy) => named(policy.spec, `test.${policy.shape}`));
+    const podPolicy = policies.find((policy) => policy.metadata.name === 'test.pods')!;
+    assert.equal(podPolicy.spec.reinvocationPolicy, reinvocation, form);
+    assert.equal(podPolicy.spec.mutations.length, 2, `${form}: envoy and agent both add the gate: not in one mutation`);
+    for (const name of ['pod-create-sleep', 'pod-create-demoapp', 'deployment-create-frontend', 'statefulset-create-db']) {
+      const request = loadReview(name).request;
+      for (const labels of [{}, { agent: 'on' }]) {
+        const object = structuredClone(request.object);
+        podOf(object).metadata = { ...podOf(object).metadata, labels: { ...podOf(object).metadata?.labels, ...labels } };
+        for (const gates of [undefined, [{ conditionType: 'example.com/lb' }], [{ conditionType: GATE }]]) {
+          if (gates) podOf(object).spec.readinessGates = gates;
+          const webhook = applyResponse(object, evaluate({ ...request, object }, formConfig).response);
+          const policy = admitWithPolicies(policies, { ...request, object });
+          assert.deepEqual(policy, webhook, `${form} ${name} ${JSON.stringify(labels)} gates ${JSON.stringify(gates)}: the policies' object (actual) differs from the webhook's (expected)`);
+        }
       }
     }
   }
@@ -155,7 +171,8 @@ test('the gated policies validate against each admissionregistration version\'s 
     for (const object of objects) assert.deepEqual(admissionPolicyViolations(object), [], `${object.kind} ${object.metadata.name} violates the ${apiVersion} schema`);
     for (const policy of objects.filter((o) => o.kind === 'MutatingAdmissionPolicy')) {
       const expressions = [
-        ...policy.spec.matchConditions,
+        ...(policy.spec.matchConditions ?? []),
+        ...policy.spec.mutations.flatMap((mutation: any) => foldedConditions(mutation.jsonPatch.expression) ?? []),
         ...patchDataExpressions(policy.spec).flatMap((data, index) => [
           ...mutationGuards(policy.spec.mutations[index].jsonPatch.expression).flat(),
           { name: `mutations[${index}]`, expression: data },

@@ -16,7 +16,12 @@ function withoutManagedFields(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutManagedFields);
   if (typeof value !== 'object' || value === null) return value;
   const copy: Record<string, unknown> = {};
-  for (const [key, child] of Object.entries(value)) if (!(key === 'managedFields' && Array.isArray(child))) copy[key] = withoutManagedFields(child);
+  for (const [key, child] of Object.entries(value)) {
+    if (key === 'managedFields' && Array.isArray(child)) continue;
+    // Defined as an own member, as JSON.parse makes it: `copy[key] = ...` would set the prototype for
+    // a member named __proto__ (fast-check found {"__proto__": []}).
+    Object.defineProperty(copy, key, { value: withoutManagedFields(child), enumerable: true, writable: true, configurable: true });
+  }
   return copy;
 }
 
@@ -56,6 +61,14 @@ describe('reviewText', () => {
     };
     const text = JSON.stringify(tricky);
     assert.deepEqual(skipped(text), withoutManagedFields(tricky));
+  });
+
+  test('a member named __proto__ is a member like any other, its managedFields removed too', () => {
+    const text = '{"__proto__":[],"metadata":{"__proto__":{"managedFields":[1],"a":"b"},"managedFields":[2]}}';
+    const parsed = skipped(text) as { metadata: object };
+    assert.deepEqual(parsed, withoutManagedFields(JSON.parse(text)));
+    assert.deepEqual(Object.keys(parsed.metadata), ['__proto__'], 'an own member, without managedFields beside it');
+    assert.deepEqual(Object.getOwnPropertyDescriptor(parsed.metadata, '__proto__')?.value, { a: 'b' });
   });
 
   test('a body cut off inside the member, or without it, is the body as it is', () => {

@@ -1,5 +1,6 @@
 // Test helper: the policies of a whole config, as the construct names them, without a cdk8s app.
 import type { Injection, ResolvedInjectorConfig } from '../../webhook/config';
+import type { AdmissionPolicyApiVersion } from '../../charts/admission-policy';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { mutationGuard, mutationInjections, shapePolicies } from '../../charts/admission-policy/injection-policy';
 import type { SimulatedPolicy } from './admission-policy-simulator';
@@ -10,9 +11,9 @@ const PREFIX = TEST_ANNOTATION_PREFIX;
 
 export { configPolicyLimitations } from '../../charts/admission-policy/injection-policy';
 
-export function injectionPoliciesOf(config: ResolvedInjectorConfig, failurePolicy: 'Ignore' | 'Fail' = 'Fail'): SimulatedPolicy[] {
+export function injectionPoliciesOf(config: ResolvedInjectorConfig, failurePolicy: 'Ignore' | 'Fail' = 'Fail', apiVersion: AdmissionPolicyApiVersion = 'v1'): SimulatedPolicy[] {
   const names = config.injections.map((injection) => injection.name);
-  return shapePolicies(config, names, { failurePolicy }).map((policy) => ({ metadata: { name: `test.${policy.shape}` }, spec: policy.spec }));
+  return shapePolicies(config, names, { failurePolicy, apiVersion }).map((policy) => ({ metadata: { name: `test.${policy.shape}` }, spec: policy.spec, bindings: policy.bindings }));
 }
 
 /**

@@ -1,28 +1,35 @@
 // Test helper: evaluates synthesized MutatingAdmissionPolicies with a JavaScript CEL implementation
 // (@marcbachmann/cel-js, with homogeneous aggregate literals as the kube-apiserver compiles them), and
 // applies their JSONPatch operations the way the apiserver does: match conditions, then each mutation
-// in order on the object the previous one left; the policy reinvoked while it changed the object. It proves the CEL
-// parses, type-checks and computes the same object as the webhook; the e2e suite proves it on a real
-// apiserver. The mutation's JSONPatch{...} constructor (the same constant text in every policy, checked
-// as text) is the only part cel-js cannot construct; the simulator evaluates the rest of the expression.
+// in order on the object the previous one left; reinvoked once, as the apiserver reinvokes a policy
+// with reinvocationPolicy IfNeeded after any mutation ran. It proves the CEL parses, type-checks and
+// computes the same object as the webhook; the e2e suite proves it on a real apiserver. The mutation's
+// JSONPatch{...} constructor (the same constant text in every policy, checked as text) is the only part
+// cel-js cannot construct; the simulator evaluates the rest of the expression.
 import { applyPatch, Operation } from 'fast-json-patch';
 import { Environment } from '@marcbachmann/cel-js';
 import { parseQuantity } from '../../webhook/config';
 
-import { TO_JSON_PATCH, mutationGuard } from '../../charts/admission-policy/injection-policy';
+import { FOLDED_TAIL, SHARED_SCOPE, foldedConditions, isFolded, mutationGuard, patchData } from '../../charts/admission-policy/injection-policy';
 
-/** The CEL of each of a policy's mutations without its JSONPatch{...} constructor: lists of {path, value} maps. */
+/**
+ * The CEL of each of a policy's mutations without its JSONPatch{...} constructor: lists of {path, value}
+ * maps. A folded mutation keeps the policy's conditions around its adds; when it has none, its failing
+ * test leaves the object as it was, as an empty patch does.
+ */
 export function patchDataExpressions(spec: any): string[] {
   return (spec.mutations as any[]).map((mutation, index) => {
     const expression: string | undefined = mutation.patchType === 'JSONPatch' ? mutation.jsonPatch?.expression : undefined;
-    if (!expression?.endsWith(TO_JSON_PATCH)) throw new Error(`unexpected mutations[${index}] ${JSON.stringify(mutation)}`);
-    return expression.slice(0, -TO_JSON_PATCH.length);
+    if (typeof expression !== 'string') throw new Error(`unexpected mutations[${index}] ${JSON.stringify(mutation)}`);
+    return isFolded(expression) ? expression.slice(1, -FOLDED_TAIL.length) : patchData(expression);
   });
 }
 
 export interface SimulatedPolicy {
   readonly metadata: { readonly name: string };
   readonly spec: any;
+  /** The values its mutations bind before the injections' parts (ShapePolicy.bindings). */
+  readonly bindings?: readonly { readonly name: string; readonly expression: string }[];
 }
 
 export interface SimulatedRequest {
@@ -135,7 +142,8 @@ function ruleMatches(spec: any, request: SimulatedRequest): boolean {
 }
 
 export interface MutationEvaluation {
-  /** The first condition of the mutation's guard (read from its `// name` comment lines) that was false. */
+  /** The first condition of the mutation's guard (a folded mutation's policy conditions, then, for a
+   * mutation of one injection, its guard; read from their `// name` comment lines) that was false. */
   readonly skippedBy?: string;
   /** What the mutation patched, applied to the object the previous mutation left. */
   readonly patch: Operation[];
@@ -159,6 +167,24 @@ function contextOf(request: SimulatedRequest, object: any): Record<string, unkno
 }
 
 /**
+ * The CEL context a shared mutation's injection's guard is evaluated in: the request, the object and
+ * the values the mutation binds before the injections' parts.
+ */
+export function guardContext(policy: SimulatedPolicy, request: SimulatedRequest, object: any): Record<string, unknown> {
+  const env = kubernetesCelEnvironment();
+  const context = contextOf(request, object);
+  for (const { name, expression } of policy.bindings ?? []) {
+    context[name] = env.evaluate(expression.replace(/\bvariables\.([A-Za-z_][A-Za-z0-9_]*)/g, '$1'), context);
+  }
+  return context;
+}
+
+/** A shared mutation's guard condition evaluated in `guardContext`, its bound values read by name. */
+export function evaluateGuardCondition(expression: string, context: Record<string, unknown>): unknown {
+  return kubernetesCelEnvironment().evaluate(expression.replace(new RegExp(`\\b${SHARED_SCOPE}[0-9]+\\.`, 'g'), ''), context);
+}
+
+/**
  * One policy against one object: its match conditions, then its mutations in order, each evaluated on
  * the object the previous one left (as the apiserver does). A mutation whose guard fails must patch nothing.
  */
@@ -173,7 +199,9 @@ export function evaluatePolicy(policy: SimulatedPolicy, request: SimulatedReques
   const mutations: MutationEvaluation[] = [];
   for (const [index, data] of patchDataExpressions(spec).entries()) {
     const context = contextOf(request, object);
-    const skippedBy = mutationGuard(spec.mutations[index].jsonPatch.expression).find((condition) => env.evaluate(condition.expression, context) !== true)?.name;
+    const expression: string = spec.mutations[index].jsonPatch.expression;
+    const guard = [...(foldedConditions(expression) ?? []), ...mutationGuard(expression)];
+    const skippedBy = guard.find((condition) => env.evaluate(condition.expression, context) !== true)?.name;
     const patch = (fromCel(env.evaluate(data, context)) as { path: string; value: unknown }[]).map((p) => ({ op: 'add' as const, path: p.path, value: p.value }));
     if (skippedBy !== undefined && patch.length > 0) throw new Error(`${policy.metadata.name} mutations[${index}]: its guard condition ${skippedBy} is false, yet it patched ${JSON.stringify(patch)}`);
     if (patch.length > 0) object = applyPatch(structuredClone(object), patch, true, false).newDocument;
@@ -183,22 +211,22 @@ export function evaluatePolicy(policy: SimulatedPolicy, request: SimulatedReques
 }
 
 /**
- * The policies that match the request, reinvoked (at most twice more) while any changed the object.
- * The apiserver runs separate policies in no fixed order, so the order of injections must come from one
- * policy's mutations: more than one matching policy is an error here.
+ * The policies that match the request, as the apiserver admits with them: each once, then, when any
+ * mutation ran (even one that changed nothing), once more those with reinvocationPolicy IfNeeded whose
+ * mutations ran (policy/mutating/dispatcher.go). The apiserver runs separate policies in no fixed
+ * order, so the order of injections must come from one policy's mutations: more than one matching
+ * policy is an error here.
  */
 export function admitWithPolicies(policies: readonly SimulatedPolicy[], request: SimulatedRequest): any {
   const matching = policies.filter((policy) => ruleMatches(policy.spec, request));
   if (matching.length > 1) throw new Error(`${request.kind.kind}: ${matching.length} policies match (${matching.map((p) => p.metadata.name).join(', ')}); their order would be undefined`);
   let object = structuredClone(request.object);
-  for (let round = 0; round < 3; round++) {
-    let changed = false;
-    for (const policy of matching) {
-      const next = evaluatePolicy(policy, request, object).object;
-      if (JSON.stringify(next) !== JSON.stringify(object)) changed = true;
-      object = next;
-    }
-    if (!changed) break;
+  const ran: SimulatedPolicy[] = [];
+  for (const policy of matching) {
+    const evaluation = evaluatePolicy(policy, request, object);
+    if (evaluation.mutations.length > 0) ran.push(policy);
+    object = evaluation.object;
   }
+  for (const policy of ran.filter((candidate) => candidate.spec.reinvocationPolicy === 'IfNeeded')) object = evaluatePolicy(policy, request, object).object;
   return object;
 }
