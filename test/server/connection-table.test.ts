@@ -251,3 +251,41 @@ test('a source that only reconnects displaces its own connections at most its bu
     { fairShareFloor: 1, displacements: { perSecond, burst } },
   );
 });
+
+test('shutdown closes every connection with no request in flight at once, and one in flight after its answer, which says Connection: close', async () => {
+  await withServer(10, async (harness) => {
+    const inFlight = await harness.connect();
+    const inFlightRes = await request(harness, inFlight);
+    const headWritten = await harness.connect();
+    const headWrittenRes = await request(harness, headWritten);
+    headWrittenRes.writeHead(200, { 'Content-Length': 4 });
+    headWrittenRes.write('ab');
+    const idle = await idleConnection(harness);
+    const slow = await slowConnection(harness);
+    const silent = await harness.connect();
+
+    assert.deepEqual(harness.table.closeIdle(), { closed: 3, inFlight: 2 }, 'closed at once and left in flight');
+    assert.deepEqual(
+      { inFlight: harness.open(inFlight), headWritten: harness.open(headWritten), idle: harness.open(idle), slow: harness.open(slow), silent: harness.open(silent) },
+      { inFlight: true, headWritten: true, idle: false, slow: false, silent: false },
+      'connections open on the server right after',
+    );
+
+    const received = (client: Client) => {
+      let text = '';
+      client.setEncoding('latin1');
+      client.on('data', (chunk: string) => (text += chunk));
+      return new Promise<string>((resolve) => client.once('close', () => resolve(text)));
+    };
+    const inFlightText = received(inFlight);
+    const headWrittenText = received(headWritten);
+    inFlightRes.end('done');
+    headWrittenRes.end('cd');
+    const [answer, written] = await Promise.all([inFlightText, headWrittenText]);
+    assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/, 'the answer in flight is written');
+    assert.match(answer, /\r\nConnection: close\r\n/i, 'and says the connection closes');
+    assert.ok(answer.endsWith('\r\n\r\ndone'), `the whole answer arrived before the close: ${JSON.stringify(answer)}`);
+    assert.ok(written.endsWith('\r\n\r\nabcd'), `an answer whose head was out already is written whole, then closed: ${JSON.stringify(written)}`);
+    await until('the table to be empty', () => harness.table.size === 0);
+  });
+});

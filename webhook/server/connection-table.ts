@@ -54,7 +54,7 @@ export function sentNothing(clear: Socket | undefined): boolean {
 /** How often deadlines are checked. */
 export const SWEEP_INTERVAL_MS = 1_000;
 /** Consecutive sweeps below the minimum body rate before the body is cut. */
-const SLOW_SWEEPS = 2;
+export const SLOW_SWEEPS = 2;
 
 /** A source address's connections, and its displacement tokens (refilled when next needed). */
 interface Source {
@@ -124,6 +124,40 @@ export class ConnectionTable {
 
   stop(): void {
     clearInterval(this.sweepTimer);
+  }
+
+  /**
+   * Shutdown, once the listener is closed: every connection with no request in flight is closed at
+   * once (never a request, part of one, or its last answer written), since no client will be told
+   * to go elsewhere on it any more; a request in flight is answered with `Connection: close`, so its
+   * connection closes once the answer is written. A client that sends a request on a pooled
+   * connection at this very moment sees it closed, as with any server that closes idle connections;
+   * the drain before this is what moves clients away first.
+   */
+  closeIdle(): { closed: number; inFlight: number } {
+    let closed = 0;
+    let inFlight = 0;
+    for (const entry of this.entries.values()) {
+      const { res } = entry;
+      if (entry.cut || res === undefined || res.writableFinished) {
+        closed++;
+        this.drop(entry);
+        continue;
+      }
+      inFlight++;
+      // Node closes the connection after an answer that says so; one whose head is out already (an
+      // answer being written) is closed once it is.
+      if (!res.headersSent) res.setHeader('Connection', 'close');
+      else res.once('finish', () => this.drop(entry));
+    }
+    return { closed, inFlight };
+  }
+
+  /** Closes every connection (the shutdown timeout); returns how many. */
+  closeAll(): number {
+    const count = this.entries.size;
+    for (const entry of this.entries.values()) this.drop(entry);
+    return count;
   }
 
   /** Open connections from one source address. */
@@ -253,6 +287,12 @@ export class ConnectionTable {
     this.forget(entry);
     // A body cut with 408 was reported when it was cut.
     if (!entry.cut) this.report(entry, reason);
+    this.drop(entry);
+  }
+
+  /** Out of the table and closed, unreported. */
+  private drop(entry: Entry): void {
+    this.forget(entry);
     // The TLS socket first: destroying the TCP socket under it would make Node answer the reset.
     entry.clear?.destroy();
     entry.raw.destroy();

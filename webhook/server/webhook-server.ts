@@ -336,18 +336,18 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     });
     return shutdownPromise;
   };
+  // After the drain: the listener closes, every connection without a request in flight is closed at
+  // once (pooled keep-alive connections, the apiserver's included, and those that never sent a byte,
+  // which Node's closeIdleConnections() leaves open), and a request in flight is answered with
+  // `Connection: close`. The process exits once the last connection is closed, that is once the last
+  // answer is written, or at the shutdown timeout.
   const closeServer = (resolve: () => void): void => {
-    logger.log('info', 'shutting down: finishing in-flight requests');
     const deadline = setTimeout(() => {
-      logger.log('warn', 'shutdown timeout reached; closing remaining connections');
-      server.closeAllConnections();
+      logger.log('warn', 'shutdown timeout reached; closing remaining connections', { closed: connections.closeAll() });
     }, settings.shutdownTimeoutSeconds * 1000);
     deadline.unref();
-    // Keep-alive sockets become idle as their in-flight response completes; close them as they do.
-    const closeIdle = setInterval(() => server.closeIdleConnections(), 50);
     server.close(() => {
       clearTimeout(deadline);
-      clearInterval(closeIdle);
       connections.stop();
       opsConnections.stop();
       // Probes are answered (unready) until the webhook port has finished.
@@ -357,7 +357,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       });
       opsServer.closeAllConnections();
     });
-    server.closeIdleConnections();
+    logger.log('info', 'shutting down: idle connections closed, finishing in-flight requests', connections.closeIdle());
   };
 
   return { port, opsPort, connectionsClosed: connections.closed, metrics, budget, logger, shutdown };
