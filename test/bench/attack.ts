@@ -377,7 +377,7 @@ async function main(): Promise<void> {
         const row = await runOne(target, kind, shared, deployed, pinning, bodyFile);
         rows.push(row);
         progress(
-          `  probes ${row.probes.ok}/${row.probes.sent}, admissions ${row.load.ok}/${row.load.measured} (errors ${JSON.stringify(row.load.errors)}), p99 ${(row.load.latencyUs.p99 / 1000).toFixed(1)} ms, ` +
+          `  probes ${row.probes.ok}/${row.probes.sent} (slowest ${row.probes.slowestMs.toFixed(0)} ms), admissions ${row.load.ok}/${row.load.measured} (errors ${JSON.stringify(row.load.errors)}), p99 ${(row.load.latencyUs.p99 / 1000).toFixed(1)} ms, ` +
             `peak RSS ${mib(row.peakRssBytes)}, attackers ${JSON.stringify(row.attackers)}`,
         );
       }
