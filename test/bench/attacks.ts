@@ -39,10 +39,16 @@ export interface AttackOptions {
   readonly localAddresses?: readonly string[];
 }
 
+/** The address the apiserver's stand-ins (the probe loop, the load generator, the tests' admissions)
+ * connect from. */
+export const APISERVER_ADDRESS = '127.0.0.1';
+
 /** The attackers' source addresses in `npm run attack` and its scaled-down test: another pod than the
- * apiserver (whose stand-ins, the probe loop and the load generator, use 127.0.0.1), and for the mix,
- * ten pods. Any 127/8 address is the loopback on Linux. */
-export function attackerAddresses(kind: AttackKind): readonly string[] {
+ * apiserver, and for the mix, ten pods; or, `shared`, the apiserver's own address (a hostNetwork pod
+ * on a control-plane node, a node-local proxy, SNAT), every kind from that one. Any 127/8 address is
+ * the loopback on Linux. */
+export function attackerAddresses(kind: AttackKind, shared = false): readonly string[] {
+  if (shared) return [APISERVER_ADDRESS];
   return kind === 'mix' ? Array.from({ length: 10 }, (_, i) => `127.0.1.${i + 1}`) : ['127.0.0.2'];
 }
 

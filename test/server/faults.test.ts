@@ -1,6 +1,8 @@
 // The bundled webhook (what the image runs) as its own process, under keep-alive load like the
 // apiserver's, while things go wrong around it: SIGTERM, a rotated certificate, a broken ConfigMap,
-// and a client that stops sending halfway through a body.
+// and a client that stops sending halfway through a body. Every wait is for an event (answers
+// counted, a log line, a socket closed) with a deadline far past it; a deadline the server keeps is
+// read from its own report (its log lines' times and fields), not from this process's clock.
 
 import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +14,21 @@ import { InjectorConfig, generateWebhookCertificate } from '../../charts';
 import { RUNTIME_ENV } from '../../webhook/config';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { decodePatch, loadReview } from '../support/recorded-reviews';
-import { BundledWebhook, MountedDirs, TEST_SERVER_NAME, httpsRequest, keepAliveAgent, makeMountedDirs, startBundled, opsRequest, until } from '../support/webhook-harness';
+import { SLOW_SWEEPS, SWEEP_INTERVAL_MS } from '../../webhook/server/connection-table';
+import {
+  BundledWebhook,
+  MountedDirs,
+  TEST_SERVER_NAME,
+  httpsRequest,
+  keepAliveAgent,
+  logEntries,
+  logged,
+  loggedAt,
+  makeMountedDirs,
+  startBundled,
+  opsRequest,
+  until,
+} from '../support/webhook-harness';
 
 const certificate = generateWebhookCertificate({ serviceName: 'sidecar-injector', namespace: 'sidecar-injector' });
 const renewed = generateWebhookCertificate({ serviceName: 'sidecar-injector', namespace: 'sidecar-injector' });
@@ -21,8 +37,21 @@ const REVIEW = JSON.stringify(loadReview('pod-create-sleep'));
 const SHUTDOWN_TIMEOUT_SECONDS = 5;
 const REQUEST_TIMEOUT_SECONDS = 2;
 const CONCURRENCY = 12;
+/** Long enough for any wait on a loaded machine; each ends on its event well before. */
+const WAIT_MS = 30_000;
+/** After SIGTERM and its drain, the process is out within this, by the server's clock (issue 30). */
+const EXIT_MARGIN_MS = 2_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
+    }),
+  ]);
+}
 const fingerprintOf = (pem: string) => new X509Certificate(pem).fingerprint256;
 
 interface Started {
@@ -34,12 +63,12 @@ interface Started {
 async function startWebhook(extraEnv: Record<string, string> = {}): Promise<Started> {
   const dirs = makeMountedDirs(CONFIG, certificate);
   const webhook = await startBundled({
-    ...extraEnv,
     [RUNTIME_ENV.tlsDir]: dirs.tlsDir,
     [RUNTIME_ENV.configDir]: dirs.configDir,
     [RUNTIME_ENV.shutdownTimeoutSeconds]: String(SHUTDOWN_TIMEOUT_SECONDS),
     [RUNTIME_ENV.requestTimeoutSeconds]: String(REQUEST_TIMEOUT_SECONDS),
     [RUNTIME_ENV.logLevel]: 'info',
+    ...extraEnv,
   });
   return {
     webhook,
@@ -54,6 +83,8 @@ async function startWebhook(extraEnv: Record<string, string> = {}): Promise<Star
 /** One admission request as the load sent it and what came back. */
 interface Exchange {
   readonly startedAt: number;
+  /** When it ended, by the wall clock (Date.now(), the clock of the server's log lines). */
+  endedAtWall?: number;
   /** When the whole request had been written to the socket. */
   writtenAt?: number;
   endedAt?: number;
@@ -91,6 +122,13 @@ class Load {
     return exchanges.filter((exchange) => exchange.error !== undefined || exchange.status !== 200);
   }
 
+  /** Resolves once `count` requests started at or after `since` (performance.now()) were answered 200. */
+  answered(count: number, since = 0): Promise<void> {
+    return until(`${count} requests answered`, WAIT_MS, async () =>
+      this.exchanges.filter((e) => e.startedAt >= since && e.status === 200).length >= count ? true : undefined,
+    ).then(() => undefined);
+  }
+
   private async loop(): Promise<void> {
     while (!this.stopped) {
       const exchange = await this.once();
@@ -104,6 +142,7 @@ class Load {
     return new Promise((resolve) => {
       const done = () => {
         exchange.endedAt ??= performance.now();
+        exchange.endedAtWall ??= Date.now();
         resolve(exchange);
       };
       const req = https.request(
@@ -155,15 +194,7 @@ function describeExchanges(exchanges: readonly Exchange[], origin: number, limit
     .join('\n');
 }
 
-function logMessages(webhook: BundledWebhook): { msg: string; [field: string]: unknown }[] {
-  return webhook.logs.flatMap((line) => {
-    try {
-      return [JSON.parse(line)];
-    } catch {
-      return [];
-    }
-  });
-}
+const logMessages = logEntries;
 
 /** The certificate a brand-new connection is served. */
 function peerFingerprint(port: number, ca: string): Promise<string> {
@@ -184,12 +215,13 @@ describe('the bundled webhook under keep-alive load', () => {
     try {
       const origin = performance.now();
       load.start();
-      await sleep(1500);
+      await load.answered(150);
       const signalledAt = performance.now();
       webhook.child.kill('SIGTERM');
-      const code = await Promise.race([webhook.exited, sleep((SHUTDOWN_TIMEOUT_SECONDS + 2) * 1000).then(() => 'still running' as const)]);
-      const exitedAfterMs = performance.now() - signalledAt;
+      const code = await within(webhook.exited, WAIT_MS + SHUTDOWN_TIMEOUT_SECONDS * 1000, 'the process to exit after SIGTERM');
       await load.stop();
+      // By the server's own clock: from the signal to the line it writes last.
+      const exitedAfterMs = loggedAt(webhook, 'shut down') - loggedAt(webhook, 'signal received');
 
       const before = load.exchanges.filter((e) => e.writtenAt !== undefined && e.writtenAt < signalledAt);
       const after = load.exchanges.filter((e) => !before.includes(e));
@@ -212,7 +244,7 @@ describe('the bundled webhook under keep-alive load', () => {
         else assert.equal(e.status, 200, 'a request after SIGTERM that was answered was answered with 200');
       }
       assert.equal(code, 0, `exit code; logs:\n${webhook.logs.slice(-5).join('')}`);
-      assert.ok(exitedAfterMs <= SHUTDOWN_TIMEOUT_SECONDS * 1000 + 1000, `exited ${exitedAfterMs.toFixed(0)} ms after SIGTERM`);
+      assert.ok(exitedAfterMs <= EXIT_MARGIN_MS, `shut down ${exitedAfterMs} ms after SIGTERM by the server's log, with no drain: more than ${EXIT_MARGIN_MS} ms`);
       const messages = logMessages(webhook).map((entry) => entry.msg);
       assert.ok(messages.includes('signal received') && messages.includes('shut down'), `shutdown logs: ${messages.slice(-4).join(' | ')}`);
       assert.ok(!messages.includes('shutdown timeout reached; closing remaining connections'), 'the shutdown had to cut connections off');
@@ -223,30 +255,43 @@ describe('the bundled webhook under keep-alive load', () => {
   });
 
   test('SIGTERM with a drain delay: unready at once, every request during the drain answered, then exit 0', async (t: TestContext) => {
-    const DRAIN_SECONDS = 2;
+    // The Deployment's drain. The load keeps sending through its first LOAD_MS, by the server's clock,
+    // and then stops, as the apiserver does once the endpoint is gone: what it sent last has the rest
+    // of the drain to be answered, however slow the machine (one loaded run took 500 ms a request).
+    const DRAIN_SECONDS = 5;
+    const LOAD_MS = 2_000;
     const { webhook, stop } = await startWebhook({ [RUNTIME_ENV.shutdownDelaySeconds]: String(DRAIN_SECONDS) });
     const load = new Load(webhook.port, keepAliveAgent(certificate.caCertificate, TEST_SERVER_NAME, 16));
     try {
       load.start();
-      await sleep(1000);
+      await load.answered(50);
       const signalledAt = performance.now();
       webhook.child.kill('SIGTERM');
-      await sleep(300);
+      const draining = Date.parse((await logged(webhook, 'draining before shutdown', WAIT_MS)).time);
       const ready = await opsRequest(webhook.opsPort, '/readyz');
       const during = await httpsRequest(webhook.port, '/mutate', REVIEW, { ca: certificate.caCertificate });
-      await sleep(DRAIN_SECONDS * 1000 - 800); // stop the load before the drain ends
+      await load.answered(1, signalledAt);
+      await sleep(Math.max(0, draining + LOAD_MS - Date.now()));
       await load.stop();
-      const code = await webhook.exited;
-      const exitedAfterMs = performance.now() - signalledAt;
+      const code = await within(webhook.exited, WAIT_MS + DRAIN_SECONDS * 1000, 'the process to exit after its drain');
+      // By the server's own clock: the signal, the drain's end, its last line.
+      const signalled = loggedAt(webhook, 'signal received');
+      const drained = loggedAt(webhook, 'shutting down: idle connections closed, finishing in-flight requests');
+      const shutDown = loggedAt(webhook, 'shut down');
       const afterSignal = load.exchanges.filter((e) => e.startedAt >= signalledAt);
-      t.diagnostic(`${load.exchanges.length} requests, ${afterSignal.length} started during the drain; exited ${code} after ${exitedAfterMs.toFixed(0)} ms`);
+      const lastEnded = Math.max(...load.exchanges.map((e) => e.endedAtWall ?? Infinity));
+      t.diagnostic(
+        `${load.exchanges.length} requests, ${afterSignal.length} started during the drain, the last answered ${drained - lastEnded} ms before its end; ` +
+          `drained after ${drained - signalled} ms, shut down ${shutDown - drained} ms later; exited ${code}`,
+      );
       assert.equal(ready.status, 503, `/readyz during the drain: ${ready.text}`);
       assert.equal(during.status, 200, 'a new connection during the drain is still served');
       assert.equal(during.headers.connection, 'close', 'and asked to reconnect elsewhere');
-      assert.ok(afterSignal.length > 50, `only ${afterSignal.length} requests were sent during the drain`);
+      assert.ok(afterSignal.some((e) => e.status === 200), 'the load had requests answered during the drain');
       assert.deepEqual(load.failures(load.exchanges).map((e) => e.error ?? e.status), [], 'no request failed, before or during the drain');
       assert.equal(code, 0);
-      assert.ok(exitedAfterMs >= DRAIN_SECONDS * 1000 - 100, `exited after ${exitedAfterMs.toFixed(0)} ms, before the drain ended`);
+      assert.ok(drained - signalled >= DRAIN_SECONDS * 1000, `the drain ended ${drained - signalled} ms after SIGTERM, before its ${DRAIN_SECONDS} s`);
+      assert.ok(shutDown - signalled <= DRAIN_SECONDS * 1000 + EXIT_MARGIN_MS, `shut down ${shutDown - signalled} ms after SIGTERM, past its drain plus ${EXIT_MARGIN_MS} ms`);
     } finally {
       await load.stop();
       await stop();
@@ -260,15 +305,15 @@ describe('the bundled webhook under keep-alive load', () => {
     try {
       assert.equal(await peerFingerprint(webhook.port, bothCas), fingerprintOf(certificate.certificate), 'served the first certificate before rotation');
       load.start();
-      await sleep(1000);
+      await load.answered(50);
       const rotatedAt = performance.now();
       dirs.writeCertificate(renewed);
-      await until('a new connection to be served the renewed certificate', 5000, async () =>
+      await until('a new connection to be served the renewed certificate', WAIT_MS, async () =>
         (await peerFingerprint(webhook.port, bothCas)) === fingerprintOf(renewed.certificate) ? true : undefined,
       );
       const servedAfterMs = performance.now() - rotatedAt;
       // New connections during the rest of the load get the new certificate, old ones keep theirs.
-      await sleep(1000);
+      await load.answered(50, performance.now());
       await load.stop();
       const fingerprints = new Set(load.exchanges.map((e) => e.fingerprint));
       t.diagnostic(`${load.exchanges.length} requests, new certificate served ${servedAfterMs.toFixed(0)} ms after the swap; certificates seen by the load: ${fingerprints.size}`);
@@ -292,14 +337,14 @@ describe('the bundled webhook under keep-alive load', () => {
     const load = new Load(webhook.port, keepAliveAgent(ca, TEST_SERVER_NAME, 16));
     try {
       load.start();
-      await sleep(800);
+      await load.answered(50);
       dirs.writeConfig(JSON.stringify({ injections: [{ name: 'Not A Label', trigger: { type: 'always' }, containers: [{ name: 'x', image: 'x' }] }] }));
-      const readiness = await until('/readyz to report the config stale', 5000, async () => {
+      const readiness = await until('/readyz to report the config stale', WAIT_MS, async () => {
         const response = await opsRequest(webhook.opsPort, '/readyz');
         const body = response.json();
         return body.config === 'stale' ? { status: response.status, body } : undefined;
       });
-      await sleep(800);
+      await load.answered(50, performance.now());
       await load.stop();
       t.diagnostic(`${load.exchanges.length} requests; readyz ${JSON.stringify(readiness)}`);
 
@@ -325,13 +370,17 @@ describe('the bundled webhook under keep-alive load', () => {
   /** What the stalled client and the operator saw, for the tests after this one. */
   let stall: { received: string; errorLogs: string[]; metrics: string } | undefined;
 
-  test('a client stalling mid-body is cut off after the request timeout while others keep being served', async (t: TestContext) => {
-    const { webhook, stop } = await startWebhook();
+  // Its body stops arriving: the connection table cuts it once two sweeps in a row saw it below the
+  // minimum rate, or Node once the request timeout has passed, whichever comes first.
+  test('a client stalling mid-body is cut off with 408 by the server, by its own report no sooner than its rules allow, while others keep being served', async (t: TestContext) => {
+    const { webhook, stop } = await startWebhook({ [RUNTIME_ENV.logLevel]: 'debug' });
     const ca = certificate.caCertificate;
     const load = new Load(webhook.port, keepAliveAgent(ca, TEST_SERVER_NAME, 16), 8);
+    // Past both rules' latest cut (the request timeout, then one check a second), with a margin.
+    const deadlineMs = REQUEST_TIMEOUT_SECONDS * 1000 + 2 * SWEEP_INTERVAL_MS + WAIT_MS;
     try {
       load.start();
-      await sleep(300);
+      await load.answered(20);
       const stalled = await new Promise<{ sentAt: number; closedAt: number; received: string }>((resolve, reject) => {
         let sentAt = 0;
         let received = '';
@@ -347,10 +396,9 @@ describe('the bundled webhook under keep-alive load', () => {
         socket.on('close', () => resolve({ sentAt, closedAt: performance.now(), received }));
         setTimeout(() => {
           socket.destroy();
-          reject(new Error(`the stalled connection was still open after 8 s; received ${JSON.stringify(received)}`));
-        }, 8000).unref();
+          reject(new Error(`the stalled connection was still open after ${deadlineMs} ms; received ${JSON.stringify(received)}`));
+        }, deadlineMs).unref();
       });
-      await sleep(300);
       await load.stop();
       stall = {
         received: stalled.received,
@@ -359,15 +407,25 @@ describe('the bundled webhook under keep-alive load', () => {
       };
 
       const openForMs = stalled.closedAt - stalled.sentAt;
-      const servedDuringStall = load.exchanges.filter((e) => e.status === 200 && e.endedAt! > stalled.sentAt && e.endedAt! < stalled.closedAt);
-      t.diagnostic(
-        `stalled connection closed after ${openForMs.toFixed(0)} ms, having received ${JSON.stringify(stalled.received.split('\r\n')[0])}; ` +
-          `${servedDuringStall.length} requests served meanwhile`,
+      // Requests both sent and answered while the stalled one was held: the server was not held by it.
+      const servedDuringStall = load.exchanges.filter((e) => e.status === 200 && e.startedAt > stalled.sentAt && e.endedAt! < stalled.closedAt);
+      // The server's report of the cut: the table's, with the seconds since the request started by
+      // the server's clock, or Node's request timeout (which counts from the request's start itself).
+      const cut = logMessages(webhook).find(
+        (entry) => entry.msg === 'slow request body cut with 408' || (entry.msg === 'malformed or timed-out HTTP request' && /timeout/i.test(String(entry.error))),
       );
-      assert.ok(openForMs >= REQUEST_TIMEOUT_SECONDS * 1000 - 500, `closed after only ${openForMs.toFixed(0)} ms, before the request timeout`);
-      assert.ok(openForMs <= REQUEST_TIMEOUT_SECONDS * 1000 + 2000, `closed after ${openForMs.toFixed(0)} ms`);
+      t.diagnostic(
+        `stalled connection closed after ${openForMs.toFixed(0)} ms here, having received ${JSON.stringify(stalled.received.split('\r\n')[0])}; ` +
+          `the server's report: ${JSON.stringify(cut)}; ${servedDuringStall.length} requests served meanwhile`,
+      );
+      assert.ok(cut, `the server logged no cut of the stalled request; its last lines:\n${webhook.logs.slice(-5).join('')}`);
+      if (cut.msg === 'slow request body cut with 408') {
+        // Two sweeps in a row below the rate: the first may come at once, the second a sweep later.
+        const earliest = ((SLOW_SWEEPS - 1) * SWEEP_INTERVAL_MS) / 1000;
+        assert.ok(Number(cut.seconds) >= earliest, `cut ${cut.seconds} s after the request started, by the server's clock: before ${SLOW_SWEEPS} sweeps could see it slow (${earliest} s)`);
+      }
       assert.ok(stalled.received === '' || /^HTTP\/1\.1 4\d\d /.test(stalled.received), `the stalled client was sent ${JSON.stringify(stalled.received)}`);
-      assert.ok(servedDuringStall.length > 50, `only ${servedDuringStall.length} requests were served during the stall`);
+      assert.ok(servedDuringStall.length > 0, 'no request sent during the stall was answered before it was cut');
       assert.deepEqual(load.failures().map((e) => e.error ?? e.status), [], 'requests of other clients that failed');
       assert.equal(webhook.child.exitCode, null, 'the process is still running');
     } finally {
@@ -431,12 +489,24 @@ describe('the bundled webhook under keep-alive load', () => {
         setTimeout(() => reject(new Error('connect timed out')), 5000).unref();
       });
     const sockets: (tls.TLSSocket & { closedAt?: number })[] = [];
+    /** The server's own count of open connections and of those it closed to make room. */
+    const table = async () => {
+      const metrics = (await opsRequest(webhook.opsPort, '/metrics')).text;
+      const series = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1]);
+      return { open: series('sidecar_injector_connections_open'), evicted: series('sidecar_injector_connections_closed_total\\{reason="evicted"\\}') };
+    };
     try {
       for (let i = 0; i < 10; i++) sockets.push(await open('127.0.0.2'));
-      await sleep(300);
+      await until('the server to hold the ten connections', WAIT_MS, async () => ((await table()).open === 10 ? true : undefined));
       assert.equal(sockets.filter((socket) => socket.closedAt !== undefined).length, 0, 'silent connections stay open while there is room');
       const fresh = [await open(), await open(), await open()];
-      await sleep(500);
+      // The server decides at accept: three closed, as many open as before. Then which three.
+      const counted = await until('the server to have made room three times', WAIT_MS, async () => {
+        const now = await table();
+        return now.evicted >= 3 ? now : undefined;
+      });
+      assert.deepEqual(counted, { open: 10, evicted: 3 }, "the server's count of open connections and of those closed to make room");
+      await until('the closed connections to see their close', WAIT_MS, async () => (sockets.filter((socket) => socket.closedAt !== undefined).length >= 3 ? true : undefined));
       const closed = sockets.map((socket, i) => (socket.closedAt !== undefined ? i : -1)).filter((i) => i >= 0);
       assert.deepEqual(closed, [0, 1, 2], 'the three oldest silent connections (by index) closed to make room for three new ones');
       assert.equal(fresh.filter((socket) => socket.closedAt !== undefined).length, 0, 'the new connections stay open');

@@ -421,9 +421,9 @@ describe('the webhook server over HTTPS', () => {
     const images: string[] = review.request.object.spec.containers.map((c: { image: string }) => c.image);
     const from = webhook.logs.length;
     admissionResponse(await post(review), review);
-    // The line is written with its batch, shortly after the answer: wait for it (bounded).
+    // The line is written with its batch, shortly after the answer: wait for it (bounded, for a loaded machine).
     const logged = async () => webhook.logs.slice(from).map((line) => JSON.parse(line)).find((candidate) => candidate.msg === 'admission' && candidate.uid === review.request.uid);
-    const entry = await until('the admission line', 2000, logged).catch(() => undefined);
+    const entry = await until('the admission line', 30_000, logged).catch(() => undefined);
     const lines = webhook.logs.slice(from);
     assert.ok(entry, `expected an "admission" info line for uid ${review.request.uid}, got:\n${lines.join('')}`);
     assert.deepEqual({ kind: entry.kind, name: entry.name }, { kind: 'Pod', name: 'sleep' }, `expected the line to name the Pod sleep, got ${JSON.stringify(entry)}`);

@@ -89,18 +89,24 @@ describe('lines formatted later (logLater, the per-admission line)', () => {
   test('come out in the order they were logged, among immediate lines, with the time they were logged at', () => {
     const out = collect();
     const logger = createLogger('info', (text) => out.written.push(text));
-    const loggedAt = Date.now();
+    const before = Date.now();
     logger.logLater('info', 'admission', (fields: { n: number }) => `,"n":${fields.n}`, { n: 1 });
     logger.log('warn', 'immediate', { n: 2 });
     logger.logLater('info', 'admission', (fields: { n: number }) => `,"n":${fields.n}`, { n: 3 });
-    // Formatted 60 ms later, by flush(), without yielding to the event loop (whose turn would format them).
-    const until = Date.now() + 60;
+    const after = Date.now();
+    // Formatted at least 60 ms later, by flush(), without yielding to the event loop (whose turn would
+    // format them): the calls' time is between `before` and `after`, the write's past `after` + 60.
+    const until = after + 60;
     while (Date.now() < until);
     logger.flush();
     const entries = out.entries();
     assert.deepEqual(entries.map((entry) => [entry.msg, entry.n]), [['admission', 1], ['immediate', 2], ['admission', 3]]);
     const lastTime = Date.parse(String(entries[2].time));
-    assert.ok(lastTime - loggedAt < 50, `expected the time of the logLater call (${new Date(loggedAt).toISOString()}), not of the write 60 ms later; got ${entries[2].time}`);
+    const iso = (ms: number) => new Date(ms).toISOString();
+    assert.ok(
+      lastTime >= before && lastTime <= after,
+      `expected the time of the logLater call (${iso(before)} to ${iso(after)}), not of the write at ${iso(until)} or later; got ${entries[2].time}`,
+    );
   });
 
   test('a line whose formatting throws becomes an error line, and the lines around it are kept', () => {

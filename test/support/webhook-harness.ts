@@ -107,8 +107,9 @@ export interface BundledWebhook {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts build/webhook/server.js (what the image runs) with `env`; resolves once it listens. */
-export async function startBundled(env: Record<string, string>, timeoutMs = 10_000): Promise<BundledWebhook> {
+/** Starts build/webhook/server.js (what the image runs) with `env`; resolves once it listens (it takes
+ * a second or two; the deadline is for a loaded machine). */
+export async function startBundled(env: Record<string, string>, timeoutMs = 30_000): Promise<BundledWebhook> {
   if (!fs.existsSync(BUNDLE)) throw new Error(`${BUNDLE} is missing: run "npm run bundle" first`);
   const child = spawn(process.execPath, [BUNDLE], {
     env: { PATH: process.env.PATH ?? '', [RUNTIME_ENV.listenPort]: '0', [RUNTIME_ENV.opsPort]: '0', ...env },
@@ -154,6 +155,35 @@ export async function startBundled(env: Record<string, string>, timeoutMs = 10_0
       return exited;
     },
   };
+}
+
+/** One JSON log line of the webhook; `time` is the server's own clock at the call. */
+export interface LogEntry {
+  readonly time: string;
+  readonly level: string;
+  readonly msg: string;
+  readonly [field: string]: unknown;
+}
+
+/** The JSON lines a bundled webhook has written so far. */
+export function logEntries(webhook: BundledWebhook): LogEntry[] {
+  return webhook.logs.flatMap((line) => {
+    try {
+      return [JSON.parse(line) as LogEntry];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** The first line with `msg`, once the webhook has written it. */
+export function logged(webhook: BundledWebhook, msg: string, timeoutMs = 30_000): Promise<LogEntry> {
+  return until(`the webhook to log "${msg}"`, timeoutMs, async () => logEntries(webhook).find((entry) => entry.msg === msg));
+}
+
+/** When the webhook logged `msg` first, by its own clock (ms since the epoch); NaN if it has not. */
+export function loggedAt(webhook: BundledWebhook, msg: string): number {
+  return Date.parse(logEntries(webhook).find((entry) => entry.msg === msg)?.time ?? 'never');
 }
 
 export interface HttpsResult {

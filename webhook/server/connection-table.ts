@@ -5,9 +5,14 @@
 // lookup and three fields written, no timer.
 // Fair share by source address (nginx's limit_conn, Envoy's overload manager resetting the heaviest
 // user first): at the cap the connection closed is one of the source that holds the most, so a light
-// source (the apiserver: tens) never loses its connections to a heavy one; and a new connection from
-// a source already over its share is closed at accept, before any TLS work: refusing it costs an accept
-// and a close, where admitting it would cost an RSA handshake and then another eviction.
+// source (the apiserver: tens) never loses its connections to a heavy one. A new connection from a
+// source already over its share takes the place of that source's own worst connection (silent, then
+// slow, then idle): an attacker sharing the apiserver's address (a hostNetwork pod, a node-local proxy,
+// SNAT) holds silent or slow connections, the apiserver's carry complete requests, so the apiserver's
+// new connection displaces the attacker's and its pooled ones are never the ones displaced while the
+// attacker holds one. Each such newcomer costs an RSA handshake, so a source gets a few a second (a
+// token bucket); past that its new connection is closed at accept, before any TLS work (an accept and
+// a close), so a source that only reconnects buys a handshake a few times a second, not per reconnect.
 
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -21,12 +26,19 @@ export interface ConnectionLimits {
   readonly minBodyBytesPerSecond: number;
   /**
    * At the cap, a new connection whose source address holds the most connections, more than
-   * max(maxConnections / sources, this), is closed at accept. Undefined: every new connection gets in.
+   * max(maxConnections / sources, this), is over its share: it displaces one of its source's own
+   * connections when `displacements` allow, and is closed at accept otherwise. Undefined: every new
+   * connection gets in, making room in the heaviest source.
    */
   readonly fairShareFloor?: number;
+  /**
+   * How often a source over its share may displace one of its own connections: a token bucket of
+   * `burst` tokens refilled at `perSecond`, one per source. @default no displacement: closed at accept
+   */
+  readonly displacements?: { readonly perSecond: number; readonly burst: number };
 }
 
-export type ConnectionCloseReason = 'evicted' | 'over_share' | 'silent' | 'slow_body';
+export type ConnectionCloseReason = 'evicted' | 'displaced' | 'over_share' | 'silent' | 'slow_body';
 
 /**
  * Whether a connection has sent nothing yet: no TLS socket (still in its handshake), or no cleartext
@@ -42,7 +54,14 @@ export function sentNothing(clear: Socket | undefined): boolean {
 /** How often deadlines are checked. */
 export const SWEEP_INTERVAL_MS = 1_000;
 /** Consecutive sweeps below the minimum body rate before the body is cut. */
-const SLOW_SWEEPS = 2;
+export const SLOW_SWEEPS = 2;
+
+/** A source address's connections, and its displacement tokens (refilled when next needed). */
+interface Source {
+  count: number;
+  tokens: number;
+  refilledAt: number;
+}
 
 interface Entry {
   /** The accepted TCP socket. */
@@ -68,11 +87,11 @@ export class ConnectionTable {
   private readonly entries = new Map<Socket, Entry>();
   private readonly byClear = new WeakMap<Socket, Entry>();
   /** Open connections by source address; a source is deleted when its last one closes. */
-  private readonly bySource = new Map<string, number>();
+  private readonly bySource = new Map<string, Source>();
   private readonly sweepTimer: NodeJS.Timeout;
   private lastSweep = performance.now();
   /** Connections closed by this table, by reason. */
-  readonly closed: Record<ConnectionCloseReason, number> = { evicted: 0, over_share: 0, silent: 0, slow_body: 0 };
+  readonly closed: Record<ConnectionCloseReason, number> = { evicted: 0, displaced: 0, over_share: 0, silent: 0, slow_body: 0 };
 
   constructor(
     server: Server,
@@ -107,50 +126,105 @@ export class ConnectionTable {
     clearInterval(this.sweepTimer);
   }
 
+  /**
+   * Shutdown, once the listener is closed: every connection with no request in flight is closed at
+   * once (never a request, part of one, or its last answer written), since no client will be told
+   * to go elsewhere on it any more; a request in flight is answered with `Connection: close`, so its
+   * connection closes once the answer is written. A client that sends a request on a pooled
+   * connection at this very moment sees it closed, as with any server that closes idle connections;
+   * the drain before this is what moves clients away first.
+   */
+  closeIdle(): { closed: number; inFlight: number } {
+    let closed = 0;
+    let inFlight = 0;
+    for (const entry of this.entries.values()) {
+      const { res } = entry;
+      if (entry.cut || res === undefined || res.writableFinished) {
+        closed++;
+        this.drop(entry);
+        continue;
+      }
+      inFlight++;
+      // Node closes the connection after an answer that says so; one whose head is out already (an
+      // answer being written) is closed once it is.
+      if (!res.headersSent) res.setHeader('Connection', 'close');
+      else res.once('finish', () => this.drop(entry));
+    }
+    return { closed, inFlight };
+  }
+
+  /** Closes every connection (the shutdown timeout); returns how many. */
+  closeAll(): number {
+    const count = this.entries.size;
+    for (const entry of this.entries.values()) this.drop(entry);
+    return count;
+  }
+
   /** Open connections from one source address. */
   connectionsFrom(source: string): number {
-    return this.bySource.get(source) ?? 0;
+    return this.bySource.get(source)?.count ?? 0;
   }
 
   private opened(raw: Socket, clear: Socket | undefined): void {
-    const source = raw.remoteAddress ?? '';
-    const entry: Entry = { raw, source, clear, since: performance.now(), req: undefined, res: undefined, mark: 0, slow: 0, cut: false };
+    const since = performance.now();
+    const entry: Entry = { raw, source: raw.remoteAddress ?? '', clear, since, req: undefined, res: undefined, mark: 0, slow: 0, cut: false };
     this.entries.set(raw, entry);
     if (clear) this.byClear.set(clear, entry);
-    this.bySource.set(source, (this.bySource.get(source) ?? 0) + 1);
+    const source = this.bySource.get(entry.source);
+    if (source) source.count++;
+    else this.bySource.set(entry.source, { count: 1, tokens: this.limits.displacements?.burst ?? 0, refilledAt: since });
     raw.once('close', () => this.forget(entry));
-    if (this.entries.size > this.limits.maxConnections) this.makeRoomFor(entry);
+    if (this.entries.size > this.limits.maxConnections) this.makeRoomFor(entry, since);
   }
 
   /** Out of the table, once: when its socket closes or when the table closes it. */
   private forget(entry: Entry): void {
     if (!this.entries.delete(entry.raw)) return;
-    const left = (this.bySource.get(entry.source) ?? 1) - 1;
-    if (left > 0) this.bySource.set(entry.source, left);
-    else this.bySource.delete(entry.source);
+    const source = this.bySource.get(entry.source)!;
+    if (--source.count === 0) this.bySource.delete(entry.source);
   }
 
   /**
    * At the cap: the victim comes from the source holding the most connections. When that is the
-   * newcomer's own source and it holds more than its fair share, the newcomer is the victim, closed
-   * before its TLS handshake has started (the 'connection' event comes before any byte is read).
+   * newcomer's own source and it holds more than its fair share, the victim is that source's worst
+   * connection if it may displace one now, and otherwise the newcomer itself, closed before its TLS
+   * handshake has started (the 'connection' event comes before any byte is read).
    */
-  private makeRoomFor(newcomer: Entry): void {
+  private makeRoomFor(newcomer: Entry, now: number): void {
+    const floor = this.limits.fairShareFloor;
+    if (floor === undefined) {
+      this.evictFor(newcomer.raw, undefined);
+      return;
+    }
+    const mine = this.bySource.get(newcomer.source)!;
     let heaviest = newcomer.source;
-    let most = this.connectionsFrom(heaviest);
-    const mine = most;
-    for (const [source, count] of this.bySource) {
-      if (count > most) {
-        heaviest = source;
-        most = count;
+    let most = mine.count;
+    for (const [address, source] of this.bySource) {
+      if (source.count > most) {
+        heaviest = address;
+        most = source.count;
       }
     }
-    const floor = this.limits.fairShareFloor;
-    if (floor !== undefined && heaviest === newcomer.source && mine > Math.max(Math.floor(this.limits.maxConnections / this.bySource.size), floor)) {
+    if (heaviest !== newcomer.source || mine.count <= Math.max(Math.floor(this.limits.maxConnections / this.bySource.size), floor)) {
+      this.evictFor(newcomer.raw, heaviest);
+      return;
+    }
+    const victim = this.mayDisplace(mine, now) ? this.victimFor(newcomer.raw, newcomer.source, false) : undefined;
+    if (victim === undefined) {
       this.close(newcomer, 'over_share');
       return;
     }
-    this.evictFor(newcomer.raw, floor === undefined ? undefined : heaviest);
+    mine.tokens--;
+    this.close(victim, 'displaced');
+  }
+
+  /** Whether `source` has a displacement token left, refilling its bucket first. */
+  private mayDisplace(source: Source, now: number): boolean {
+    const rate = this.limits.displacements;
+    if (rate === undefined) return false;
+    source.tokens = Math.min(rate.burst, source.tokens + ((now - source.refilledAt) * rate.perSecond) / 1000);
+    source.refilledAt = now;
+    return source.tokens >= 1;
   }
 
   private handshaken(clear: Socket, raw: Socket | undefined): void {
@@ -169,36 +243,38 @@ export class ConnectionTable {
     return entry.req !== undefined && entry.res !== undefined && !entry.res.writableEnded && (entry.req.complete || entry.slow === 0);
   }
 
+  /** Closes the connection `victimFor` picks in `source` (any source when undefined) for `newcomer`. */
+  private evictFor(newcomer: Socket, source: string | undefined): void {
+    const victim = this.victimFor(newcomer, source, true);
+    if (victim) this.close(victim, 'evicted');
+    // The heaviest source held only the newcomer (every source holds one): any other makes room.
+    else if (source !== undefined) this.evictFor(newcomer, undefined);
+  }
+
   /**
    * Which connection makes room, in this order: one that has never sent a request (silent, or still
    * in its handshake), then one whose request is slower than the minimum rate or incomplete, then an
    * idle keep-alive connection (one that has carried an admission: most likely an apiserver's, and
-   * closing it races the request its client may be sending that moment), and only when every other
-   * connection is being answered, one being answered. The oldest first in each class.
+   * closing it races the request its client may be sending that moment), and, when `busy` allows and
+   * every other connection is being answered, one being answered. The oldest first in each class.
    */
-  private evictFor(newcomer: Socket, source: string | undefined): void {
+  private victimFor(newcomer: Socket, source: string | undefined, busy: boolean): Entry | undefined {
     let slow: Entry | undefined;
     let idle: Entry | undefined;
-    let busy: Entry | undefined;
+    let answering: Entry | undefined;
     const older = (a: Entry | undefined, b: Entry): Entry => (a === undefined || b.since < a.since ? b : a);
     for (const entry of this.entries.values()) {
       if (entry.raw === newcomer || (source !== undefined && entry.source !== source)) continue;
       if (entry.req === undefined) {
         // Never a request (the table is in the order connections were opened: the first such is the
         // oldest); a partial one counts as slow (its headers are still arriving).
-        if (sentNothing(entry.clear)) {
-          this.close(entry, 'evicted');
-          return;
-        }
+        if (sentNothing(entry.clear)) return entry;
         slow = older(slow, entry);
-      } else if (this.answering(entry)) busy = older(busy, entry);
+      } else if (this.answering(entry)) answering = older(answering, entry);
       else if (!entry.req.complete) slow = older(slow, entry);
       else idle = older(idle, entry);
     }
-    const victim = slow ?? idle ?? busy;
-    if (victim) this.close(victim, 'evicted');
-    // The heaviest source held only the newcomer (every source holds one): any other makes room.
-    else if (source !== undefined) this.evictFor(newcomer, undefined);
+    return slow ?? idle ?? (busy ? answering : undefined);
   }
 
   /** Counts a connection closed (or a body cut) for `reason` and tells `onClose`. */
@@ -211,6 +287,12 @@ export class ConnectionTable {
     this.forget(entry);
     // A body cut with 408 was reported when it was cut.
     if (!entry.cut) this.report(entry, reason);
+    this.drop(entry);
+  }
+
+  /** Out of the table and closed, unreported. */
+  private drop(entry: Entry): void {
+    this.forget(entry);
     // The TLS socket first: destroying the TCP socket under it would make Node answer the reset.
     entry.clear?.destroy();
     entry.raw.destroy();

@@ -71,12 +71,18 @@ export const HEADERS_TIMEOUT_MS = 10_000;
  * its declared length. The apiserver writes a whole body at once; at this rate even a 5 KB review
  * would take most of a second. */
 export const MIN_BODY_BYTES_PER_SECOND = 8 * 1024;
-/** At the cap, a source address holding more than max(cap / sources, this) connections gets no new
- * one (closed at accept, before the handshake). Above the apiserver's pool (tens), so an apiserver is
- * never refused while fewer than cap / this sources share the table. */
+/** At the cap, a source address holding more than max(cap / sources, this) connections is over its
+ * share: its new connection takes the place of one of its own (DISPLACEMENTS) or is closed at accept,
+ * before the handshake. Above the apiserver's pool (tens), so an apiserver on an address of its own
+ * never needs to while fewer than cap / this sources share the table. */
 export const FAIR_SHARE_FLOOR = 32;
+/** How often a source over its share may displace one of its own connections (silent, then slow, then
+ * idle) for a new one: each newcomer costs an RSA handshake (1-2 ms of CPU), so 4 a second after a burst
+ * of 32 (an apiserver's pool), for each of at most cap / FAIR_SHARE_FLOOR sources over their share. */
+export const DISPLACEMENTS = { perSecond: 4, burst: 32 } as const;
 const CLOSE_MESSAGES: Record<ConnectionCloseReason, string> = {
   evicted: 'connection closed to make room',
+  displaced: 'connection closed for a new one from its source, which holds more than its share',
   over_share: 'new connection closed before its handshake: its source holds more than its share',
   silent: 'silent connection closed',
   slow_body: 'slow request body cut with 408',
@@ -205,14 +211,21 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   );
   // No cap at accept: past `maxConnections` the connection silent or slow the longest of the source
   // address holding the most connections is closed to make room (never an admission being answered
-  // while another can go), and a new connection from a source over its fair share is closed at accept,
-  // before its TLS handshake. The table also closes a connection silent for KEEP_ALIVE_TIMEOUT_MS and
+  // while another can go); a new connection from a source over its fair share displaces that source's
+  // own worst connection, a few times a second (DISPLACEMENTS), and is closed at accept, before its TLS
+  // handshake, past that. The table also closes a connection silent for KEEP_ALIVE_TIMEOUT_MS and
   // cuts slow bodies.
   const logClosed = (reason: ConnectionCloseReason, details: Record<string, unknown>) =>
     logger.log('debug', CLOSE_MESSAGES[reason], details);
   const connections = new ConnectionTable(
     server,
-    { maxConnections, silentMs: KEEP_ALIVE_TIMEOUT_MS, minBodyBytesPerSecond: MIN_BODY_BYTES_PER_SECOND, fairShareFloor: Math.min(FAIR_SHARE_FLOOR, maxConnections) },
+    {
+      maxConnections,
+      silentMs: KEEP_ALIVE_TIMEOUT_MS,
+      minBodyBytesPerSecond: MIN_BODY_BYTES_PER_SECOND,
+      fairShareFloor: Math.min(FAIR_SHARE_FLOOR, maxConnections),
+      displacements: DISPLACEMENTS,
+    },
     logClosed,
     true,
   );
@@ -323,18 +336,18 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     });
     return shutdownPromise;
   };
+  // After the drain: the listener closes, every connection without a request in flight is closed at
+  // once (pooled keep-alive connections, the apiserver's included, and those that never sent a byte,
+  // which Node's closeIdleConnections() leaves open), and a request in flight is answered with
+  // `Connection: close`. The process exits once the last connection is closed, that is once the last
+  // answer is written, or at the shutdown timeout.
   const closeServer = (resolve: () => void): void => {
-    logger.log('info', 'shutting down: finishing in-flight requests');
     const deadline = setTimeout(() => {
-      logger.log('warn', 'shutdown timeout reached; closing remaining connections');
-      server.closeAllConnections();
+      logger.log('warn', 'shutdown timeout reached; closing remaining connections', { closed: connections.closeAll() });
     }, settings.shutdownTimeoutSeconds * 1000);
     deadline.unref();
-    // Keep-alive sockets become idle as their in-flight response completes; close them as they do.
-    const closeIdle = setInterval(() => server.closeIdleConnections(), 50);
     server.close(() => {
       clearTimeout(deadline);
-      clearInterval(closeIdle);
       connections.stop();
       opsConnections.stop();
       // Probes are answered (unready) until the webhook port has finished.
@@ -344,7 +357,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       });
       opsServer.closeAllConnections();
     });
-    server.closeIdleConnections();
+    logger.log('info', 'shutting down: idle connections closed, finishing in-flight requests', connections.closeIdle());
   };
 
   return { port, opsPort, connectionsClosed: connections.closed, metrics, budget, logger, shutdown };
