@@ -14,7 +14,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ControlPlane, ControlPlaneNetwork, ManagedProcess, adminKubeconfig, binaryVersion, startProcess, stopProcesses } from '../../e2e/support/control-plane';
+import { ControlPlane, ControlPlaneNetwork, ManagedProcess, adminKubeconfig, binaryVersion, lastLogLines, startProcess, stopProcesses } from '../../e2e/support/control-plane';
 import { createTestPki } from '../../e2e/support/pki';
 import { ImageSpec, buildImageArchive, imageSpecs } from './images';
 
@@ -183,7 +183,8 @@ function killContainerCgroups(ids?: ReadonlySet<string>): void {
     if (!fs.existsSync(dir)) continue;
     for (const id of fs.readdirSync(dir)) {
       const cgroup = path.join(dir, id);
-      if ((ids && !ids.has(id)) || !fs.statSync(cgroup).isDirectory()) continue;
+      // Gone already (runc removes a container's cgroups when it deletes it) or not a container's.
+      if ((ids && !ids.has(id)) || !fs.statSync(cgroup, { throwIfNoEntry: false })?.isDirectory()) continue;
       // A cgroup can be removed once its last process has been reaped.
       for (let attempt = 0; attempt < 50 && fs.existsSync(cgroup); attempt++) {
         try {
@@ -499,6 +500,8 @@ export class NodeCluster {
       for (const { name, child } of this.processes) {
         if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode} while waiting for ${what}:\n${this.logs()}`);
       }
+      const exited = this.plane.exited();
+      if (exited) throw new Error(`${exited} while waiting for ${what}:\n${this.logs()}`);
       try {
         if (await check()) return;
       } catch (error) {
@@ -511,7 +514,7 @@ export class NodeCluster {
 
   /** The last lines of every process, for a failure message. */
   logs(): string {
-    return [this.plane.logs(), ...this.processes.map(({ name, logs }) => `--- ${name}\n${logs.join('').split('\n').slice(-30).join('\n')}`)].join('\n');
+    return [this.plane.logs(), lastLogLines(this.processes, 30)].join('\n');
   }
 
   /**

@@ -137,27 +137,48 @@ export interface ControlPlaneNetwork {
   readonly enter: (file: string, args: readonly string[]) => readonly [string, readonly string[]];
 }
 
-/** Starts a process and keeps its last output for failure messages (and, with `logFile`, all of it). */
+/** A process the suite started, writing its output to its own log file. */
 export interface ManagedProcess {
   readonly name: string;
   readonly child: ChildProcess;
-  readonly logs: string[];
+  readonly logFile: string;
 }
 
-export function startProcess(name: string, file: string, args: readonly string[], options: { enter?: ControlPlaneNetwork['enter']; logFile?: string; env?: NodeJS.ProcessEnv } = {}): ManagedProcess {
-  const logs: string[] = [];
+/**
+ * Starts a process with its stdout and stderr going straight into `logFile`, never through a pipe to
+ * this process: a test that blocks its event loop (a spawnSync of kubectl that waits for a namespace
+ * to go) would stop draining a pipe, and a controller blocked on a full pipe stops working.
+ */
+export function startProcess(name: string, file: string, args: readonly string[], options: { enter?: ControlPlaneNetwork['enter']; logFile: string; env?: NodeJS.ProcessEnv }): ManagedProcess {
   const [command, commandArgs] = options.enter ? options.enter(file, args) : [file, args];
-  const child = spawn(command, [...commandArgs], { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ?? { PATH: process.env.PATH ?? '' } });
-  const log = options.logFile ? fs.createWriteStream(options.logFile, { flags: 'a' }) : undefined;
-  const keep = (chunk: Buffer) => {
-    log?.write(chunk);
-    logs.push(chunk.toString('utf8'));
-    if (logs.length > 400) logs.splice(0, logs.length - 400);
-  };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  child.once('close', () => log?.end());
-  return { name, child, logs };
+  const log = fs.openSync(options.logFile, 'a');
+  try {
+    const child = spawn(command, [...commandArgs], { stdio: ['ignore', log, log], env: options.env ?? { PATH: process.env.PATH ?? '' } });
+    return { name, child, logFile: options.logFile };
+  } finally {
+    fs.closeSync(log);
+  }
+}
+
+/** The last `lines` lines of each process's log, for a failure message. */
+export function lastLogLines(processes: readonly ManagedProcess[], lines = 40): string {
+  return processes
+    .map(({ name, logFile }) => {
+      let text = '';
+      try {
+        const size = fs.statSync(logFile).size;
+        const fd = fs.openSync(logFile, 'r');
+        const length = Math.min(size, 64 * 1024);
+        const buffer = Buffer.alloc(length);
+        fs.readSync(fd, buffer, 0, length, size - length);
+        fs.closeSync(fd);
+        text = buffer.toString('utf8');
+      } catch {
+        text = '(no log)';
+      }
+      return `--- ${name}\n${text.split('\n').slice(-lines).join('\n')}`;
+    })
+    .join('\n');
 }
 
 /** Stops processes in reverse order of start: SIGTERM, then SIGKILL after `graceMs`. */
@@ -207,7 +228,7 @@ export class ControlPlane {
     const [etcdClient, etcdPeer, apiserverPort] = network ? [2379, 2380, 6443] : [await freePort(), await freePort(), await freePort()];
     const processes: ManagedProcess[] = [];
     const run = (name: string, file: string, args: string[]) => {
-      processes.push(startProcess(name, file, args, { enter: network?.enter, logFile: options.dir ? path.join(dir, `${name}.log`) : undefined }));
+      processes.push(startProcess(name, file, args, { enter: network?.enter, logFile: path.join(dir, `${name}.log`) }));
     };
     run('etcd', binaries.etcd, [
       `--data-dir=${path.join(dir, 'etcd')}`,
@@ -271,8 +292,14 @@ export class ControlPlane {
   }
 
   /** The last lines each process wrote, for a failure message. */
+  /** `name exited with code` for a process of the control plane that is no longer running. */
+  exited(): string | undefined {
+    const gone = this.processes.find(({ child }) => child.exitCode !== null || child.signalCode !== null);
+    return gone && `${gone.name} exited with ${gone.child.exitCode ?? gone.child.signalCode}`;
+  }
+
   logs(): string {
-    return this.processes.map(({ name, logs }) => `--- ${name}\n${logs.join('').split('\n').slice(-40).join('\n')}`).join('\n');
+    return lastLogLines(this.processes);
   }
 
   private async waitReady(timeoutMs: number): Promise<void> {
