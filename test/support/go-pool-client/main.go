@@ -12,10 +12,17 @@
 // connection idle in its pool, never having sent a byte on it. That is what the apiserver's pool
 // holds, and what a server that closes only "idle" connections (Node's closeIdleConnections) misses.
 //
+// "burst-held" makes that happen on any machine and with any Go: the dials its requests start wait
+// until the burst is over (every request served by a connection that came back first), and dial with
+// a context of their own, since Go before 1.23 dials with the request's, which is cancelled once the
+// request is answered on another connection.
+//
 // Commands on stdin, one a line; one JSON line on stdout for each, and one for each connection the
 // Transport closes:
 //
 //	burst <requests> <concurrency>   requests over that many goroutines at once
+//	burst-held <requests> <concurrency>
+//	                                 the same, the dials it starts held until it is over
 //	one                              one request
 //	state                            connections open, and how many of them never carried a request
 //	exit
@@ -140,10 +147,29 @@ func main() {
 	roots.AppendCertsFromPEM(caPEM)
 	tlsConfig := &tls.Config{RootCAs: roots, ServerName: os.Getenv("POOL_SERVER_NAME"), MinVersion: tls.VersionTLS12}
 	p := &pool{conns: map[int]*trackedConn{}}
+	var (
+		holdMu  sync.Mutex
+		release chan struct{} // non-nil while a held burst runs
+		dialing sync.WaitGroup
+	)
 	transport := &http.Transport{
-		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		DialTLSContext: func(_ context.Context, network, addr string) (net.Conn, error) {
+			dialing.Add(1)
+			defer dialing.Done()
+			holdMu.Lock()
+			held := release
+			holdMu.Unlock()
+			if held != nil {
+				// Until the burst is over; a bound in case no connection came back to serve it.
+				select {
+				case <-held:
+				case <-time.After(10 * time.Second):
+				}
+			}
 			time.Sleep(time.Duration(delayMs) * time.Millisecond)
-			raw, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, network, addr)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			raw, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
@@ -187,7 +213,12 @@ func main() {
 			continue
 		}
 		switch fields[0] {
-		case "burst":
+		case "burst", "burst-held":
+			if fields[0] == "burst-held" {
+				holdMu.Lock()
+				release = make(chan struct{})
+				holdMu.Unlock()
+			}
 			requests, _ := strconv.Atoi(fields[1])
 			concurrency, _ := strconv.Atoi(fields[2])
 			var mu sync.Mutex
@@ -216,6 +247,13 @@ func main() {
 				}()
 			}
 			wg.Wait()
+			if fields[0] == "burst-held" {
+				holdMu.Lock()
+				close(release)
+				release = nil
+				holdMu.Unlock()
+				dialing.Wait()
+			}
 			line := p.state()
 			line["event"] = "burst"
 			line["ok"] = ok
