@@ -37,6 +37,8 @@ if (skip) console.log(`npm run e2e:node ${skip}`);
 const BACKEND = process.env.INJECTOR_BACKEND === 'admissionPolicy' ? 'admissionPolicy' : 'webhook';
 const WEBHOOK = BACKEND === 'webhook';
 const INJECTOR_NAMESPACE = 'sidecar-injector';
+/** The Envoy version of the default app (dist/). */
+const ENVOY_FIRST = '1.20.3';
 /** The Envoy version the day-two step bumps to (a stand-in image of it is imported). */
 const ENVOY_NEXT = '1.21.0';
 /** The version `rollout --in-place` upgrades to; and one no image exists for. */
@@ -66,7 +68,7 @@ before(async () => {
     policyEnv = { INJECTOR_BACKEND: 'admissionPolicy', INJECTOR_POLICY_API_VERSION: apiVersion };
     apiserverFlags = minor >= 36 ? [] : policyApiserverFlags(apiVersion);
   }
-  cluster = await NodeCluster.start(bins, { dir: path.join(work, 'cluster'), envoyVersions: ['1.20.3', ENVOY_NEXT, ENVOY_IN_PLACE], apiserverFlags, progress });
+  cluster = await NodeCluster.start(bins, { dir: path.join(work, 'cluster'), envoyVersions: [ENVOY_FIRST, ENVOY_NEXT, ENVOY_IN_PLACE], apiserverFlags, progress });
   const version = await cluster.plane.ok('GET', '/version');
   const node = await cluster.plane.ok('GET', `/api/v1/nodes/${NODE_NAME}`);
   progress(`kube-apiserver /version ${version.gitVersion}; kubelet ${node.status.nodeInfo.kubeletVersion}, ${node.status.nodeInfo.containerRuntimeVersion}, kube-proxy ${cluster.versions.kubeProxy}; backend ${BACKEND}`);
@@ -74,6 +76,7 @@ before(async () => {
   npmSynth(dist, certs, policyEnv);
   progress(kubectl(cluster, ['apply', '-f', dist]).trim().split('\n').join('; '));
   if (WEBHOOK) kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
+  else await policiesInForce(dist);
 });
 
 after(async () => {
@@ -541,9 +544,44 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
 
 });
 
+/**
+ * Waits until the apiserver injects what `outdir`'s config says: it loads policies asynchronously, so a
+ * pod created right after `kubectl apply` may meet none, or the policies it replaced. Server-side dry
+ * runs of a pod in an enabled namespace (Envoy's image, its readiness gate) and of a Deployment with
+ * wait-for-it's annotation (the workloads' policy), until both get the config's injections.
+ */
+async function policiesInForce(outdir: string): Promise<void> {
+  const { version, gated } = variants.get(outdir) ?? { version: ENVOY_FIRST, gated: false };
+  const image = `envoyproxy/envoy:v${version}`;
+  kubectl(cluster, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'policy-probe', labels: ENABLED } }));
+  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe' }, spec: { containers: [app('app')] } };
+  const deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'probe', annotations: { 'com.foreach/wait-for-it': 'db:5432' } },
+    spec: { selector: { matchLabels: { app: 'probe' } }, template: { metadata: { labels: { app: 'probe' } }, spec: { containers: [app('app')] } } },
+  };
+  let seen = '';
+  await cluster.until(`the policies of ${path.basename(outdir)} in force (envoy ${image}${gated ? ', readiness gate' : ''}, wait-for-it)`, async () => {
+    const made = await cluster.plane.ok('POST', '/api/v1/namespaces/policy-probe/pods?dryRun=All', pod);
+    const workload = await cluster.plane.ok('POST', '/apis/apps/v1/namespaces/policy-probe/deployments?dryRun=All', deployment);
+    const got = made.spec.containers.find((c: any) => c.name === 'envoy')?.image;
+    const gates = made.spec.readinessGates?.length ?? 0;
+    const waits = (workload.spec.template.spec.initContainers ?? []).some((c: any) => c.name === 'wait-for-it');
+    seen = `envoy ${got}, ${gates} readiness gates, wait-for-it ${waits}`;
+    return got === image && gates > 0 === gated && waits;
+  }, 120_000).catch((error: Error) => {
+    throw new Error(`${error.message}; the last dry run: ${seen}`);
+  });
+}
+
+/** What each variant's config injects that its tests change. */
+const variants = new Map<string, { version: string; gated: boolean }>();
+
 /** The default app with Envoy's image at `version` (and `readinessGate`), synthesized to a directory of its own with the same certificates. */
 function variant(version: string, options: { readinessGate?: boolean } = {}): string {
   const outdir = path.join(work, `dist-envoy-${version}${options.readinessGate ? '-gated' : ''}`);
+  variants.set(outdir, { version, gated: options.readinessGate === true });
   if (fs.existsSync(outdir)) return outdir;
   const script = path.join(work, 'variant.ts');
   fs.writeFileSync(
@@ -568,7 +606,10 @@ function variant(version: string, options: { readinessGate?: boolean } = {}): st
  */
 async function applyConfig(outdir: string): Promise<void> {
   progress(`apply ${path.basename(outdir)}: ${kubectl(cluster, ['apply', '-f', outdir]).trim().split('\n').filter((line) => !line.endsWith('unchanged')).join('; ')}`);
-  if (!WEBHOOK) return;
+  if (!WEBHOOK) {
+    await policiesInForce(outdir);
+    return;
+  }
   kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
   await cluster.until('only the new injector replicas', async () => {
     const pods = await listPods(cluster, INJECTOR_NAMESPACE, 'app.kubernetes.io/name=sidecar-injector');
