@@ -10,6 +10,8 @@
 // an annotation's value, say) is left alone. The member is passed over, not checked: malformed JSON
 // inside it (which no apiserver sends) is not reported.
 
+import { SMALL_BODY_BYTES } from '../config';
+
 const KEY = Buffer.from('"managedFields":[');
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -21,29 +23,48 @@ const CLOSE_BRACKET = 0x5d;
 
 /**
  * The index just past the `]` that closes the array whose `[` is at `open - 1`, or -1 when the body
- * ends first (a cut-off body: left to JSON.parse to report).
+ * ends first (a cut-off body: left to JSON.parse to report). One byte read per step, the length read
+ * once: about a tenth fewer instructions than a loop reading `body.length` and the byte at `i` again
+ * (callgrind, the recorded pod's 1.3 KB member), and this loop is most of the scan's cost.
  */
 function arrayEnd(body: Buffer, open: number): number {
+  const length = body.length;
   let depth = 1;
-  for (let i = open; i < body.length; i++) {
-    const byte = body[i];
+  let i = open;
+  while (i < length) {
+    const byte = body[i++];
     if (byte === QUOTE) {
-      // To the closing quote, over escapes.
-      for (i++; i < body.length; i++) {
-        const inner = body[i];
+      // To the closing quote, over escapes (a backslash and the byte after it).
+      let inner = body[i++];
+      while (inner !== QUOTE) {
         if (inner === BACKSLASH) i++;
-        else if (inner === QUOTE) break;
+        if (i >= length) return -1;
+        inner = body[i++];
       }
     } else if (byte === OPEN_BRACKET || byte === OPEN_BRACE) depth++;
-    else if ((byte === CLOSE_BRACKET || byte === CLOSE_BRACE) && --depth === 0) return i + 1;
+    else if ((byte === CLOSE_BRACKET || byte === CLOSE_BRACE) && --depth === 0) return i;
   }
   return -1;
 }
 
-/** `body` as UTF-8 text, without its `"managedFields":[...]` members (in compact JSON, as the apiserver writes it). */
+/** Where the kept bytes of a body are gathered, reused by every call (one at a time: the scan and the
+ * decoding are synchronous). Grown to the largest body seen, at most SMALL_BODY_BYTES: part of the
+ * server's own memory. */
+let gathered = Buffer.allocUnsafeSlow(8 * 1024);
+
+/**
+ * `body` as UTF-8 text, without its `"managedFields":[...]` members (in compact JSON, as the apiserver
+ * writes it). The bytes around the members are gathered into one buffer and decoded once: joining
+ * decoded pieces instead made a rope string that JSON.parse then copied flat again (callgrind: about
+ * 4,000 instructions and 3.6 KB of young-generation allocation per admission of the recorded pod). The
+ * cuts are at ASCII bytes outside strings, so no UTF-8 sequence is split.
+ */
 export function reviewText(body: Buffer): string {
-  let text = '';
-  /** Where the text still to copy starts. */
+  /** Where the kept bytes go (`gathered`, or for a body larger than it may grow, a buffer of its own),
+   * and how many are there; undefined until the first member is found. */
+  let into: Buffer | undefined;
+  let kept = 0;
+  /** Where the bytes still to copy start. */
   let from = 0;
   for (let at = body.indexOf(KEY); at > 0; at = body.indexOf(KEY, at + KEY.length)) {
     // A member only: a quote after `{` or `,` opens a key (inside a string it would be escaped).
@@ -56,9 +77,18 @@ export function reviewText(body: Buffer): string {
     let next = end;
     if (before === COMMA) start = at - 1;
     else if (body[end] === COMMA) next = end + 1;
-    text += body.toString('utf8', from, start);
+    if (into === undefined) {
+      if (body.length > SMALL_BODY_BYTES) into = Buffer.allocUnsafe(body.length);
+      else {
+        if (gathered.length < body.length) gathered = Buffer.allocUnsafeSlow(body.length);
+        into = gathered;
+      }
+    }
+    kept += body.copy(into, kept, from, start);
     from = next;
     at = next - KEY.length;
   }
-  return from === 0 ? body.toString('utf8') : text + body.toString('utf8', from);
+  if (into === undefined) return body.toString('utf8');
+  kept += body.copy(into, kept, from);
+  return into.toString('utf8', 0, kept);
 }
