@@ -13,6 +13,20 @@
 import { SMALL_BODY_BYTES } from '../config';
 
 const KEY = Buffer.from('"managedFields":[');
+/**
+ * What is searched for: the key's end. Its first byte, a capital F, is rare in a review, where a quote
+ * (the key's own first byte) starts every other token: the search's first-byte scan stops far less
+ * often (callgrind: the two searches through the recorded pod's body, about 10,600 instructions with
+ * the whole key, 2,900 with this). The bytes before it are compared after a hit.
+ */
+const KEY_END = KEY.subarray(KEY.indexOf('Fields'));
+const KEY_START = KEY.length - KEY_END.length;
+
+/** Whether `KEY` is at `at` in `body`, given that its last `KEY_END.length` bytes are. */
+function keyStartsAt(body: Buffer, at: number): boolean {
+  for (let i = 0; i < KEY_START; i++) if (body[at + i] !== KEY[i]) return false;
+  return true;
+}
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
@@ -66,7 +80,9 @@ export function reviewText(body: Buffer): string {
   let kept = 0;
   /** Where the bytes still to copy start. */
   let from = 0;
-  for (let at = body.indexOf(KEY); at > 0; at = body.indexOf(KEY, at + KEY.length)) {
+  for (let hit = body.indexOf(KEY_END, KEY_START + 1); hit >= 0; hit = body.indexOf(KEY_END, hit + KEY_END.length)) {
+    const at = hit - KEY_START;
+    if (!keyStartsAt(body, at)) continue;
     // A member only: a quote after `{` or `,` opens a key (inside a string it would be escaped).
     const before = body[at - 1];
     if (before !== COMMA && before !== OPEN_BRACE) continue;
@@ -86,7 +102,7 @@ export function reviewText(body: Buffer): string {
     }
     kept += body.copy(into, kept, from, start);
     from = next;
-    at = next - KEY.length;
+    hit = next - KEY_END.length;
   }
   if (into === undefined) return body.toString('utf8');
   kept += body.copy(into, kept, from);
