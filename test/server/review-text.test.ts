@@ -82,6 +82,20 @@ describe('reviewText', () => {
     }
   });
 
+  test('multi-byte UTF-8 next to the members, bodies one after another of any size, each its own text', () => {
+    const bodies = [
+      { metadata: { name: 'ünïcødé-前', managedFields: [{ manager: 'kübectl ✓', fieldsV1: { 'f:metadata': {} } }], labels: { 'a': '😀' } }, spec: { x: 'é' } },
+      // Larger than the buffer the kept bytes are gathered in (SMALL_BODY_BYTES), and a small one after it.
+      { metadata: { annotations: { big: 'ß'.repeat(40_000) }, managedFields: [{ manager: 'm' }] }, spec: { managedFields: [1], y: '→' } },
+      { managedFields: [], a: '€' },
+      { metadata: { name: 'short', managedFields: [{ manager: 'x' }] } },
+    ];
+    for (const value of [...bodies, ...bodies.reverse()]) {
+      const text = JSON.stringify(value);
+      assert.deepEqual(skipped(text), withoutManagedFields(value), text.slice(0, 80));
+    }
+  });
+
   test('any JSON with managedFields members anywhere parses as the whole without them (property)', () => {
     const leaf = fc.oneof(fc.string(), fc.integer(), fc.boolean(), fc.constant(null));
     const { tree } = fc.letrec((tie) => ({

@@ -360,7 +360,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       res.destroy();
       return;
     }
-    for (const decision of result.decisions) metrics.countInjection(decision.injection, decision.reason);
+    metrics.countDecisions(result.decisions);
     for (const warning of result.podWarnings) metrics.countPodWarning(warning.injection, warning.reason);
     finish(started, 0, result.patch.length > 0 ? 'patched' : 'unchanged', (elapsedMs) => {
       if (logger.enabled('info')) logger.logLater('info', 'admission', admissionLogMembers, admissionLogFields(admission.review!.request, admission.uid, result, elapsedMs));

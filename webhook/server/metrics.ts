@@ -2,7 +2,7 @@
 // Node.js ones (resident memory, heap, event-loop lag, GC). The hot path only bumps plain numbers
 // (no label strings hashed per request); prom-client reads them when /metrics is scraped.
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { DecisionReason, PodWarningReason } from '../engine';
+import type { DecisionReason, InjectionDecision, PodWarningReason } from '../engine';
 import type { Logger } from './logger';
 import type { MemoryBudget } from './memory-budget';
 
@@ -63,6 +63,10 @@ class PlainHistogram {
   }
 }
 
+/** Most decision objects counted apart before they are folded into the counts by name (each config
+ * reload brings new ones; a config has one per injection and reason). */
+const MAX_DECISION_COUNTERS = 1024;
+
 const OUTCOME_INDEX = Object.fromEntries(REQUEST_OUTCOMES.map((outcome, i) => [outcome, i])) as Record<RequestOutcome, number>;
 
 export class WebhookMetrics {
@@ -70,6 +74,8 @@ export class WebhookMetrics {
   /** Answers per outcome, in REQUEST_OUTCOMES order. */
   private readonly requests = new Float64Array(REQUEST_OUTCOMES.length);
   private readonly injections = new Map<string, Map<DecisionReason, number>>();
+  /** Decisions counted by the engine's own decision objects, not yet folded into `injections`. */
+  private readonly byDecision = new Map<InjectionDecision, { count: number }>();
   private readonly podWarnings = new Map<string, Map<PodWarningReason, number>>();
   private readonly duration: PlainHistogram;
   private readonly reloads: Counter<'what' | 'result'>;
@@ -101,6 +107,7 @@ export class WebhookMetrics {
       registers,
       collect() {
         this.reset();
+        metrics.foldDecisions();
         for (const [injection, byReason] of metrics.injections) {
           for (const [reason, count] of byReason) this.inc({ injection, reason }, count);
         }
@@ -176,10 +183,33 @@ export class WebhookMetrics {
     this.duration.observe(seconds);
   }
 
-  countInjection(injection: string, reason: DecisionReason): void {
-    let byReason = this.injections.get(injection);
-    if (!byReason) this.injections.set(injection, (byReason = new Map()));
-    byReason.set(reason, (byReason.get(reason) ?? 0) + 1);
+
+  /**
+   * Counts a result's decisions. The engine makes each decision object once per injection and reason
+   * (per config) and hands out the same one on every request, so a decision is counted by its object:
+   * one Map lookup and an increment, where counting by injection name and reason took three Map
+   * operations per decision. Folded into the counts by name when scraped, and once MAX_DECISION_COUNTERS
+   * objects are counted apart (configs reloaded again and again), so the table stays small.
+   */
+  countDecisions(decisions: readonly InjectionDecision[]): void {
+    for (const decision of decisions) {
+      const counter = this.byDecision.get(decision);
+      if (counter !== undefined) {
+        counter.count++;
+        continue;
+      }
+      if (this.byDecision.size >= MAX_DECISION_COUNTERS) this.foldDecisions();
+      this.byDecision.set(decision, { count: 1 });
+    }
+  }
+
+  private foldDecisions(): void {
+    for (const [decision, counter] of this.byDecision) {
+      let byReason = this.injections.get(decision.injection);
+      if (!byReason) this.injections.set(decision.injection, (byReason = new Map()));
+      byReason.set(decision.reason, (byReason.get(decision.reason) ?? 0) + counter.count);
+    }
+    this.byDecision.clear();
   }
 
   countPodWarning(injection: string, reason: PodWarningReason): void {
