@@ -24,7 +24,7 @@ import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { DISPLACEMENTS } from '../../webhook/server/webhook-server';
 import { ATTACK_DESCRIPTIONS, ATTACK_KINDS, AttackKind, AttackStats, attackerAddresses, startAttack } from '../bench/attacks';
 import { loadReview } from '../support/recorded-reviews';
-import { BundledWebhook, HttpsResult, MountedDirs, TEST_SERVER_NAME, keepAliveAgent, makeMountedDirs, opsRequest, postAdmission, startBundled, until } from '../support/webhook-harness';
+import { BundledWebhook, HttpsResult, MountedDirs, TEST_SERVER_NAME, keepAliveAgent, makeMountedDirs, opsRequest, postAdmission, startBundled, until, within } from '../support/webhook-harness';
 
 const sample = (metrics: string, series: string): number | undefined => {
   const line = metrics.split('\n').find((candidate) => candidate.startsWith(series + ' '));
@@ -47,15 +47,6 @@ const CLOSE_REASONS = ['evicted', 'displaced', 'over_share', 'silent', 'slow_bod
 type Closed = Record<(typeof CLOSE_REASONS)[number], number>;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-    }),
-  ]);
-}
 
 /** Connections the server has closed, by reason, from its /metrics. */
 async function closedByServer(opsPort: number): Promise<Closed> {

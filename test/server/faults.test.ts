@@ -28,6 +28,7 @@ import {
   startBundled,
   opsRequest,
   until,
+  within,
 } from '../support/webhook-harness';
 
 const certificate = generateWebhookCertificate({ serviceName: 'sidecar-injector', namespace: 'sidecar-injector' });
@@ -43,15 +44,6 @@ const WAIT_MS = 30_000;
 const EXIT_MARGIN_MS = 2_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
-    }),
-  ]);
-}
 const fingerprintOf = (pem: string) => new X509Certificate(pem).fingerprint256;
 
 interface Started {

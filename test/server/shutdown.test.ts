@@ -20,7 +20,7 @@ import { InjectorConfig, generateWebhookCertificate } from '../../charts';
 import { RUNTIME_ENV } from '../../webhook/config';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { loadReview } from '../support/recorded-reviews';
-import { MountedDirs, REPO_ROOT, TEST_SERVER_NAME, logEntries, logged, loggedAt, makeMountedDirs, opsRequest, startBundled, until } from '../support/webhook-harness';
+import { MountedDirs, REPO_ROOT, TEST_SERVER_NAME, logEntries, logged, loggedAt, makeMountedDirs, opsRequest, startBundled, until, within } from '../support/webhook-harness';
 
 const certificate = generateWebhookCertificate({ serviceName: 'sidecar-injector', namespace: 'sidecar-injector' });
 const CONFIG: InjectorConfig = { injections: DEFAULT_INJECTIONS };
@@ -34,15 +34,6 @@ const CLOSING_MESSAGE = 'shutting down: idle connections closed, finishing in-fl
 /** Resolves once `socket` has closed. */
 const closed = (socket: net.Socket): Promise<void> => (socket.closed ? Promise.resolve() : new Promise((resolve) => socket.once('close', () => resolve())));
 
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
-    }),
-  ]);
-}
 
 function tlsConnect(port: number): Promise<tls.TLSSocket> {
   return new Promise((resolve, reject) => {

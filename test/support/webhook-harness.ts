@@ -306,6 +306,17 @@ export function deployedEnvironment(manifests: Record<string, any>[], root: stri
   return { ...deployed, env, container };
 }
 
+/** `promise`, or a failure naming `what` once `ms` have passed without it. */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
+    }),
+  ]);
+}
+
 /** Probes every 50 ms until it returns a value; fails naming `what` after `timeoutMs`. */
 export async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
