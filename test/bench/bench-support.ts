@@ -12,6 +12,7 @@ import { Yaml } from 'cdk8s';
 import { WebhookCertificate, generateWebhookCertificate } from '../../charts';
 import { DeployedWebhook, materializeDeployment } from '../../webhook/dev/deployed-mounts';
 import type { GeneratorConfig, GeneratorResult } from './load-generator';
+import type { PairedConfig, PairedResult } from './paired-load';
 import { freePort } from '../support/webhook-harness';
 
 export { freePort };
@@ -445,6 +446,21 @@ export async function runLoad(config: GeneratorConfig, pinning: Pinning): Promis
     limitMs,
   );
   if (code !== 0) throw new Error(`load generator failed (${code}):\n${stderr}`);
+  return JSON.parse(stdout.trim().split('\n').pop()!);
+}
+
+/** Runs test/bench/paired-load.ts (two servers loaded in turns) as its own process on the generator core. */
+export async function runPairedLoad(config: PairedConfig, pinning: Pinning): Promise<PairedResult> {
+  readCpuMs(process.pid); // settles the clock-tick rate
+  const limitMs = config.warmupSeconds * 2000 + config.phasesPerServer * 2 * (config.phaseMs + 1000) + 60_000;
+  const { code, stdout, stderr } = await runToEnd(
+    pinning.generator,
+    process.execPath,
+    [...TSX_IMPORT, path.join(__dirname, 'paired-load.ts'), JSON.stringify(config), String(clockTicks ?? 100)],
+    {},
+    limitMs,
+  );
+  if (code !== 0) throw new Error(`paired load failed (${code}):\n${stderr}`);
   return JSON.parse(stdout.trim().split('\n').pop()!);
 }
 

@@ -84,7 +84,7 @@ export interface GeneratorResult {
   readonly cpuTotalMs: number;
 }
 
-interface InFlight {
+export interface InFlight {
   readonly seq: number;
   readonly scheduled: number;
   sent: number;
@@ -95,9 +95,10 @@ interface InFlight {
 }
 
 const HEADER_END = Buffer.from('\r\n\r\n');
-const PATCH_MARK = Buffer.from('"patch":"');
+export const PATCH_MARK = Buffer.from('"patch":"');
 
-class Connection {
+/** One keep-alive TLS connection that sends one request at a time and reads Content-Length framed answers. */
+export class Connection {
   private readonly socket: tls.TLSSocket;
   private buffer: Buffer | undefined;
   private headerEnd = -1;
@@ -110,7 +111,7 @@ class Connection {
   dead = false;
 
   constructor(
-    config: GeneratorConfig,
+    config: Pick<GeneratorConfig, 'port' | 'servername'>,
     ca: string,
     private readonly onReady: (connection: Connection) => void,
     private readonly onResponse: (connection: Connection, request: InFlight, status: number, body: Buffer, head: string) => void,
@@ -182,9 +183,9 @@ class Connection {
   }
 }
 
-export async function runGenerator(config: GeneratorConfig): Promise<GeneratorResult> {
-  const ca = fs.readFileSync(config.caFile, 'utf8');
-  const template = fs.readFileSync(config.bodyFile, 'utf8');
+/** The request bytes the apiserver would send for the review in `bodyFile`, with a fresh uid per request. */
+export function requestBuilder(bodyFile: string, servername: string): { uidOf(seq: number): Buffer; requestBytes(uid: Buffer): Buffer } {
+  const template = fs.readFileSync(bodyFile, 'utf8');
   const originalUid: string = JSON.parse(template).request.uid;
   const uidAt = template.indexOf(`"uid":"${originalUid}"`);
   if (uidAt < 0) throw new Error('the body must be compact JSON with request.uid');
@@ -193,7 +194,7 @@ export async function runGenerator(config: GeneratorConfig): Promise<GeneratorRe
   const bodyLength = Buffer.byteLength(prefix) + Buffer.byteLength(suffix) + 36;
   const head = Buffer.from(
     'POST /mutate?timeout=10s HTTP/1.1\r\n' +
-      `Host: ${config.servername}:443\r\n` +
+      `Host: ${servername}:443\r\n` +
       'User-Agent: kube-apiserver-admission\r\n' +
       'Accept: application/json, */*\r\n' +
       'Content-Type: application/json\r\n' +
@@ -205,6 +206,12 @@ export async function runGenerator(config: GeneratorConfig): Promise<GeneratorRe
   const suffixBytes = Buffer.from(suffix);
   const uidOf = (seq: number) => Buffer.from(`b3c40000-0000-4000-8000-${seq.toString(16).padStart(12, '0')}`, 'latin1');
   const requestBytes = (uid: Buffer) => Buffer.concat([head, prefixBytes, uid, suffixBytes]);
+  return { uidOf, requestBytes };
+}
+
+export async function runGenerator(config: GeneratorConfig): Promise<GeneratorResult> {
+  const ca = fs.readFileSync(config.caFile, 'utf8');
+  const { uidOf, requestBytes } = requestBuilder(config.bodyFile, config.servername);
 
   const timeoutMs = config.timeoutMs ?? 10_000;
   const open = config.mode === 'open';
