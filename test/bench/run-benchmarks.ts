@@ -1283,8 +1283,8 @@ function whatStandsInTheWay(report: Report, missed: Target[]): string[] {
             `Other load on the server core during these segments: webhook ${fmt(w500.otherOnServerCorePercent, 2)}%, baseline ${fmt(b500.otherOnServerCorePercent, 2)}%; ` +
             `time stolen by the hypervisor: ${fmt(w500.stealPercent, 2)}% and ${fmt(b500.stealPercent, 2)}%.`,
           '',
-          'Measured on 2026-11-26 (not part of this benchmark): in 7 sets of 4 to 6 interleaved 5 s segments per server at 500 req/s (a probe built on this benchmark\'s generator), ' +
-            'the webhook\'s pooled p99 was 0.94x to 1.33x the baseline\'s (median 1.16x), and in 4 runs of this benchmark that day 0.99x, 1.00x, 1.07x and 1.24x; one server\'s own segments moved from 1,500 to 4,600 µs. ' +
+          'Measured on 2026-11-26 (not part of this benchmark): in 10 sets of 2 to 6 interleaved 5 s segments per server at 500 req/s (a probe built on this benchmark\'s generator), ' +
+            'the webhook\'s pooled p99 was 0.94x to 1.33x the baseline\'s (median 1.16x), and in 7 runs of this benchmark that day 1.00x, 1.23x, 0.99x, 1.24x, 1.07x, 1.18x and 1.24x; one server\'s own segments moved from 1,500 to 4,600 µs. ' +
             'So the webhook\'s tail at this rate is about a tenth above the baseline\'s, under noise of that size. Its p50 is 1.1x to 1.3x the baseline\'s here, and its main-thread CPU per request about 1.3x, against 0.95x at saturation: ' +
             'at 500 req/s each admission is alone in its event-loop turn, so the stage batching that pays for the webhook\'s extra work at saturation does nothing, and a sampling profile at this rate put its JavaScript per admission at about twice the baseline\'s. ' +
             'Tried that day and not kept, each as an interleaved third server in such a set: answering a lone small body at once instead of after setImmediate (p99 2,639 vs 2,643 µs); ' +
