@@ -13,6 +13,7 @@ import { WebhookCertificate, generateWebhookCertificate } from '../../charts';
 import { DeployedWebhook, materializeDeployment } from '../../webhook/dev/deployed-mounts';
 import type { GeneratorConfig, GeneratorResult } from './load-generator';
 import type { PairedConfig, PairedResult } from './paired-load';
+import { cpuMsOfStat } from './proc-cpu';
 import { freePort } from '../support/webhook-harness';
 
 export { freePort };
@@ -136,20 +137,10 @@ export function readRssKb(pid: number): number {
   }
 }
 
-let clockTicks: number | undefined;
-/** User + system CPU time of `pid`, in milliseconds. */
+/** User + system CPU time of `pid`, in milliseconds; NaN once it has exited. */
 export function readCpuMs(pid: number): number {
-  clockTicks ??= (() => {
-    try {
-      return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    } catch {
-      return 100;
-    }
-  })();
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) / clockTicks) * 1000;
+    return cpuMsOfStat(`/proc/${pid}/stat`);
   } catch {
     return NaN;
   }
@@ -451,12 +442,11 @@ export async function runLoad(config: GeneratorConfig, pinning: Pinning): Promis
 
 /** Runs test/bench/paired-load.ts (two servers loaded in turns) as its own process on the generator core. */
 export async function runPairedLoad(config: PairedConfig, pinning: Pinning): Promise<PairedResult> {
-  readCpuMs(process.pid); // settles the clock-tick rate
   const limitMs = config.warmupSeconds * 2000 + config.phasesPerServer * 2 * (config.phaseMs + 1000) + 60_000;
   const { code, stdout, stderr } = await runToEnd(
     pinning.generator,
     process.execPath,
-    [...TSX_IMPORT, path.join(__dirname, 'paired-load.ts'), JSON.stringify(config), String(clockTicks ?? 100)],
+    [...TSX_IMPORT, path.join(__dirname, 'paired-load.ts'), JSON.stringify(config)],
     {},
     limitMs,
   );

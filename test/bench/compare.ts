@@ -29,6 +29,7 @@ import {
   startServer,
   webhookSpec,
 } from './bench-support';
+import { cpuMsOfStat } from './proc-cpu';
 import { HTTP_REVIEW, body } from './reviews';
 
 const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 3);
@@ -47,9 +48,7 @@ const LEGACY = process.env.COMPARE_LEGACY ?? '';
 
 /** CPU time of a process's main thread (JavaScript runs there; GC helpers and the like do not), ms. */
 function mainThreadCpuMs(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10; // USER_HZ is 100 on Linux
+  return cpuMsOfStat(`/proc/${pid}/task/${pid}/stat`);
 }
 
 async function main(): Promise<void> {

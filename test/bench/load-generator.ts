@@ -513,14 +513,18 @@ export async function runGenerator(config: GeneratorConfig): Promise<GeneratorRe
   };
 }
 
-if (require.main === module) {
-  const config = JSON.parse(process.argv[2] ?? '{}') as GeneratorConfig;
-  const limitMs = (config.warmupSeconds + config.durationSeconds) * 1000 + (config.timeoutMs ?? 10_000) + 30_000;
+/**
+ * A generator's life as its own process: `run` with its config from argv[2], its result printed as one
+ * line of JSON (exit 0); a failure on stderr (exit 2); no result within `limitMs(config)`, exit 3.
+ */
+export function runAsProcess<C, R>(label: string, limitMs: (config: C) => number, run: (config: C) => Promise<R>): void {
+  const config = JSON.parse(process.argv[2] ?? '{}') as C;
+  const limit = limitMs(config);
   const guard = setTimeout(() => {
-    process.stderr.write(`load generator: no result within ${limitMs} ms; giving up\n`);
+    process.stderr.write(`${label}: no result within ${limit} ms; giving up\n`);
     process.exit(3);
-  }, limitMs);
-  runGenerator(config).then(
+  }, limit);
+  run(config).then(
     (result) => {
       clearTimeout(guard);
       process.stdout.write(JSON.stringify(result) + '\n');
@@ -528,8 +532,16 @@ if (require.main === module) {
     },
     (error) => {
       clearTimeout(guard);
-      process.stderr.write(`load generator failed: ${(error as Error)?.stack ?? String(error)}\n`);
+      process.stderr.write(`${label} failed: ${(error as Error)?.stack ?? String(error)}\n`);
       process.exit(2);
     },
+  );
+}
+
+if (require.main === module) {
+  runAsProcess<GeneratorConfig, GeneratorResult>(
+    'load generator',
+    (config) => (config.warmupSeconds + config.durationSeconds) * 1000 + (config.timeoutMs ?? 10_000) + 30_000,
+    runGenerator,
   );
 }

@@ -13,7 +13,8 @@
 // /proc/<pid>/stat at the start and the end of the measured span (its idle time during the other's
 // phases included, the same for both) and divided by the answers it gave in that span.
 import * as fs from 'node:fs';
-import { Connection, InFlight, PATCH_MARK, requestBuilder } from './load-generator';
+import { Connection, InFlight, PATCH_MARK, requestBuilder, runAsProcess } from './load-generator';
+import { clockTicksPerSecond, cpuMsOfStat } from './proc-cpu';
 
 export interface PairedConfig {
   /** The two servers: their HTTPS ports and process ids. */
@@ -55,15 +56,11 @@ export interface PairedResult {
   readonly badAnswers: readonly string[];
 }
 
-let clockTicks = 100;
-function cpuMsOf(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks;
-}
+const cpuMsOf = (pid: number) => cpuMsOfStat(`/proc/${pid}/stat`);
 
 export async function runPaired(config: PairedConfig): Promise<PairedResult> {
   if (config.phasesPerServer % 2 !== 0) throw new Error('phasesPerServer must be even (phases go A B B A)');
+  clockTicksPerSecond(); // getconf runs now, not between the measured phases
   const ca = fs.readFileSync(config.caFile, 'utf8');
   const { uidOf, requestBytes } = requestBuilder(config.bodyFile, config.servername);
   const timeoutMs = config.timeoutMs ?? 10_000;
@@ -94,7 +91,7 @@ export async function runPaired(config: PairedConfig): Promise<PairedResult> {
   };
   const parked = (side: Side, connection: Connection) => {
     side.idle.push(connection);
-    if (phase?.side === side && side.idle.length + side.opening >= config.connections && side.opening === 0) phase.settle?.();
+    if (phase?.side === side && side.opening === 0 && side.idle.length >= config.connections) phase.settle?.();
   };
   const next = (side: Side, connection: Connection) => {
     if (phase?.side === side && performance.now() < phase.until) send(connection);
@@ -197,23 +194,9 @@ export async function runPaired(config: PairedConfig): Promise<PairedResult> {
 }
 
 if (require.main === module) {
-  const config = JSON.parse(process.argv[2] ?? '{}') as PairedConfig;
-  clockTicks = Number(process.argv[3] ?? 100) || 100;
-  const limitMs = config.warmupSeconds * 2000 + config.phasesPerServer * 2 * (config.phaseMs + 1000) + 40_000;
-  const guard = setTimeout(() => {
-    process.stderr.write(`paired load: no result within ${limitMs} ms; giving up\n`);
-    process.exit(3);
-  }, limitMs);
-  runPaired(config).then(
-    (result) => {
-      clearTimeout(guard);
-      process.stdout.write(JSON.stringify(result) + '\n');
-      process.exit(0);
-    },
-    (error) => {
-      clearTimeout(guard);
-      process.stderr.write(`paired load failed: ${(error as Error)?.stack ?? String(error)}\n`);
-      process.exit(2);
-    },
+  runAsProcess<PairedConfig, PairedResult>(
+    'paired load',
+    (config) => config.warmupSeconds * 2000 + config.phasesPerServer * 2 * (config.phaseMs + 1000) + 40_000,
+    runPaired,
   );
 }

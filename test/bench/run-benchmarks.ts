@@ -94,8 +94,6 @@ interface PairedRound {
   readonly round: number;
   readonly webhook: PairedSide;
   readonly baseline: PairedSide;
-  readonly spanMs: number;
-  readonly badAnswers: readonly string[];
 }
 /** Phase length of the paired saturation run: shorter than the seconds over which this machine's speed moves. */
 const PAIRED_PHASE_MS = 100;
@@ -354,7 +352,7 @@ async function main(): Promise<void> {
       pinning,
     );
     const [webhook, baseline] = result.sides;
-    paired.push({ round, webhook, baseline, spanMs: result.spanMs, badAnswers: result.badAnswers });
+    paired.push({ round, webhook, baseline });
     progress(`  round ${round + 1}: throughput ${ratio(webhook.throughput, baseline.throughput)} of the baseline, CPU per request ${ratio(webhook.cpuUsPerRequest, baseline.cpuUsPerRequest)}`);
   }
   await sleep(3000);
