@@ -9,6 +9,11 @@
 // adds a second webhook, that bundle (e.g. build/webhook/server.js copied before a change), to every
 // round: an A/B of a change, each side against the same baseline rounds. COMPARE_BUNDLE_A=<path> replaces
 // the first webhook's bundle; COMPARE_LEGACY=A|B|AB marks a side built before the ops port.
+// COMPARE_RATE=500 compares at that fixed rate instead of at saturation: each webhook and the baseline
+// take turns of 1 s (COMPARE_PHASES turns each, default 30) in one open-loop generator
+// (test/bench/paired-load.ts), with each turn's main-thread CPU per request and latencies. At low load
+// every request meets cold caches, so what the server touches per request shows there more than at
+// saturation; and the turns put the host's slow seconds on both servers alike.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -25,12 +30,15 @@ import {
   pinSelf,
   readCpuMs,
   runLoad,
+  runPairedLoad,
   runSynthCommand,
   startServer,
   webhookSpec,
 } from './bench-support';
 import { cpuMsOfStat } from './proc-cpu';
+import type { PairedResult } from './paired-load';
 import { HTTP_REVIEW, body } from './reviews';
+import { distribution, median } from './stats';
 
 const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 3);
 const SECONDS = Number(process.env.COMPARE_SECONDS ?? 4);
@@ -45,6 +53,25 @@ const BUNDLE_B = process.env.COMPARE_BUNDLE_B;
 const BUNDLE_A = process.env.COMPARE_BUNDLE_A;
 /** Bundles from before the ops port (readiness over HTTPS on the webhook port): COMPARE_LEGACY=A, B or AB. */
 const LEGACY = process.env.COMPARE_LEGACY ?? '';
+/** Requests per second of the low-load comparison; saturation when unset. */
+const RATE = process.env.COMPARE_RATE === undefined ? undefined : Number(process.env.COMPARE_RATE);
+/** Turns per server at RATE: even (A B B A). */
+const PHASES = 2 * Math.max(1, Math.round(Number(process.env.COMPARE_PHASES ?? 30) / 2));
+
+/** One line of the low-load comparison: a webhook against the baseline it took turns with. */
+function lowLoadLine(name: string, result: PairedResult): string {
+  const [w, b] = result.sides;
+  const x = (a: number, c: number) => `${(a / c).toFixed(2)}x`;
+  const cpu = (side: typeof w) => median(side.phaseMainCpuUs ?? []);
+  const all = (side: typeof w) => side.latencyUs ?? distribution([]);
+  const turnP99 = (side: typeof w) => median(side.phaseP99Us ?? []);
+  return (
+    `${name} vs baseline at ${RATE} req/s, ${PHASES} turns of 1 s each: main-thread CPU per request (median of the turns) ` +
+    `${cpu(w).toFixed(0)} vs ${cpu(b).toFixed(0)} µs = ${x(cpu(w), cpu(b))}; p50 ${all(w).p50.toFixed(0)} vs ${all(b).p50.toFixed(0)} µs = ${x(all(w).p50, all(b).p50)}; ` +
+    `p99 ${all(w).p99.toFixed(0)} vs ${all(b).p99.toFixed(0)} µs = ${x(all(w).p99, all(b).p99)} (median of the turns' p99: ${turnP99(w).toFixed(0)} vs ${turnP99(b).toFixed(0)} µs); ` +
+    `errors ${w.errors} and ${b.errors}`
+  );
+}
 
 /** CPU time of a process's main thread (JavaScript runs there; GC helpers and the like do not), ms. */
 function mainThreadCpuMs(pid: number): number {
@@ -115,7 +142,32 @@ async function main(): Promise<void> {
   const answered: Record<string, number> = { webhook: 0, 'webhook B': 0, baseline: 0 };
   for (const server of servers) answered[server.name] += (await load(server.port, 'closed', 4, 0)).answeredTotal;
   const lines: string[] = [];
-  for (let round = 1; round <= ROUNDS; round++) {
+  if (RATE !== undefined) {
+    for (const side of webhookB ? [webhook, webhookB] : [webhook]) {
+      const result = await runPairedLoad(
+        {
+          servers: [
+            { port: side.port, pid: side.pid },
+            { port: baseline.port, pid: baseline.pid },
+          ],
+          caFile: deployed.caFile,
+          servername: deployed.serverName,
+          bodyFile,
+          connections: CONNECTIONS,
+          phaseMs: 1000,
+          phasesPerServer: PHASES,
+          warmupSeconds: 3,
+          rate: RATE,
+        },
+        pinning,
+      );
+      answered[side.name] += result.sides[0].answers;
+      answered.baseline += result.sides[1].answers;
+      lines.push(lowLoadLine(side.name, result));
+      process.stderr.write(lines[lines.length - 1] + '\n');
+    }
+  }
+  for (let round = 1; RATE === undefined && round <= ROUNDS; round++) {
     const measured: Record<string, { throughput: number; cpuUs: number; mainUs: number }> = {};
     // Who goes first rotates, so neither webhook always follows the baseline.
     for (const server of round % 2 === 0 ? [...servers].reverse() : servers) {

@@ -12,9 +12,16 @@
 // a drift in the machine's speed lands on both alike. Each server's CPU time is read from
 // /proc/<pid>/stat at the start and the end of the measured span (its idle time during the other's
 // phases included, the same for both) and divided by the answers it gave in that span.
+//
+// With `rate`, a phase is an open loop instead: requests are scheduled at that rate, each sent on an
+// idle connection of the side in turn (the least recently used, so every connection stays in use),
+// and its latency is counted from when it was scheduled. For comparing the servers at low load, where
+// the tail is set by stalls of the machine: each phase also reads its server's main-thread CPU time
+// (schedstat, in ns), so a phase's CPU per request is its own and not spread over the other's phases.
 import * as fs from 'node:fs';
 import { Connection, InFlight, PATCH_MARK, requestBuilder, runAsProcess } from './load-generator';
-import { clockTicksPerSecond, cpuMsOfStat } from './proc-cpu';
+import { clockTicksPerSecond, cpuMsOfStat, mainThreadCpuNs } from './proc-cpu';
+import { Distribution, distribution } from './stats';
 
 export interface PairedConfig {
   /** The two servers: their HTTPS ports and process ids. */
@@ -32,6 +39,8 @@ export interface PairedConfig {
   readonly warmupSeconds: number;
   /** Per request. @default 10000 */
   readonly timeoutMs?: number;
+  /** Requests per second in each phase (open loop); closed loop when absent. */
+  readonly rate?: number;
 }
 
 export interface PairedSide {
@@ -47,6 +56,12 @@ export interface PairedSide {
   /** Server CPU over the measured span (both servers' phases), ms. */
   readonly cpuMs: number;
   readonly cpuUsPerRequest: number;
+  /** Open loop only: the answers' latencies from their scheduled times over the measured phases, µs. */
+  readonly latencyUs?: Distribution;
+  /** Open loop only: each measured phase's p99 latency, µs. */
+  readonly phaseP99Us?: number[];
+  /** Open loop only: each measured phase's main-thread CPU per answer, µs. */
+  readonly phaseMainCpuUs?: number[];
 }
 
 export interface PairedResult {
@@ -77,25 +92,66 @@ export async function runPaired(config: PairedConfig): Promise<PairedResult> {
     errors: number;
     activeMs: number;
     phaseThroughputs: number[];
+    latenciesUs: number[];
+    phaseP99Us: number[];
+    phaseMainCpuUs: number[];
   }
-  const sides: [Side, Side] = [0, 1].map((index) => ({ index, idle: [], all: new Set(), opening: 0, opened: 0, answers: 0, errors: 0, activeMs: 0, phaseThroughputs: [] })) as unknown as [Side, Side];
+  const sides: [Side, Side] = [0, 1].map((index) => ({
+    index,
+    idle: [],
+    all: new Set(),
+    opening: 0,
+    opened: 0,
+    answers: 0,
+    errors: 0,
+    activeMs: 0,
+    phaseThroughputs: [],
+    latenciesUs: [],
+    phaseP99Us: [],
+    phaseMainCpuUs: [],
+  })) as unknown as [Side, Side];
+  const openLoop = config.rate !== undefined;
 
-  // The phase in progress: which side sends, until when, whether it counts, and its answers.
-  let phase: { side: Side; until: number; record: boolean; answers: number; lastAnswer: number; settle?: () => void } | undefined;
+  // The phase in progress: which side sends, until when, whether it counts, and its answers; in an
+  // open loop also the next scheduled time, the scheduled requests waiting for an idle connection, and
+  // the answers' latencies.
+  let phase:
+    | { side: Side; until: number; record: boolean; answers: number; lastAnswer: number; settle?: () => void; nextAt: number; waiting: number[]; latenciesUs: number[] }
+    | undefined;
 
-  const send = (connection: Connection) => {
+  const send = (connection: Connection, scheduled = performance.now()) => {
     const now = performance.now();
-    const request: InFlight = { seq, scheduled: now, sent: now, uid: uidOf(seq), deadline: now + timeoutMs, record: true };
+    const request: InFlight = { seq, scheduled, sent: now, uid: uidOf(seq), deadline: now + timeoutMs, record: true };
     seq++;
     connection.send(request, requestBytes(request.uid));
   };
   const parked = (side: Side, connection: Connection) => {
     side.idle.push(connection);
-    if (phase?.side === side && side.opening === 0 && side.idle.length >= config.connections) phase.settle?.();
+    // An open-loop phase is over once its time is up and nothing scheduled is left unsent.
+    const over = !openLoop || (phase !== undefined && performance.now() >= phase.until && phase.waiting.length === 0);
+    if (phase?.side === side && over && side.opening === 0 && side.idle.length >= config.connections) phase.settle?.();
   };
   const next = (side: Side, connection: Connection) => {
-    if (phase?.side === side && performance.now() < phase.until) send(connection);
+    if (!openLoop && phase?.side === side && performance.now() < phase.until) send(connection);
     else parked(side, connection);
+  };
+  /** Open loop: schedules the phase's requests at `rate` and sends each on the least recently used idle connection. */
+  const interval = openLoop ? 1000 / config.rate! : 0;
+  const drive = (side: Side) => {
+    const current = phase;
+    if (current === undefined || current.side !== side) return;
+    const now = performance.now();
+    while (current.nextAt < current.until && current.nextAt <= now) {
+      current.waiting.push(current.nextAt);
+      current.nextAt += interval;
+    }
+    while (current.waiting.length > 0 && side.idle.length > 0) send(side.idle.shift()!, current.waiting.shift()!);
+    if (now >= current.until && current.waiting.length === 0) {
+      // Settled here when every answer is in already, else by the last one (parked).
+      if (side.opening === 0 && side.idle.length >= config.connections) current.settle?.();
+      return;
+    }
+    setImmediate(drive, side);
   };
   const open = (side: Side) => {
     side.opening++;
@@ -113,6 +169,7 @@ export async function runPaired(config: PairedConfig): Promise<PairedResult> {
           if (ok) {
             phase.answers++;
             phase.lastAnswer = performance.now();
+            if (openLoop) phase.latenciesUs.push((phase.lastAnswer - request.scheduled) * 1000);
           } else {
             side.errors++;
             if (badAnswers.length < 5) badAnswers.push(`server ${side.index}: status ${status}; head ${JSON.stringify(head.slice(0, 300))}; body ${JSON.stringify(body.toString('utf8', 0, Math.min(body.length, 200)))}`);
@@ -143,6 +200,8 @@ export async function runPaired(config: PairedConfig): Promise<PairedResult> {
 
   const runPhase = (side: Side, record: boolean) =>
     new Promise<void>((resolve, reject) => {
+      const pid = config.servers[side.index].pid;
+      const cpuBefore = openLoop && record ? mainThreadCpuNs(pid) : 0;
       const started = performance.now();
       const guard = setTimeout(() => reject(new Error(`server ${side.index}: a phase's answers were not all in within ${timeoutMs} ms`)), config.phaseMs + timeoutMs);
       phase = {
@@ -151,6 +210,9 @@ export async function runPaired(config: PairedConfig): Promise<PairedResult> {
         record,
         answers: 0,
         lastAnswer: started,
+        nextAt: started,
+        waiting: [],
+        latenciesUs: [],
         settle: () => {
           clearTimeout(guard);
           const current = phase!;
@@ -160,10 +222,19 @@ export async function runPaired(config: PairedConfig): Promise<PairedResult> {
             side.answers += current.answers;
             side.activeMs += activeMs;
             side.phaseThroughputs.push(activeMs > 0 ? (current.answers * 1000) / activeMs : 0);
+            if (openLoop) {
+              side.phaseMainCpuUs.push((mainThreadCpuNs(pid) - cpuBefore) / 1000 / Math.max(1, current.answers));
+              side.phaseP99Us.push(distribution(current.latenciesUs).p99);
+              for (const latency of current.latenciesUs) side.latenciesUs.push(latency);
+            }
           }
           resolve();
         },
       };
+      if (openLoop) {
+        drive(side);
+        return;
+      }
       const starting = side.idle.splice(0, side.idle.length);
       for (const connection of starting) send(connection);
     });
@@ -188,6 +259,7 @@ export async function runPaired(config: PairedConfig): Promise<PairedResult> {
       phaseThroughputs: side.phaseThroughputs,
       cpuMs,
       cpuUsPerRequest: (cpuMs * 1000) / Math.max(1, side.answers),
+      ...(openLoop ? { latencyUs: distribution(side.latenciesUs), phaseP99Us: side.phaseP99Us, phaseMainCpuUs: side.phaseMainCpuUs } : {}),
     };
   }) as unknown as [PairedSide, PairedSide];
   return { sides: result, spanMs, badAnswers };

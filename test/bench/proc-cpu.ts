@@ -22,3 +22,9 @@ export function cpuMsOfStat(statFile: string): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) / clockTicksPerSecond()) * 1000;
 }
+
+/** On-CPU time of a process's main thread (where JavaScript runs), ns: the kernel's schedstat, finer
+ * than the clock ticks of `stat`. Throws when it cannot be read. */
+export function mainThreadCpuNs(pid: number): number {
+  return Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]);
+}
