@@ -1289,6 +1289,15 @@ function whatStandsInTheWay(report: Report, missed: Target[]): string[] {
             'the webhook with 2 MiB semi-spaces (3,540 vs 3,605 µs) or 64 MiB ones (scavenges of 24 ms); the generator with `--single-threaded-gc` or 64 MiB semi-spaces (both servers saw the same stalls as before). ' +
             'In a 20 s trace at this rate the webhook made 40 scavenges and one incremental mark-compact (1.8 ms), the baseline 33 and one of 11 ms: the GC is not where the webhook loses.',
           '',
+          'Measured on 2026-11-27 (not part of this benchmark) with `COMPARE_RATE=500 npm run bench:compare` and a scratch probe doing the same (the servers in turns of 1 s, 20 to 30 turns each, in one open-loop generator): ' +
+            'the webhook\'s main-thread CPU per request at this rate was 1.24x to 1.41x the baseline\'s in each of nine runs, while its pooled p99 went from 0.80x to 1.60x the baseline\'s; ' +
+            'in one run two copies of the same webhook had p99s 1.20x apart (2,365 and 2,833 µs) and two copies of the baseline 1.00x. ' +
+            'In a scratch build with switches (not kept), turning the webhook\'s per-request features off one after another gave, in one run, 271 µs of main-thread CPU per request (all on), 246 (no admission log line), 229 (and no prom-client default metrics, whose event-loop-delay sampler wakes the loop 100 times a second), ' +
+            '256 (and no connection-table bookkeeping or stage batching) and 224 (and the engine\'s first answer reused), against the baseline\'s 200; in another run all of them off gave 230 against 221. ' +
+            'Writing the log to a file instead of the benchmark\'s pipe changed nothing (294 against 298 µs). ' +
+            'So no single feature holds the gap: at this rate each request runs on cold caches and pays for the code and data it touches, and the webhook touches more than a server that parses the review and answers a fixed patch. ' +
+            'A p99 at most the baseline\'s in every run would take a webhook that does less per request than that server, measured under noise larger than the gap.',
+          '',
           gcStory,
           '',
           cpuStory,
