@@ -426,32 +426,23 @@ export function runToEnd(
   });
 }
 
-/** Runs test/bench/load-generator.ts as its own process on the generator core. */
-export async function runLoad(config: GeneratorConfig, pinning: Pinning): Promise<GeneratorResult> {
-  const limitMs = (config.warmupSeconds + config.durationSeconds) * 1000 + 60_000;
-  const { code, stdout, stderr } = await runToEnd(
-    pinning.generator,
-    process.execPath,
-    [...TSX_IMPORT, path.join(__dirname, 'load-generator.ts'), JSON.stringify(config)],
-    {},
-    limitMs,
-  );
-  if (code !== 0) throw new Error(`load generator failed (${code}):\n${stderr}`);
+/** Runs a generator script of this directory (its config as JSON on argv, see runAsProcess) as its own
+ * process on the generator core, and returns the result from its last line of output. */
+async function runGeneratorProcess<R>(script: string, label: string, config: object, limitMs: number, pinning: Pinning): Promise<R> {
+  const { code, stdout, stderr } = await runToEnd(pinning.generator, process.execPath, [...TSX_IMPORT, path.join(__dirname, script), JSON.stringify(config)], {}, limitMs);
+  if (code !== 0) throw new Error(`${label} failed (${code}):\n${stderr}`);
   return JSON.parse(stdout.trim().split('\n').pop()!);
 }
 
+/** Runs test/bench/load-generator.ts as its own process on the generator core. */
+export function runLoad(config: GeneratorConfig, pinning: Pinning): Promise<GeneratorResult> {
+  return runGeneratorProcess('load-generator.ts', 'load generator', config, (config.warmupSeconds + config.durationSeconds) * 1000 + 60_000, pinning);
+}
+
 /** Runs test/bench/paired-load.ts (two servers loaded in turns) as its own process on the generator core. */
-export async function runPairedLoad(config: PairedConfig, pinning: Pinning): Promise<PairedResult> {
+export function runPairedLoad(config: PairedConfig, pinning: Pinning): Promise<PairedResult> {
   const limitMs = config.warmupSeconds * 2000 + config.phasesPerServer * 2 * (config.phaseMs + 1000) + 60_000;
-  const { code, stdout, stderr } = await runToEnd(
-    pinning.generator,
-    process.execPath,
-    [...TSX_IMPORT, path.join(__dirname, 'paired-load.ts'), JSON.stringify(config)],
-    {},
-    limitMs,
-  );
-  if (code !== 0) throw new Error(`paired load failed (${code}):\n${stderr}`);
-  return JSON.parse(stdout.trim().split('\n').pop()!);
+  return runGeneratorProcess('paired-load.ts', 'paired load', config, limitMs, pinning);
 }
 
 /** Samples a process's RSS every `everyMs` until stopped; returns the samples in kB. */

@@ -166,32 +166,33 @@ async function main(): Promise<void> {
       lines.push(lowLoadLine(side.name, result));
       process.stderr.write(lines[lines.length - 1] + '\n');
     }
-  }
-  for (let round = 1; RATE === undefined && round <= ROUNDS; round++) {
-    const measured: Record<string, { throughput: number; cpuUs: number; mainUs: number }> = {};
-    // Who goes first rotates, so neither webhook always follows the baseline.
-    for (const server of round % 2 === 0 ? [...servers].reverse() : servers) {
-      const before = readCpuMs(server.pid);
-      const mainBefore = mainThreadCpuMs(server.pid);
-      const result = await load(server.port, 'closed', SECONDS);
-      const cpuMs = readCpuMs(server.pid) - before;
-      const mainMs = mainThreadCpuMs(server.pid) - mainBefore;
-      answered[server.name] += result.answeredTotal;
-      const count = Math.max(1, result.answeredTotal);
-      measured[server.name] = { throughput: result.throughput, cpuUs: (cpuMs * 1000) / count, mainUs: (mainMs * 1000) / count };
+  } else {
+    for (let round = 1; round <= ROUNDS; round++) {
+      const measured: Record<string, { throughput: number; cpuUs: number; mainUs: number }> = {};
+      // Who goes first rotates, so neither webhook always follows the baseline.
+      for (const server of round % 2 === 0 ? [...servers].reverse() : servers) {
+        const before = readCpuMs(server.pid);
+        const mainBefore = mainThreadCpuMs(server.pid);
+        const result = await load(server.port, 'closed', SECONDS);
+        const cpuMs = readCpuMs(server.pid) - before;
+        const mainMs = mainThreadCpuMs(server.pid) - mainBefore;
+        answered[server.name] += result.answeredTotal;
+        const count = Math.max(1, result.answeredTotal);
+        measured[server.name] = { throughput: result.throughput, cpuUs: (cpuMs * 1000) / count, mainUs: (mainMs * 1000) / count };
+      }
+      const w = measured.webhook;
+      const b = measured.baseline;
+      lines.push(
+        `round ${round}: throughput ${w.throughput.toFixed(0)} vs ${b.throughput.toFixed(0)} req/s = ${(w.throughput / b.throughput).toFixed(2)}x; ` +
+          `CPU/request ${w.cpuUs.toFixed(1)} vs ${b.cpuUs.toFixed(1)} µs = ${(w.cpuUs / b.cpuUs).toFixed(2)}x ` +
+          `(main thread ${w.mainUs.toFixed(1)} vs ${b.mainUs.toFixed(1)} µs = ${(w.mainUs / b.mainUs).toFixed(2)}x)` +
+          (webhookB
+            ? `; B: ${measured['webhook B'].throughput.toFixed(0)} req/s = ${(measured['webhook B'].throughput / b.throughput).toFixed(2)}x, ` +
+              `CPU/request ${measured['webhook B'].cpuUs.toFixed(1)} µs = ${(measured['webhook B'].cpuUs / b.cpuUs).toFixed(2)}x, A/B ${(w.cpuUs / measured['webhook B'].cpuUs).toFixed(3)}`
+            : ''),
+      );
+      process.stderr.write(lines[lines.length - 1] + '\n');
     }
-    const w = measured.webhook;
-    const b = measured.baseline;
-    lines.push(
-      `round ${round}: throughput ${w.throughput.toFixed(0)} vs ${b.throughput.toFixed(0)} req/s = ${(w.throughput / b.throughput).toFixed(2)}x; ` +
-        `CPU/request ${w.cpuUs.toFixed(1)} vs ${b.cpuUs.toFixed(1)} µs = ${(w.cpuUs / b.cpuUs).toFixed(2)}x ` +
-        `(main thread ${w.mainUs.toFixed(1)} vs ${b.mainUs.toFixed(1)} µs = ${(w.mainUs / b.mainUs).toFixed(2)}x)` +
-        (webhookB
-          ? `; B: ${measured['webhook B'].throughput.toFixed(0)} req/s = ${(measured['webhook B'].throughput / b.throughput).toFixed(2)}x, ` +
-            `CPU/request ${measured['webhook B'].cpuUs.toFixed(1)} µs = ${(measured['webhook B'].cpuUs / b.cpuUs).toFixed(2)}x, A/B ${(w.cpuUs / measured['webhook B'].cpuUs).toFixed(3)}`
-          : ''),
-    );
-    process.stderr.write(lines[lines.length - 1] + '\n');
   }
   await webhook.stop('SIGTERM');
   await webhookB?.stop('SIGKILL');
