@@ -13,7 +13,9 @@
 // take turns of 1 s (COMPARE_PHASES turns each, default 30) in one open-loop generator
 // (test/bench/paired-load.ts), with each turn's main-thread CPU per request and latencies. At low load
 // every request meets cold caches, so what the server touches per request shows there more than at
-// saturation; and the turns put the host's slow seconds on both servers alike.
+// saturation; and the turns put the host's slow seconds on both servers alike. COMPARE_UNIQUE_PODS=1
+// sends every request as a different pod, so no review repeats another and the webhook parses and
+// evaluates each (webhook/server/repeated-reviews.ts).
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -57,6 +59,7 @@ const LEGACY = process.env.COMPARE_LEGACY ?? '';
 const RATE = process.env.COMPARE_RATE === undefined ? undefined : Number(process.env.COMPARE_RATE);
 /** Turns per server at RATE: even (A B B A). */
 const PHASES = 2 * Math.max(1, Math.round(Number(process.env.COMPARE_PHASES ?? 30) / 2));
+const UNIQUE_PODS = process.env.COMPARE_UNIQUE_PODS === '1';
 
 /** One line of the low-load comparison: a webhook against the baseline it took turns with. */
 function lowLoadLine(name: string, result: PairedResult): string {
@@ -98,6 +101,7 @@ async function main(): Promise<void> {
         caFile: deployed.caFile,
         servername: deployed.serverName,
         bodyFile,
+        uniquePods: UNIQUE_PODS,
         expectPatch: true,
       },
       pinning,
@@ -153,6 +157,7 @@ async function main(): Promise<void> {
           caFile: deployed.caFile,
           servername: deployed.serverName,
           bodyFile,
+          uniquePods: UNIQUE_PODS,
           connections: CONNECTIONS,
           phaseMs: 1000,
           phasesPerServer: PHASES,

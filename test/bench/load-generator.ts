@@ -26,6 +26,10 @@ export interface GeneratorConfig {
   readonly bodyFile: string;
   /** Whether every answer must carry a JSONPatch. */
   readonly expectPatch: boolean;
+  /** Every request a different pod (its object's name gets the uid's last 12 digits), so no review
+   * repeats another but for its uid, as a ReplicaSet's pods do: the webhook's answers for repeats
+   * (webhook/server/repeated-reviews.ts) are never used. @default false */
+  readonly uniquePods?: boolean;
   readonly mode: 'open' | 'closed';
   /** Requests per second (open loop). */
   readonly rate?: number;
@@ -183,15 +187,26 @@ export class Connection {
   }
 }
 
-/** The request bytes the apiserver would send for the review in `bodyFile`, with a fresh uid per request. */
-export function requestBuilder(bodyFile: string, servername: string): { uidOf(seq: number): Buffer; requestBytes(uid: Buffer): Buffer } {
+/** The request bytes the apiserver would send for the review in `bodyFile`, with a fresh uid per request
+ * (and with `uniquePods`, a pod name of its own). */
+export function requestBuilder(bodyFile: string, servername: string, uniquePods = false): { uidOf(seq: number): Buffer; requestBytes(uid: Buffer): Buffer } {
   const template = fs.readFileSync(bodyFile, 'utf8');
-  const originalUid: string = JSON.parse(template).request.uid;
+  const parsed = JSON.parse(template);
+  const originalUid: string = parsed.request.uid;
   const uidAt = template.indexOf(`"uid":"${originalUid}"`);
   if (uidAt < 0) throw new Error('the body must be compact JSON with request.uid');
   const prefix = template.slice(0, uidAt + 7);
-  const suffix = template.slice(uidAt + 7 + originalUid.length);
-  const bodyLength = Buffer.byteLength(prefix) + Buffer.byteLength(suffix) + 36;
+  let suffix = template.slice(uidAt + 7 + originalUid.length);
+  /** With uniquePods, the suffix's part after the object's name, where the uid's last digits go. */
+  let afterName: string | undefined;
+  if (uniquePods) {
+    const nameMember = `"metadata":{"name":"${parsed.request.object?.metadata?.name}"`;
+    const at = suffix.indexOf(nameMember);
+    if (at < 0 || typeof parsed.request.object.metadata.name !== 'string') throw new Error('uniquePods needs a body whose object has metadata.name first');
+    afterName = suffix.slice(at + nameMember.length - 1);
+    suffix = suffix.slice(0, at + nameMember.length - 1) + '-';
+  }
+  const bodyLength = Buffer.byteLength(prefix) + Buffer.byteLength(suffix) + 36 + (afterName === undefined ? 0 : 12 + Buffer.byteLength(afterName));
   const head = Buffer.from(
     'POST /mutate?timeout=10s HTTP/1.1\r\n' +
       `Host: ${servername}:443\r\n` +
@@ -205,13 +220,15 @@ export function requestBuilder(bodyFile: string, servername: string): { uidOf(se
   const prefixBytes = Buffer.from(prefix);
   const suffixBytes = Buffer.from(suffix);
   const uidOf = (seq: number) => Buffer.from(`b3c40000-0000-4000-8000-${seq.toString(16).padStart(12, '0')}`, 'latin1');
-  const requestBytes = (uid: Buffer) => Buffer.concat([head, prefixBytes, uid, suffixBytes]);
+  const afterNameBytes = afterName === undefined ? undefined : Buffer.from(afterName);
+  const requestBytes = (uid: Buffer) =>
+    afterNameBytes === undefined ? Buffer.concat([head, prefixBytes, uid, suffixBytes]) : Buffer.concat([head, prefixBytes, uid, suffixBytes, uid.subarray(24), afterNameBytes]);
   return { uidOf, requestBytes };
 }
 
 export async function runGenerator(config: GeneratorConfig): Promise<GeneratorResult> {
   const ca = fs.readFileSync(config.caFile, 'utf8');
-  const { uidOf, requestBytes } = requestBuilder(config.bodyFile, config.servername);
+  const { uidOf, requestBytes } = requestBuilder(config.bodyFile, config.servername, config.uniquePods);
 
   const timeoutMs = config.timeoutMs ?? 10_000;
   const open = config.mode === 'open';

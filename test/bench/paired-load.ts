@@ -29,6 +29,8 @@ export interface PairedConfig {
   readonly caFile: string;
   readonly servername: string;
   readonly bodyFile: string;
+  /** Every request a different pod (load-generator.ts `uniquePods`). @default false */
+  readonly uniquePods?: boolean;
   /** Connections per server. */
   readonly connections: number;
   /** Length of one phase, ms. */
@@ -77,7 +79,7 @@ export async function runPaired(config: PairedConfig): Promise<PairedResult> {
   if (config.phasesPerServer % 2 !== 0) throw new Error('phasesPerServer must be even (phases go A B B A)');
   clockTicksPerSecond(); // getconf runs now, not between the measured phases
   const ca = fs.readFileSync(config.caFile, 'utf8');
-  const { uidOf, requestBytes } = requestBuilder(config.bodyFile, config.servername);
+  const { uidOf, requestBytes } = requestBuilder(config.bodyFile, config.servername, config.uniquePods);
   const timeoutMs = config.timeoutMs ?? 10_000;
   const badAnswers: string[] = [];
   let seq = 0;

@@ -48,7 +48,7 @@ const MiB = 1024 * 1024;
 
 /** The webhook's own memory when busy, before any request body: code, V8's young generation (two
  * semi-spaces of `semiSpaceMiB`, at most 2 x 16 MiB), TLS buffers, the idle heap, the log backlog (at most
- * 1 MiB) and the kept patch and answer texts (at most 1 MiB each). Measured: ~100 MiB peak RSS at
+ * 1 MiB), the kept patch and answer texts and the answers to repeated reviews (at most 1 MiB each). Measured: ~100 MiB peak RSS at
  * saturation with small reviews (BENCHMARKS.md). */
 export const MEMORY_RESERVED_BYTES = 96 * MiB;
 /** Bytes of memory one held request body byte costs at the peak: the body read into one buffer, its

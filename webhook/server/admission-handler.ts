@@ -10,6 +10,7 @@ import { reviewText } from './review-text';
 import type { Logger } from './logger';
 import { type MemoryBudget, JsonShapeScanner } from './memory-budget';
 import type { RequestOutcome, WebhookMetrics } from './metrics';
+import { type Answered, type RequestLogFields, RepeatedReviews, type UidSpan, requestUidSpan, reviewKey, uidIsSpan } from './repeated-reviews';
 
 /** Large enough for any object the apiserver stores (its etcd limit is ~1.5 MiB, requests up to 3 MiB). */
 export const MAX_BODY_BYTES = 7 * 1024 * 1024;
@@ -43,7 +44,15 @@ interface Admission {
   body: Buffer | undefined;
   uid: string | undefined;
   review: (AdmissionReview & { request: AdmissionRequest }) | undefined;
-  result: MutationResult | undefined;
+  /** A small body's uid span and key (repeated-reviews.ts), when it has them; `remember` once its
+   * parsed uid is known to be the span's. */
+  span: UidSpan | undefined;
+  key: string | undefined;
+  remember: boolean;
+  /** The answer kept for the review this one repeats, if the config has not changed since (checked
+   * when evaluating; the body is kept until then). */
+  repeats: Answered | undefined;
+  answered: Answered | undefined;
   answer: { text: string; bytes: number } | undefined;
   /** Set by the first stage that fails: the request is refused with it. */
   error: HttpError | undefined;
@@ -120,13 +129,17 @@ export class AnswerTexts {
 
   /** The answer's text and its length in bytes. */
   answer(apiVersion: string, result: MutationResult): { text: string; bytes: number } {
-    const response = result.response;
-    const head = `{"apiVersion":"${apiVersion}","kind":"AdmissionReview","response":{"uid":${jsonString(response.uid)}`;
-    const tail = this.tail(response);
+    return AnswerTexts.joined(apiVersion, result.response.uid, this.tail(result.response));
+  }
+
+  /** An answer from its uid and its tail (`tail`, kept from the answer to a review it repeats). */
+  static joined(apiVersion: string, uid: string, tail: { readonly text: string; readonly bytes: number }): { text: string; bytes: number } {
+    const head = `{"apiVersion":"${apiVersion}","kind":"AdmissionReview","response":{"uid":${jsonString(uid)}`;
     return { text: head + tail.text, bytes: Buffer.byteLength(head) + tail.bytes };
   }
 
-  private tail(response: AdmissionResponse): { text: string; bytes: number } {
+  /** Everything of an answer after its uid, with its length in bytes. */
+  tail(response: AdmissionResponse): { text: string; bytes: number } {
     if (response.allowed !== true || response.status !== undefined) return AnswerTexts.measured(AnswerTexts.tailText(response));
     const key = response.patch ?? '';
     const warnings = response.warnings;
@@ -194,19 +207,20 @@ export interface AdmissionLogFields {
   readonly elapsedMs: number;
 }
 
-function admissionLogFields(request: AdmissionRequest, uid: string | undefined, result: MutationResult, elapsedMs: number): AdmissionLogFields {
+function requestLogFields(request: AdmissionRequest): RequestLogFields {
   const meta = (request.object?.metadata ?? {}) as Record<string, unknown>;
   return {
-    uid,
     kind: field(request.kind.kind),
     namespace: field(request.namespace),
     name: field(request.name) ?? field(meta.name) ?? field(meta.generateName),
     operation: field(request.operation),
     dryRun: request.dryRun === true,
-    decisions: result.decisions,
-    warnings: result.response.warnings?.length ?? 0,
-    elapsedMs,
   };
+}
+
+function admissionLogFields(answered: Answered, uid: string | undefined, elapsedMs: number): AdmissionLogFields {
+  const { kind, namespace, name, operation, dryRun } = answered.request;
+  return { uid, kind, namespace, name, operation, dryRun, decisions: answered.decisions, warnings: answered.warnings?.length ?? 0, elapsedMs };
 }
 
 /** The members of an admission line from kind to injected, and the fields they were written from. */
@@ -252,6 +266,7 @@ export function admissionLogWriter(): (fields: AdmissionLogFields) => string {
 export function createAdmissionHandler(context: AdmissionHandlerContext) {
   const { metrics, logger, budget } = context;
   const answers = new AnswerTexts();
+  const repeated = new RepeatedReviews();
   const admissionLogMembers = admissionLogWriter();
 
   /** Answers a request that was decoded, evaluated or refused; counts it and logs it. */
@@ -283,16 +298,30 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
     );
   }
 
-  /** Reads the body into an AdmissionReview (stage 1 of an answer). */
+  /** Reads the body into an AdmissionReview (stage 1 of an answer), or finds the answer to the review
+   * it repeats (repeated-reviews.ts). */
   function decodeStage(admission: Admission): void {
     const body = admission.body!;
     admission.body = undefined;
     try {
       if (body.length === 0) throw new HttpError(400, 'bad_request', 'body is empty: expected an AdmissionReview');
-      let parsed: unknown;
       // A small body without its managedFields (review-text.ts); a large one as it is, so that its
       // text is never copied once more (the memory budget counts one copy).
       const small = body.length <= SMALL_BODY_BYTES;
+      if (small && admission.span === undefined) {
+        const span = requestUidSpan(body);
+        if (span !== undefined) {
+          admission.span = span;
+          admission.key = reviewKey(body, span);
+          admission.repeats = repeated.get(admission.key);
+          if (admission.repeats !== undefined) {
+            admission.uid = span.uid;
+            admission.body = body;
+            return;
+          }
+        }
+      }
+      let parsed: unknown;
       try {
         parsed = JSON.parse(small ? reviewText(body) : body.toString('utf8'));
       } catch (firstError) {
@@ -319,20 +348,46 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
         throw error;
       }
       admission.uid = field(admission.review.request.uid);
+      admission.remember = admission.span !== undefined && uidIsSpan(body, admission.span, admission.review.request.uid);
     } catch (error) {
       admission.error = asHttpError(error);
     }
   }
 
-  /** Works out the answer (stage 2). */
+  /** Works out the answer (stage 2): the kept answer of the review this one repeats, or the engine's. */
   function evaluateStage(admission: Admission): void {
-    const review = admission.review;
-    if (review === undefined) return;
+    if (admission.review === undefined && admission.repeats === undefined) return;
     try {
       const config = context.config();
       if (!config) throw new HttpError(503, 'error', 'no valid injector config loaded yet');
-      admission.result = evaluate(review.request, config);
-      admission.answer = answers.answer(review.apiVersion, admission.result);
+      if (admission.repeats !== undefined) {
+        const repeats = admission.repeats;
+        admission.repeats = undefined;
+        if (repeated.answersFor(config)) {
+          admission.body = undefined;
+          admission.answered = repeats;
+          admission.answer = AnswerTexts.joined(admission.span!.apiVersion, admission.span!.uid, repeats.tail);
+          metrics.countRepeatedReview();
+          return;
+        }
+        // Kept under another config: the long way.
+        decodeStage(admission);
+        if (admission.review === undefined) return;
+      }
+      const review = admission.review!;
+      const result = evaluate(review.request, config);
+      const tail = answers.tail(result.response);
+      const answered: Answered = {
+        request: requestLogFields(review.request),
+        decisions: result.decisions,
+        podWarnings: result.podWarnings,
+        patched: result.patch.length > 0,
+        warnings: result.response.warnings,
+        tail,
+      };
+      admission.answered = answered;
+      admission.answer = AnswerTexts.joined(review.apiVersion, result.response.uid, tail);
+      if (admission.remember) repeated.remember(admission.key!, config, answered);
     } catch (error) {
       admission.error = asHttpError(error);
     }
@@ -340,11 +395,11 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
 
   /** Gives back the body's bytes, sends the answer or the refusal, counts and logs (stage 3). */
   function sendStage(admission: Admission): void {
-    const { res, started, held, result, answer } = admission;
+    const { res, started, held, answered, answer } = admission;
     // Given back first, so that nothing below, whatever it throws, can keep the bytes held.
     if (held > 0) budget.release(held);
     try {
-      if (admission.error !== undefined || result === undefined || answer === undefined) {
+      if (admission.error !== undefined || answered === undefined || answer === undefined) {
         reject(res, started, 0, admission.error ?? new HttpError(500, 'error', 'internal error: no answer'), admission.uid, false);
         return;
       }
@@ -360,11 +415,11 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       res.destroy();
       return;
     }
-    metrics.countDecisions(result.decisions);
-    for (const warning of result.podWarnings) metrics.countPodWarning(warning.injection, warning.reason);
-    finish(started, 0, result.patch.length > 0 ? 'patched' : 'unchanged', (elapsedMs) => {
-      if (logger.enabled('info')) logger.logLater('info', 'admission', admissionLogMembers, admissionLogFields(admission.review!.request, admission.uid, result, elapsedMs));
-      if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid: admission.uid, decisions: result.decisions, warnings: result.response.warnings });
+    metrics.countDecisions(answered.decisions);
+    for (const warning of answered.podWarnings) metrics.countPodWarning(warning.injection, warning.reason);
+    finish(started, 0, answered.patched ? 'patched' : 'unchanged', (elapsedMs) => {
+      if (logger.enabled('info')) logger.logLater('info', 'admission', admissionLogMembers, admissionLogFields(answered, admission.uid, elapsedMs));
+      if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid: admission.uid, decisions: answered.decisions, warnings: answered.warnings });
     });
   }
 
@@ -386,7 +441,21 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
   }
 
   function answer(res: ServerResponse, started: number, held: number, body: Buffer): void {
-    const admission: Admission = { res, started, held, body, uid: undefined, review: undefined, result: undefined, answer: undefined, error: undefined };
+    const admission: Admission = {
+      res,
+      started,
+      held,
+      body,
+      uid: undefined,
+      review: undefined,
+      span: undefined,
+      key: undefined,
+      remember: false,
+      repeats: undefined,
+      answered: undefined,
+      answer: undefined,
+      error: undefined,
+    };
     if (body.length <= SMALL_BODY_BYTES) {
       if (waiting.push(admission) === 1) setImmediate(answerWaiting);
       return;

@@ -80,6 +80,8 @@ export class WebhookMetrics {
   private readonly duration: PlainHistogram;
   private readonly reloads: Counter<'what' | 'result'>;
   lastConfigReloadSuccessful = 1;
+  /** Reviews answered from the review they repeat (countRepeatedReview). */
+  repeatedReviews = 0;
 
   constructor(budget?: MemoryBudget, logger?: Pick<Logger, 'droppedLines'>) {
     const registers = [this.registry];
@@ -95,6 +97,15 @@ export class WebhookMetrics {
         REQUEST_OUTCOMES.forEach((outcome, i) => {
           if (metrics.requests[i] > 0) this.inc({ outcome }, metrics.requests[i]);
         });
+      },
+    });
+    new Counter({
+      name: 'sidecar_injector_repeated_reviews_total',
+      help: 'Admission reviews that repeated an earlier one but for their uid (a ReplicaSet\'s pods), answered with its answer without being parsed or evaluated.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(metrics.repeatedReviews);
       },
     });
     this.duration = new PlainHistogram('sidecar_injector_admission_duration_seconds', 'Time from request received to response written.', LATENCY_BUCKETS);
@@ -176,6 +187,11 @@ export class WebhookMetrics {
         },
       });
     }
+  }
+
+  /** An admission review answered with the answer to an earlier one it repeats (repeated-reviews.ts). */
+  countRepeatedReview(): void {
+    this.repeatedReviews++;
   }
 
   countRequest(outcome: RequestOutcome, seconds: number): void {
