@@ -228,9 +228,19 @@ test('admission latency through the apiserver: policies vs webhook vs neither', 
   const optedOut = { ...object, metadata: { ...object.metadata, annotations: { ...object.metadata.annotations, [`${TEST_ANNOTATION_PREFIX}/inject`]: 'false' } } };
   const rounds = Number(process.env.E2E_LATENCY_ROUNDS ?? 60);
   const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))];
-  for (const [label, pod] of [['injected (envoy, nginx-sidecar, debug, debug-chained)', object], ['opted out (nothing injected)', optedOut]] as const) {
+  // The same pod again and again is what a ReplicaSet's controller sends (its pods alike but for the
+  // uid), and the webhook answers such repeats from the first answer (webhook/server/repeated-reviews.ts);
+  // a pod named anew each time is one the webhook parses and evaluates, as every first-seen pod.
+  const named = (pod: typeof object, round: number) => ({ ...pod, metadata: { ...pod.metadata, name: `${pod.metadata.name}-${round}` } });
+  const variants = [
+    ['injected (envoy, nginx-sidecar, debug, debug-chained)', (_round: number) => object],
+    ['injected, named anew each time (no repeats)', (round: number) => named(object, round)],
+    ['opted out (nothing injected)', (_round: number) => optedOut],
+  ] as const;
+  for (const [label, podFor] of variants) {
     const samples: Record<string, number[]> = { policy: [], webhook: [], baseline: [] };
     for (let round = 0; round < rounds + 10; round++) {
+      const pod = podFor(round);
       for (const backend of ['policy', 'webhook', 'baseline'] as const) {
         const response = await dryRunCreate(NAMESPACES[backend], pod);
         assert.equal(response.status, 201);
