@@ -22,6 +22,7 @@ import { Injection, resolveInjectorConfig } from '../../webhook/config';
 import { Manifest, describeManifest, findManifest, synthDefaultAppToTemp } from '../support/synth-helpers';
 import { InProcessWebhook, startInProcess } from '../support/webhook-harness';
 import { ControlPlane, binaryVersion, findBinaries, policyApiVersionFor, policyApiserverFlags } from './support/control-plane';
+import { locallyServed } from './support/local-webhook';
 
 const binaries = findBinaries();
 const skip = typeof binaries === 'string' ? binaries : false;
@@ -94,20 +95,6 @@ function restrictedPod(name: string, metadata: Record<string, unknown> = {}, res
 
 const containerNames = (spec: any, field: 'containers' | 'initContainers') => (spec?.[field] ?? []).map((c: any) => c.name);
 const describe = (response: { status: number; body: any }) => `${response.status} ${response.body?.message ?? JSON.stringify(response.body).slice(0, 500)}`;
-
-/** A copy of the synthesized webhook configuration that calls `port` on 127.0.0.1 instead of the Service. */
-function locallyServed(configuration: Manifest, name: string, port: number, namespaceSelector?: unknown): Manifest {
-  return {
-    ...configuration,
-    metadata: { name },
-    webhooks: configuration.webhooks.map((entry: any) => ({
-      ...entry,
-      clientConfig: { url: `https://127.0.0.1:${port}/mutate`, caBundle: Buffer.from(plane!.pki.caCertificate).toString('base64') },
-      failurePolicy: 'Fail',
-      ...(namespaceSelector ? { namespaceSelector } : {}),
-    })),
-  };
-}
 
 /** Waits until pods created in `namespace` come back injected (the apiserver loads webhook configurations asynchronously). */
 async function waitUntilInjecting(namespace: string): Promise<void> {
@@ -205,7 +192,7 @@ test('injected through the apiserver: pods and Deployments in a namespace enforc
   // The Service has no endpoints here: the copy registered above (created in the first test) would
   // only add a timeout to every call.
   await plane!.ok('DELETE', `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${synthesized.metadata.name}`);
-  await plane!.ok('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?fieldValidation=Strict', locallyServed(synthesized, 'e2e-default-app', webhook.port));
+  await plane!.ok('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?fieldValidation=Strict', locallyServed(synthesized, 'e2e-default-app', webhook.port, plane!.pki.caCertificate));
   const injectionLabels = synthesized.webhooks[0].namespaceSelector.matchLabels;
   await plane!.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACES.injected, labels: { ...injectionLabels, ...ENFORCE_RESTRICTED } } });
   await waitUntilInjecting(NAMESPACES.injected);
@@ -250,7 +237,7 @@ test("the control: seed 000's plain Envoy makes Pod Security admission refuse th
   await plane!.ok(
     'POST',
     '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?fieldValidation=Strict',
-    locallyServed(synthesized, 'e2e-seed-000', seed000Webhook.port, { matchLabels: { [SEED_000_LABEL]: 'true' } }),
+    locallyServed(synthesized, 'e2e-seed-000', seed000Webhook.port, plane!.pki.caCertificate, { matchLabels: { [SEED_000_LABEL]: 'true' } }),
   );
   await plane!.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACES.seed000, labels: { [SEED_000_LABEL]: 'true', ...ENFORCE_RESTRICTED } } });
   await plane!.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACES.plain, labels: ENFORCE_RESTRICTED } });

@@ -7,11 +7,10 @@
 // the webhook looks for. A pod that differs in one label is evaluated on its own.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as path from 'node:path';
-import { RUNTIME_ENV } from '../../webhook/config';
-import { Manifest, findManifest, makeTempDir, synthDefaultAppToTemp } from '../support/synth-helpers';
-import { BundledWebhook, MountedDirs, deployedEnvironment, makeMountedDirs, opsRequest, startBundled } from '../support/webhook-harness';
+import { Manifest, findManifest, synthDefaultAppToTemp } from '../support/synth-helpers';
+import { BundledWebhook, MountedDirs, opsRequest } from '../support/webhook-harness';
 import { ControlPlane, binaryVersion, findBinaries } from './support/control-plane';
+import { locallyServed, startDeployedBundle } from './support/local-webhook';
 
 const binaries = findBinaries();
 const skip = typeof binaries === 'string' ? binaries : false;
@@ -51,11 +50,7 @@ before(async () => {
   manifests.push(...synthDefaultAppToTemp().manifests);
   plane = await ControlPlane.start(bins, { apiserverFlags: [] });
   console.log(`kube-apiserver ${binaryVersion(bins.kubeApiserver)}; etcd ${binaryVersion(bins.etcd)}`);
-  const configMap = manifests.find((m) => m.kind === 'ConfigMap' && m.data?.['config.json']);
-  assert.ok(configMap, 'no ConfigMap with config.json in the synthesized output');
-  dirs = makeMountedDirs(configMap.data['config.json'], { caCertificate: plane.pki.caCertificate, certificate: plane.pki.serving.certificate, privateKey: plane.pki.serving.privateKey });
-  const deployed = deployedEnvironment(manifests, path.join(makeTempDir('repeated-mounts')));
-  webhook = await startBundled({ ...deployed.env, [RUNTIME_ENV.tlsDir]: dirs.tlsDir, [RUNTIME_ENV.configDir]: dirs.configDir, [RUNTIME_ENV.listenPort]: '0', [RUNTIME_ENV.opsPort]: '0' });
+  ({ webhook, dirs } = await startDeployedBundle(plane, manifests, 'repeated'));
 });
 
 after(async () => {
@@ -66,15 +61,7 @@ after(async () => {
 
 test(`${REPLICAS} pods from one generateName manifest through the apiserver: all but the first answered as repeats, each injected and accepted with its own uid`, { skip }, async () => {
   const synthesized = findManifest(manifests, 'MutatingWebhookConfiguration');
-  const configuration = {
-    ...synthesized,
-    metadata: { name: 'e2e-repeated' },
-    webhooks: synthesized.webhooks.map((entry: any) => ({
-      ...entry,
-      clientConfig: { url: `https://127.0.0.1:${webhook!.port}/mutate`, caBundle: Buffer.from(plane!.pki.caCertificate).toString('base64') },
-      failurePolicy: 'Fail',
-    })),
-  };
+  const configuration = locallyServed(synthesized, 'e2e-repeated', webhook!.port, plane!.pki.caCertificate);
   await plane!.ok('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?fieldValidation=Strict', configuration);
   await plane!.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE, labels: synthesized.webhooks[0].namespaceSelector.matchLabels } });
   const create = (manifest: Manifest) => plane!.request('POST', `/api/v1/namespaces/${NAMESPACE}/pods?fieldValidation=Strict`, manifest);

@@ -7,11 +7,11 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { RUNTIME_ENV } from '../../webhook/config';
-import { Manifest, findManifest, makeTempDir, synthDefaultAppToTemp } from '../support/synth-helpers';
-import { BundledWebhook, MountedDirs, deployedEnvironment, makeMountedDirs, opsRequest, startBundled } from '../support/webhook-harness';
+import { Manifest, findManifest, synthDefaultAppToTemp } from '../support/synth-helpers';
+import { BundledWebhook, MountedDirs, opsRequest } from '../support/webhook-harness';
 import { ControlPlane, binaryVersion, findBinaries } from './support/control-plane';
+import { locallyServed, startDeployedBundle } from './support/local-webhook';
 
 const binaries = findBinaries();
 const skip = typeof binaries === 'string' ? binaries : false;
@@ -61,12 +61,9 @@ before(async () => {
   manifests.push(...synthDefaultAppToTemp().manifests);
   plane = await ControlPlane.start(bins, { apiserverFlags: [] });
   console.log(`kube-apiserver ${binaryVersion(bins.kubeApiserver)}; etcd ${binaryVersion(bins.etcd)}`);
-  const configMap = manifests.find((m) => m.kind === 'ConfigMap' && m.data?.['config.json']);
-  assert.ok(configMap, 'no ConfigMap with config.json in the synthesized output');
-  dirs = makeMountedDirs(configMap.data['config.json'], { caCertificate: plane.pki.caCertificate, certificate: plane.pki.serving.certificate, privateKey: plane.pki.serving.privateKey });
-  const deployed = deployedEnvironment(manifests, path.join(makeTempDir('status-flood-mounts')));
-  webhook = await startBundled({ ...deployed.env, [RUNTIME_ENV.tlsDir]: dirs.tlsDir, [RUNTIME_ENV.configDir]: dirs.configDir, [RUNTIME_ENV.listenPort]: '0', [RUNTIME_ENV.opsPort]: '0' });
-  console.log(`webhook (bundle, pid ${webhook.child.pid}) with NODE_OPTIONS=${deployed.env.NODE_OPTIONS} ${RUNTIME_ENV.memoryLimitBytes}=${deployed.env[RUNTIME_ENV.memoryLimitBytes]}`);
+  let env: Record<string, string>;
+  ({ webhook, dirs, env } = await startDeployedBundle(plane, manifests, 'status-flood'));
+  console.log(`webhook (bundle, pid ${webhook.child.pid}) with NODE_OPTIONS=${env.NODE_OPTIONS} ${RUNTIME_ENV.memoryLimitBytes}=${env[RUNTIME_ENV.memoryLimitBytes]}`);
 });
 
 after(async () => {
@@ -77,15 +74,7 @@ after(async () => {
 
 test(`${CREATES} dry-run pod creates through the apiserver, each with a unique ${VALUE_BYTES / 1000} KB ${STATUS}, are all injected and leave the webhook's RSS flat`, { skip }, async () => {
   const synthesized = findManifest(manifests, 'MutatingWebhookConfiguration');
-  const configuration = {
-    ...synthesized,
-    metadata: { name: 'e2e-status-flood' },
-    webhooks: synthesized.webhooks.map((entry: any) => ({
-      ...entry,
-      clientConfig: { url: `https://127.0.0.1:${webhook!.port}/mutate`, caBundle: Buffer.from(plane!.pki.caCertificate).toString('base64') },
-      failurePolicy: 'Fail',
-    })),
-  };
+  const configuration = locallyServed(synthesized, 'e2e-status-flood', webhook!.port, plane!.pki.caCertificate);
   await plane!.ok('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?fieldValidation=Strict', configuration);
   await plane!.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE, labels: synthesized.webhooks[0].namespaceSelector.matchLabels } });
 

@@ -210,13 +210,8 @@ describe('the uid span and the key', () => {
     assert.notEqual(key(`${front}abc","kind":1}}`), key(`${front.replace('/v1"', '/v1beta1"')}abc","kind":1}}`));
   });
 
-  test('the kept answers stay within their bounds under ever-new reviews, checked before each one goes in', async () => {
-    const review = loadReview('pod-create-sleep');
+  test('the kept answers stay within their bounds under ever-new reviews, checked before each one goes in', () => {
     const cache = new RepeatedReviews();
-    const { send } = harness();
-    const template = await send(withUid(review, 'u'));
-    const tail = JSON.parse(template.body);
-    assert.equal(tail.response.allowed, true);
     let most = 0;
     for (let i = 0; i < 3000; i++) {
       const long = i % 7 === 0;
