@@ -107,6 +107,14 @@ const SATURATION_THROUGHPUT_RATIO = 0.95;
 const SATURATION_CPU_RATIO = 1.05;
 const P99_500_RATIO = 1.0;
 const SATURATION_ROUNDS = 3;
+/**
+ * 500 req/s again, in turns of 1 s in one generator that keeps its connections (paired-load.ts), and
+ * the same for two copies of the baseline: how far two identical servers' p99s land apart on this
+ * machine, printed beside the webhook's ratio. Measured, not a verdict: the verdict stays on the
+ * segments above, as the target was set.
+ */
+const P99_PAIRED_TURNS = 30;
+const P99_PAIRED_CONNECTIONS = 10;
 
 /** One server's figures for one scenario, merged over its interleaved segments. */
 interface LoadRun {
@@ -364,6 +372,39 @@ async function main(): Promise<void> {
   }
   await sleep(3000);
   const afterLoadRss = { webhook: readRssKb(servers.webhook.pid), baseline: readRssKb(servers.baseline.pid) };
+
+  // 500 req/s in paired turns, and the same for the baseline against a copy of itself (the control).
+  progress('starting a second baseline for the same-server control at 500 req/s');
+  const baselineCopy = await startServer({ ...(await baselineSpec(deployed)), name: 'baseline copy' }, pinning);
+  await runLoad(
+    { mode: 'closed', connections: CLOSED_CONNECTIONS, warmupSeconds: 0, durationSeconds: PREWARM_SECONDS, port: baselineCopy.port, caFile: deployed.caFile, servername: deployed.serverName, bodyFile, expectPatch: true },
+    pinning,
+  );
+  const pairedAt500 = async (a: RunningServer, b: RunningServer): Promise<readonly [PairedSide, PairedSide]> => {
+    progress(`500 req/s in paired turns: ${a.name} and ${b.name}, ${P99_PAIRED_TURNS} turns of 1 s each (${PAIRED_WARMUP_SECONDS} s warm-up per server)`);
+    const result = await runPairedLoad(
+      {
+        servers: [
+          { port: a.port, pid: a.pid },
+          { port: b.port, pid: b.pid },
+        ],
+        caFile: deployed.caFile,
+        servername: deployed.serverName,
+        bodyFile,
+        connections: P99_PAIRED_CONNECTIONS,
+        phaseMs: 1000,
+        phasesPerServer: P99_PAIRED_TURNS,
+        warmupSeconds: PAIRED_WARMUP_SECONDS,
+        rate: 500,
+      },
+      pinning,
+    );
+    progress(`  p99 ${ratio(result.sides[0].latencyUs!.p99, result.sides[1].latencyUs!.p99)}`);
+    return result.sides;
+  };
+  const [pairedWebhook500, pairedBaseline500] = await pairedAt500(servers.webhook, servers.baseline);
+  const control500 = await pairedAt500(servers.baseline, baselineCopy);
+  await baselineCopy.stop('SIGKILL');
   const webhookLogs = { ...servers.webhook.logs };
   for (const server of Object.values(servers)) await server.stop('SIGKILL');
 
@@ -432,6 +473,8 @@ async function main(): Promise<void> {
     rounds,
     paired,
     pairedUnique: pairedUnique!,
+    paired500: { webhook: pairedWebhook500, baseline: pairedBaseline500 },
+    control500,
     scenarios,
     bodyBytes,
     webhookLogs,
@@ -645,6 +688,10 @@ interface Report {
   paired: PairedRound[];
   /** One more paired round with every request a new pod (no repeated reviews). */
   pairedUnique: PairedRound;
+  /** 500 req/s in paired turns: the webhook against the baseline. */
+  paired500: { webhook: PairedSide; baseline: PairedSide };
+  /** 500 req/s in paired turns: the baseline against a copy of itself. */
+  control500: readonly [PairedSide, PairedSide];
   scenarios: Scenario[];
   bodyBytes: number;
   webhookLogs: { lines: number; warnOrError: number };
@@ -731,7 +778,10 @@ function targets(report: Report): Target[] {
   const pairedAll = { webhook: pairedTotal('webhook'), baseline: pairedTotal('baseline') };
   const readyMedian = median(report.webhookStarts.map((s) => s.readyMs));
   const synthMedian = median(report.synthCommandMs);
-  const errors = report.runs.reduce((sum, r) => sum + r.errorCount, 0) + [...report.paired, report.pairedUnique].reduce((sum, r) => sum + r.webhook.errors + r.baseline.errors, 0);
+  const errors =
+    report.runs.reduce((sum, r) => sum + r.errorCount, 0) +
+    [...report.paired, report.pairedUnique, report.paired500].reduce((sum, r) => sum + r.webhook.errors + r.baseline.errors, 0) +
+    report.control500.reduce((sum, side) => sum + side.errors, 0);
   return [
     ...engineTarget('engine-demo', 'Engine, demo pod (pod-create-demoapp)', 'pod-create-demoapp', 200),
     ...engineTarget('engine-1500', 'Engine, pod with 1,500 env variables', 'pod-1500-env', 10_000),
@@ -759,6 +809,19 @@ function targets(report: Report): Target[] {
         saturationRounds.map((r) => `${us(r.webhook.cpuUsPerRequest)} vs ${us(r.baseline.cpuUsPerRequest)} = ${verdictRatio(r.webhook.cpuUsPerRequest, r.baseline.cpuUsPerRequest, SATURATION_CPU_RATIO)}`).join('; ') +
         ` (all rounds: ${ratio(pairedAll.webhook.cpuUsPerRequest, pairedAll.baseline.cpuUsPerRequest)})`,
       met: saturationRounds.length === SATURATION_ROUNDS && saturationRounds.every((r) => r.webhook.cpuUsPerRequest <= SATURATION_CPU_RATIO * r.baseline.cpuUsPerRequest),
+    },
+    {
+      key: 'p99-500-paired',
+      target:
+        `(measured, no target) p99 at 500 req/s in paired turns (one generator keeping ${P99_PAIRED_CONNECTIONS} connections per server, ${P99_PAIRED_TURNS} turns of 1 s each), ` +
+        'webhook vs baseline, and two copies of the baseline the same way',
+      measured: (() => {
+        const p99 = (side: PairedSide) => side.latencyUs!.p99;
+        const { webhook, baseline } = report.paired500;
+        const [first, second] = report.control500;
+        return `${us(p99(webhook))} vs ${us(p99(baseline))} = ${ratio(p99(webhook), p99(baseline))}; the same server twice: ${us(p99(first))} vs ${us(p99(second))} = ${ratio(p99(first), p99(second))}`;
+      })(),
+      met: true,
     },
     {
       key: 'new-pods',
@@ -1320,6 +1383,17 @@ function whatStandsInTheWay(report: Report, missed: Target[]): string[] {
             'Writing the log to a file instead of the benchmark\'s pipe changed nothing (294 against 298 µs). ' +
             'So no single feature holds the gap: at this rate each request runs on cold caches and pays for the code and data it touches, and the webhook touches more than a server that parses the review and answers a fixed patch. ' +
             'A p99 at most the baseline\'s in every run would take a webhook that does less per request than that server, measured under noise larger than the gap.',
+          '',
+          'Measured later on 2026-11-27 (not part of this benchmark), with repeated reviews answered from the first answer: ' +
+            'each segment above starts a new generator process with a new pool of 64 connections, and in a scratch probe (`--trace-gc`) the webhook began a mark-compact 0.5 to 1.4 s into most of its segments ' +
+            '(after the new connections, or from V8\'s memory reducer after its idle turn), while a segment\'s p99 was about 3 ms for both servers. ' +
+            'In turns of 1 s in one generator that keeps its connections (the row "p99 at 500 req/s in paired turns" above, and `COMPARE_RATE=500 npm run bench:compare`), the p99 was about 1 ms, ' +
+            'and the webhook\'s 0.83x, 0.94x, 0.99x, 0.92x, 1.04x, 1.03x, 0.86x and 1.26x the baseline\'s in eight runs; the same turns between two copies of one server gave ' +
+            '0.61x, 0.94x and 1.01x (the webhook twice) and 1.01x and 0.97x (the baseline twice). ' +
+            'Tried that day and not kept, none standing out of that noise: a 3 s warm-up for these segments, which left the mark-compact out of the measured time (1.07x, against 0.95x with 1 s, one run each); ' +
+            '`--min-semi-space-size=8`, a young generation that does not shrink, which made the webhook\'s scavenges as rare as the baseline\'s (0.75x and 0.80x against the baseline, but 1.75x, 1.03x and 1.24x against the webhook without it); ' +
+            'and prom-client\'s event-loop sampler every 100 ms instead of every 10 ms. ' +
+            'So on this machine the p99s of two identical servers in one run can land a third apart, and the webhook\'s ratio sits inside that spread; the same-server row above measures the spread in every run.',
           '',
           gcStory,
           '',
