@@ -445,6 +445,41 @@ export function runPairedLoad(config: PairedConfig, pinning: Pinning): Promise<P
   return runGeneratorProcess('paired-load.ts', 'paired load', config, limitMs, pinning);
 }
 
+/** Connections the turns at a fixed rate keep to each server (runTurnsAtRate). */
+export const TURN_CONNECTIONS = 10;
+/** Seconds of turns per server not counted before the turns at a fixed rate (runTurnsAtRate). */
+export const TURN_WARMUP_SECONDS = 3;
+
+/** The low-load comparison of `npm run bench` (its paired 500 req/s rows) and `COMPARE_RATE` in bench:compare:
+ * two servers in turns of 1 s (A B B A) in one open-loop generator that keeps TURN_CONNECTIONS
+ * connections to each, after TURN_WARMUP_SECONDS of turns per server not counted. */
+export function runTurnsAtRate(
+  servers: readonly [{ port: number; pid: number }, { port: number; pid: number }],
+  target: { caFile: string; serverName: string },
+  bodyFile: string,
+  options: { rate: number; turnsPerServer: number; uniquePods?: boolean },
+  pinning: Pinning,
+): Promise<PairedResult> {
+  return runPairedLoad(
+    {
+      servers: [
+        { port: servers[0].port, pid: servers[0].pid },
+        { port: servers[1].port, pid: servers[1].pid },
+      ],
+      caFile: target.caFile,
+      servername: target.serverName,
+      bodyFile,
+      uniquePods: options.uniquePods ?? false,
+      connections: TURN_CONNECTIONS,
+      phaseMs: 1000,
+      phasesPerServer: options.turnsPerServer,
+      warmupSeconds: TURN_WARMUP_SECONDS,
+      rate: options.rate,
+    },
+    pinning,
+  );
+}
+
 /** Samples a process's RSS every `everyMs` until stopped; returns the samples in kB. */
 export function sampleRss(pid: number, everyMs: number): { stop(): number[]; samples: number[] } {
   const samples: number[] = [readRssKb(pid)];

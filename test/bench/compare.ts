@@ -32,8 +32,8 @@ import {
   pinSelf,
   readCpuMs,
   runLoad,
-  runPairedLoad,
   runSynthCommand,
+  runTurnsAtRate,
   startServer,
   webhookSpec,
 } from './bench-support';
@@ -148,24 +148,7 @@ async function main(): Promise<void> {
   const lines: string[] = [];
   if (RATE !== undefined) {
     for (const side of webhookB ? [webhook, webhookB] : [webhook]) {
-      const result = await runPairedLoad(
-        {
-          servers: [
-            { port: side.port, pid: side.pid },
-            { port: baseline.port, pid: baseline.pid },
-          ],
-          caFile: deployed.caFile,
-          servername: deployed.serverName,
-          bodyFile,
-          uniquePods: UNIQUE_PODS,
-          connections: CONNECTIONS,
-          phaseMs: 1000,
-          phasesPerServer: PHASES,
-          warmupSeconds: 3,
-          rate: RATE,
-        },
-        pinning,
-      );
+      const result = await runTurnsAtRate([side, baseline], deployed, bodyFile, { rate: RATE, turnsPerServer: PHASES, uniquePods: UNIQUE_PODS }, pinning);
       answered[side.name] += result.sides[0].answers;
       answered.baseline += result.sides[1].answers;
       lines.push(lowLoadLine(side.name, result));

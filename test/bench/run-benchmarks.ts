@@ -10,6 +10,8 @@ import {
   REPO_ROOT,
   RunningServer,
   ServerSpec,
+  TURN_CONNECTIONS,
+  TURN_WARMUP_SECONDS,
   baselineSpec,
   cleanupTemp,
   coreSnapshot,
@@ -28,6 +30,7 @@ import {
   runSynthCommand,
   runSynthInProcess,
   runToEnd,
+  runTurnsAtRate,
   sampleRss,
   startServer,
   webhookSpec,
@@ -114,7 +117,6 @@ const SATURATION_ROUNDS = 3;
  * segments above, as the target was set.
  */
 const P99_PAIRED_TURNS = 30;
-const P99_PAIRED_CONNECTIONS = 10;
 
 /** One server's figures for one scenario, merged over its interleaved segments. */
 interface LoadRun {
@@ -247,15 +249,15 @@ async function main(): Promise<void> {
   for (const name of ['webhook', 'baseline', 'webhook-warn'] as const) servers[name] = await startServer(specs[name], pinning);
   await sleep(2000);
   const idleRss = { webhook: readRssKb(servers.webhook.pid), baseline: readRssKb(servers.baseline.pid) };
-  for (const name of ['webhook', 'baseline', 'webhook-warn'] as const) {
-    progress(`pre-warm ${name}: ${PREWARM_SECONDS} s closed loop, not measured`);
+  const prewarm = async (server: RunningServer) => {
+    progress(`pre-warm ${server.name}: ${PREWARM_SECONDS} s closed loop, not measured`);
     await runLoad(
       {
         mode: 'closed',
         connections: CLOSED_CONNECTIONS,
         warmupSeconds: 0,
         durationSeconds: PREWARM_SECONDS,
-        port: servers[name].port,
+        port: server.port,
         caFile: deployed.caFile,
         servername: deployed.serverName,
         bodyFile,
@@ -263,7 +265,8 @@ async function main(): Promise<void> {
       },
       pinning,
     );
-  }
+  };
+  for (const name of ['webhook', 'baseline', 'webhook-warn'] as const) await prewarm(servers[name]);
 
   const segmentSeconds = LOAD_SECONDS / SEGMENTS;
   const open = (rate: number, serverNames: ServerName[]): Scenario => ({
@@ -376,29 +379,10 @@ async function main(): Promise<void> {
   // 500 req/s in paired turns, and the same for the baseline against a copy of itself (the control).
   progress('starting a second baseline for the same-server control at 500 req/s');
   const baselineCopy = await startServer({ ...(await baselineSpec(deployed)), name: 'baseline copy' }, pinning);
-  await runLoad(
-    { mode: 'closed', connections: CLOSED_CONNECTIONS, warmupSeconds: 0, durationSeconds: PREWARM_SECONDS, port: baselineCopy.port, caFile: deployed.caFile, servername: deployed.serverName, bodyFile, expectPatch: true },
-    pinning,
-  );
+  await prewarm(baselineCopy);
   const pairedAt500 = async (a: RunningServer, b: RunningServer): Promise<readonly [PairedSide, PairedSide]> => {
-    progress(`500 req/s in paired turns: ${a.name} and ${b.name}, ${P99_PAIRED_TURNS} turns of 1 s each (${PAIRED_WARMUP_SECONDS} s warm-up per server)`);
-    const result = await runPairedLoad(
-      {
-        servers: [
-          { port: a.port, pid: a.pid },
-          { port: b.port, pid: b.pid },
-        ],
-        caFile: deployed.caFile,
-        servername: deployed.serverName,
-        bodyFile,
-        connections: P99_PAIRED_CONNECTIONS,
-        phaseMs: 1000,
-        phasesPerServer: P99_PAIRED_TURNS,
-        warmupSeconds: PAIRED_WARMUP_SECONDS,
-        rate: 500,
-      },
-      pinning,
-    );
+    progress(`500 req/s in paired turns: ${a.name} and ${b.name}, ${P99_PAIRED_TURNS} turns of 1 s each (${TURN_WARMUP_SECONDS} s warm-up per server)`);
+    const result = await runTurnsAtRate([a, b], deployed, bodyFile, { rate: 500, turnsPerServer: P99_PAIRED_TURNS }, pinning);
     progress(`  p99 ${ratio(result.sides[0].latencyUs!.p99, result.sides[1].latencyUs!.p99)}`);
     return result.sides;
   };
@@ -813,7 +797,7 @@ function targets(report: Report): Target[] {
     {
       key: 'p99-500-paired',
       target:
-        `(measured, no target) p99 at 500 req/s in paired turns (one generator keeping ${P99_PAIRED_CONNECTIONS} connections per server, ${P99_PAIRED_TURNS} turns of 1 s each), ` +
+        `(measured, no target) p99 at 500 req/s in paired turns (one generator keeping ${TURN_CONNECTIONS} connections per server, ${P99_PAIRED_TURNS} turns of 1 s each), ` +
         'webhook vs baseline, and two copies of the baseline the same way',
       measured: (() => {
         const p99 = (side: PairedSide) => side.latencyUs!.p99;

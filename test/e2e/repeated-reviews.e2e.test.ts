@@ -7,10 +7,10 @@
 // the webhook looks for. A pod that differs in one label is evaluated on its own.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Manifest, findManifest, synthDefaultAppToTemp } from '../support/synth-helpers';
-import { BundledWebhook, MountedDirs, opsRequest } from '../support/webhook-harness';
-import { ControlPlane, binaryVersion, findBinaries } from './support/control-plane';
-import { locallyServed, startDeployedBundle } from './support/local-webhook';
+import { Manifest, findManifest } from '../support/synth-helpers';
+import { BundledWebhook, opsRequest } from '../support/webhook-harness';
+import { ControlPlane, findBinaries } from './support/control-plane';
+import { locallyServed, startDefaultAppBesidePlane } from './support/local-webhook';
 
 const binaries = findBinaries();
 const skip = typeof binaries === 'string' ? binaries : false;
@@ -21,8 +21,8 @@ const REPLICAS = 12;
 
 let plane: ControlPlane | undefined;
 let webhook: BundledWebhook | undefined;
-let dirs: MountedDirs | undefined;
-const manifests: Manifest[] = [];
+let manifests: Manifest[] = [];
+let stopAll: (() => Promise<void>) | undefined;
 
 function replica(labels: Record<string, string>): Manifest {
   return {
@@ -46,17 +46,11 @@ async function repeatedCount(): Promise<number> {
 
 before(async () => {
   if (skip) return;
-  const bins = binaries as Exclude<typeof binaries, string>;
-  manifests.push(...synthDefaultAppToTemp().manifests);
-  plane = await ControlPlane.start(bins, { apiserverFlags: [] });
-  console.log(`kube-apiserver ${binaryVersion(bins.kubeApiserver)}; etcd ${binaryVersion(bins.etcd)}`);
-  ({ webhook, dirs } = await startDeployedBundle(plane, manifests, 'repeated'));
+  ({ plane, webhook, manifests, stop: stopAll } = await startDefaultAppBesidePlane(binaries as Exclude<typeof binaries, string>, 'repeated'));
 });
 
 after(async () => {
-  await webhook?.stop('SIGKILL');
-  await plane?.stop();
-  dirs?.cleanup();
+  await stopAll?.();
 });
 
 test(`${REPLICAS} pods from one generateName manifest through the apiserver: all but the first answered as repeats, each injected and accepted with its own uid`, { skip }, async () => {

@@ -8,10 +8,10 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { RUNTIME_ENV } from '../../webhook/config';
-import { Manifest, findManifest, synthDefaultAppToTemp } from '../support/synth-helpers';
-import { BundledWebhook, MountedDirs, opsRequest } from '../support/webhook-harness';
-import { ControlPlane, binaryVersion, findBinaries } from './support/control-plane';
-import { locallyServed, startDeployedBundle } from './support/local-webhook';
+import { Manifest, findManifest } from '../support/synth-helpers';
+import { BundledWebhook, opsRequest } from '../support/webhook-harness';
+import { ControlPlane, findBinaries } from './support/control-plane';
+import { locallyServed, startDefaultAppBesidePlane } from './support/local-webhook';
 
 const binaries = findBinaries();
 const skip = typeof binaries === 'string' ? binaries : false;
@@ -28,8 +28,8 @@ const MiB = 1024 * 1024;
 
 let plane: ControlPlane | undefined;
 let webhook: BundledWebhook | undefined;
-let dirs: MountedDirs | undefined;
-const manifests: Manifest[] = [];
+let manifests: Manifest[] = [];
+let stopAll: (() => Promise<void>) | undefined;
 
 /** The process's RSS; NaN once it has exited. */
 function rssBytes(pid: number): number {
@@ -57,19 +57,13 @@ function floodPod(index: number): Manifest {
 
 before(async () => {
   if (skip) return;
-  const bins = binaries as Exclude<typeof binaries, string>;
-  manifests.push(...synthDefaultAppToTemp().manifests);
-  plane = await ControlPlane.start(bins, { apiserverFlags: [] });
-  console.log(`kube-apiserver ${binaryVersion(bins.kubeApiserver)}; etcd ${binaryVersion(bins.etcd)}`);
   let env: Record<string, string>;
-  ({ webhook, dirs, env } = await startDeployedBundle(plane, manifests, 'status-flood'));
+  ({ plane, webhook, manifests, env, stop: stopAll } = await startDefaultAppBesidePlane(binaries as Exclude<typeof binaries, string>, 'status-flood'));
   console.log(`webhook (bundle, pid ${webhook.child.pid}) with NODE_OPTIONS=${env.NODE_OPTIONS} ${RUNTIME_ENV.memoryLimitBytes}=${env[RUNTIME_ENV.memoryLimitBytes]}`);
 });
 
 after(async () => {
-  await webhook?.stop('SIGKILL');
-  await plane?.stop();
-  dirs?.cleanup();
+  await stopAll?.();
 });
 
 test(`${CREATES} dry-run pod creates through the apiserver, each with a unique ${VALUE_BYTES / 1000} KB ${STATUS}, are all injected and leave the webhook's RSS flat`, { skip }, async () => {

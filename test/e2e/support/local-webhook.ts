@@ -3,9 +3,9 @@
 // MutatingWebhookConfiguration pointed at it on 127.0.0.1.
 import * as path from 'node:path';
 import { RUNTIME_ENV } from '../../../webhook/config';
-import { Manifest, makeTempDir } from '../../support/synth-helpers';
+import { Manifest, makeTempDir, synthDefaultAppToTemp } from '../../support/synth-helpers';
 import { BundledWebhook, MountedDirs, deployedEnvironment, makeMountedDirs, startBundled } from '../../support/webhook-harness';
-import type { ControlPlane } from './control-plane';
+import { ControlPlane, ControlPlaneBinaries, binaryVersion } from './control-plane';
 
 /** `configuration` (a synthesized MutatingWebhookConfiguration) renamed `name`, calling the webhook on
  * 127.0.0.1:`port` with `caCertificate` as its caBundle, failing closed; each entry's namespaceSelector
@@ -25,7 +25,7 @@ export function locallyServed(configuration: Manifest, name: string, port: numbe
 
 /** The bundled webhook started as the synthesized Deployment runs it (its env: the 192Mi limit,
  * NODE_OPTIONS), with the config from `manifests`' ConfigMap and `plane`'s serving certificate. */
-export async function startDeployedBundle(
+async function startDeployedBundle(
   plane: ControlPlane,
   manifests: Manifest[],
   label: string,
@@ -41,4 +41,34 @@ export async function startDeployedBundle(
     dirs.cleanup();
     throw error;
   }
+}
+
+/** The default app synthesized, a control plane started without extra flags, and the app's webhook
+ * started beside it by startDeployedBundle; `stop` ends and removes all of it. */
+export async function startDefaultAppBesidePlane(
+  binaries: ControlPlaneBinaries,
+  label: string,
+): Promise<{ manifests: Manifest[]; plane: ControlPlane; webhook: BundledWebhook; env: Record<string, string>; stop(): Promise<void> }> {
+  const manifests = synthDefaultAppToTemp().manifests;
+  const plane = await ControlPlane.start(binaries, { apiserverFlags: [] });
+  console.log(`kube-apiserver ${binaryVersion(binaries.kubeApiserver)}; etcd ${binaryVersion(binaries.etcd)}`);
+  let started: Awaited<ReturnType<typeof startDeployedBundle>>;
+  try {
+    started = await startDeployedBundle(plane, manifests, label);
+  } catch (error) {
+    await plane.stop();
+    throw error;
+  }
+  const { webhook, dirs, env } = started;
+  return {
+    manifests,
+    plane,
+    webhook,
+    env,
+    async stop() {
+      await webhook.stop('SIGKILL');
+      await plane.stop();
+      dirs.cleanup();
+    },
+  };
 }
