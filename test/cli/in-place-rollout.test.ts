@@ -10,6 +10,7 @@ import { type InPlaceCommandOptions, runInPlaceCommand } from '../../webhook/cli
 import { classifyPods } from '../../webhook/cli/injection-status';
 import type { InjectorSource } from '../../webhook/cli/injector-source';
 import { createRequestFor } from '../../webhook/cli/preview';
+import { type PodClient, describeUpgrade, upgradePod } from '../../webhook/cli/in-place-rollout';
 import { FakeCluster } from '../support/fake-cluster';
 import { applyResponse } from '../support/recorded-reviews';
 
@@ -260,4 +261,91 @@ test('--dry-run prints the plan and writes nothing', async () => {
   const result = await run(cluster, NEW, { dryRun: true });
   assert.match(result.stdout, /dry run: nothing changed\n$/, result.describe());
   assert.equal(cluster.patches, 0);
+});
+
+// Issue 40: one image under two names. containerd 1.6 reports an image by the first of its names in
+// sort order, so after a move to a name that sorts later the reported image stays the old name, and
+// the imageID cannot change since the image did not.
+
+test('the status a real containerd 1.6 gave for a move to another name of the same image: a container started after the patch is on the patched spec', async () => {
+  const imageID = 'sha256:763ccc4e2f6a07a1b0e7b6e3e1c0f5a5d3f0b0a4b2f5e0c9d8a7b6c5d4e3f2a1';
+  const status = (containerID: string, restartCount: number) => ({
+    phase: 'Running',
+    conditions: [{ type: 'ContainersReady', status: 'True' }, { type: 'Ready', status: 'True' }],
+    containerStatuses: [
+      { name: 'app', image: 'registry.example/app:1', imageID: 'sha256:app', containerID: 'containerd://app', restartCount: 0, ready: true, started: true, state: { running: { startedAt: '2026-11-27T10:00:00Z' } } },
+      // As the node reported it after the restart: the old name, the old imageID, restartCount 1, running.
+      { name: 'envoy', image: 'docker.io/envoyproxy/envoy:v1.20.3', imageID, containerID, restartCount, ready: true, started: true, state: { running: { startedAt: '2026-11-27T10:05:00Z' } } },
+    ],
+  });
+  const specWith = (image: string) => ({ containers: [{ name: 'app', image: 'registry.example/app:1' }, { name: 'envoy', image }] });
+  let pod: any = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web-5d775cdc94-8rjk4', namespace: 'shop', uid: 'u1', resourceVersion: '1' }, spec: specWith('envoyproxy/envoy:v1.20.3'), status: status('containerd://old', 0) };
+  let reads = 0;
+  const client: PodClient = {
+    getPod: async () => {
+      // The kubelet restarts envoy on the patched spec by the third read after the patch.
+      if (pod.spec.containers[1].image === 'envoyproxy/envoy:v1.31.0' && ++reads === 3) pod = { ...pod, status: status('containerd://new', 1) };
+      return structuredClone(pod);
+    },
+    patchPod: async () => {
+      pod = { ...pod, metadata: { ...pod.metadata, resourceVersion: '2' }, spec: specWith('envoyproxy/envoy:v1.31.0') };
+      return structuredClone(pod);
+    },
+    setPodCondition: async () => undefined,
+    podEndpoints: async () => [],
+  };
+  const change = { injection: 'envoy', container: 'envoy', list: 'containers' as const, index: 1, from: 'envoyproxy/envoy:v1.20.3', to: 'envoyproxy/envoy:v1.31.0', nativeSidecar: false };
+  const replan = (current: any) => (current.spec.containers[1].image === change.to ? { skip: 'done' } : { changes: [change], operations: [{ op: 'replace' as const, path: '/spec/containers/1/image', value: change.to }], readinessGate: false });
+  let time = 0;
+  const clock = { now: () => time, sleep: async (ms: number) => void (time += ms) };
+  const settings = { prefix: PREFIX, drain: 'auto' as const, drainGraceMs: 0, timeoutMs: 120_000, pollMs: 1000 };
+  const upgrade = await upgradePod(client, clock, settings, 'shop', 'web-5d775cdc94-8rjk4', replan, () => undefined);
+  assert.ok(!('skipped' in upgrade), JSON.stringify(upgrade));
+  assert.ok(time < 10_000, `done on the kubelet's report, not at the timeout (${time} ms)`);
+  assert.deepEqual(upgrade.containers[0], { container: 'envoy', from: change.from, to: change.to, restartCount: [0, 1], imageID: [imageID, imageID], reportedImage: 'docker.io/envoyproxy/envoy:v1.20.3' });
+  assert.match(
+    describeUpgrade(upgrade),
+    /envoy restartCount 0 -> 1, imageID sha256:763c\S+ -> sha256:763c\S+ \(the runtime reports its image as docker\.io\/envoyproxy\/envoy:v1\.20\.3, not envoyproxy\/envoy:v1\.31\.0: the imageID is unchanged, so both names are the same image/,
+  );
+
+  // Before the kubelet restarted it, the same status (old containerID, restartCount 0) is no upgrade: the wait times out.
+  pod = { ...pod, spec: specWith('envoyproxy/envoy:v1.20.3'), status: status('containerd://old', 0) };
+  reads = -1_000_000;
+  await assert.rejects(upgradePod(client, clock, { ...settings, timeoutMs: 5_000 }, 'shop', 'web-5d775cdc94-8rjk4', replan, () => undefined), /not back within 5s: envoy not yet restarted on envoyproxy\/envoy:v1\.31\.0/);
+});
+
+test('rollout --in-place and --undo between two names of one image, in both directions of their sort order: each run ends on the kubelet\'s report, and status finds the pods up to date', async () => {
+  const SHORT = resolveInjectorConfig({ injections: [envoy('envoyproxy/envoy:v1.31')] });
+  const LONG = OLD; // envoyproxy/envoy:v1.31.0, which sorts after v1.31
+  const cluster = new FakeCluster();
+  cluster.sameImage.push(['envoyproxy/envoy:v1.31', 'envoyproxy/envoy:v1.31.0']);
+  const names = deployment(cluster, 'web', 2, SHORT);
+  const images = () => names.map((name) => cluster.pod('shop', name).spec.containers[1].image);
+  const reported = () => names.map((name) => container(cluster.pod('shop', name), 'envoy').image);
+  const step = async (config: ResolvedInjectorConfig, options: Partial<InPlaceCommandOptions>, want: string) => {
+    const started = cluster.time;
+    const result = await run(cluster, config, options);
+    assert.equal(result.exitCode, 0, result.describe());
+    assert.deepEqual(images(), [want, want], result.describe());
+    // Every pod back on the kubelet's first report: far inside one pod's timeout.
+    assert.ok(cluster.time - started < OPTIONS.timeoutMs / 4, `${cluster.time - started} ms\n${result.describe()}`);
+    for (const name of names) assert.equal(container(cluster.pod('shop', name), 'envoy').restartCount > 0, true, name);
+    return result;
+  };
+
+  // v1.31 -> v1.31.0 (a name that sorts later: the runtime goes on reporting v1.31).
+  const later = await step(LONG, {}, 'envoyproxy/envoy:v1.31.0');
+  assert.deepEqual(reported(), ['docker.io/envoyproxy/envoy:v1.31', 'docker.io/envoyproxy/envoy:v1.31']);
+  assert.match(later.stdout, /imageID (sha256:\S+) -> \1 \(the runtime reports its image as docker\.io\/envoyproxy\/envoy:v1\.31, not envoyproxy\/envoy:v1\.31\.0: the imageID is unchanged/, later.describe());
+  const classify = (config: ResolvedInjectorConfig) => classifyPods({ pods: cluster.listPods(), namespaceLabels: new Map(), owners: new Map() }, source(config)).map((status) => status.state);
+  assert.deepEqual(classify(LONG), ['up-to-date', 'up-to-date'], 'status compares the spec and the recorded hashes, not the reported name');
+  // --undo back to v1.31 (a name that sorts first: reported as asked).
+  const undone = await step(LONG, { undo: true }, 'envoyproxy/envoy:v1.31');
+  assert.doesNotMatch(undone.stdout, /the runtime reports its image as/, undone.describe());
+  // Again to v1.31.0, then the config moves to v1.31 (sorting first) and --undo goes back across the pair.
+  await step(LONG, {}, 'envoyproxy/envoy:v1.31.0');
+  await step(SHORT, {}, 'envoyproxy/envoy:v1.31');
+  assert.deepEqual(classify(SHORT), ['up-to-date', 'up-to-date']);
+  const back = await step(SHORT, { undo: true }, 'envoyproxy/envoy:v1.31.0');
+  assert.match(back.stdout, /the runtime reports its image as docker\.io\/envoyproxy\/envoy:v1\.31, not envoyproxy\/envoy:v1\.31\.0/, back.describe());
 });

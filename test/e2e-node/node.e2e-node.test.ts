@@ -44,6 +44,9 @@ const ENVOY_NEXT = '1.21.0';
 /** The version `rollout --in-place` upgrades to; and one no image exists for. */
 const ENVOY_IN_PLACE = '1.22.0';
 const ENVOY_MISSING = '9.9.9';
+/** One image under two tags: `v1.31` sorts before `v1.31.0`, and containerd 1.6 reports an image by its first tag. */
+const ENVOY_PINNED = '1.31.0';
+const ENVOY_FLOATING = '1.31';
 
 const RESTRICTED = { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } };
 /** An app that stops at once on SIGTERM, as a well-behaved app does. */
@@ -68,7 +71,7 @@ before(async () => {
     policyEnv = { INJECTOR_BACKEND: 'admissionPolicy', INJECTOR_POLICY_API_VERSION: apiVersion };
     apiserverFlags = minor >= 36 ? [] : policyApiserverFlags(apiVersion);
   }
-  cluster = await NodeCluster.start(bins, { dir: path.join(work, 'cluster'), envoyVersions: [ENVOY_FIRST, ENVOY_NEXT, ENVOY_IN_PLACE], apiserverFlags, progress });
+  cluster = await NodeCluster.start(bins, { dir: path.join(work, 'cluster'), envoyVersions: [ENVOY_FIRST, ENVOY_NEXT, ENVOY_IN_PLACE, ENVOY_PINNED], envoyAliases: { [ENVOY_PINNED]: [ENVOY_FLOATING] }, apiserverFlags, progress });
   const version = await cluster.plane.ok('GET', '/version');
   const node = await cluster.plane.ok('GET', `/api/v1/nodes/${NODE_NAME}`);
   progress(`kube-apiserver /version ${version.gitVersion}; kubelet ${node.status.nodeInfo.kubeletVersion}, ${node.status.nodeInfo.containerRuntimeVersion}, kube-proxy ${cluster.versions.kubeProxy}; backend ${BACKEND}`);
@@ -501,6 +504,57 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
       describePod(after),
     );
     cleanUp('native');
+    await applyConfig(variant(ENVOY_IN_PLACE));
+  });
+
+  test('rollout --in-place and --undo between two names of one image (v1.31, v1.31.0), in both directions of their sort order: each exits 0 on the kubelet\'s report, pods and apps kept, status exits 0', async () => {
+    namespace('renamed', ENABLED);
+    const floating = variant(ENVOY_FLOATING);
+    const pinned = variant(ENVOY_PINNED);
+    await applyConfig(floating);
+    echoDeployment('renamed', 'echo');
+    kubectl(cluster, ['-n', 'renamed', 'rollout', 'status', 'deploy/echo', '--timeout=180s']);
+    const start = await podFacts('renamed', 'app=echo');
+    progress(`two names of one image: containerd holds ${cluster.images().filter((image) => image.includes('envoy:v1.31')).join(', ')}; the pods run ${start.map((pod) => `${pod.envoySpecImage} (reported ${pod.envoyImage}, ${pod.envoyImageId})`).join('; ')}`);
+    let facts = start;
+    const steps: { from: string; undo: boolean; to: string; what: string }[] = [
+      { from: pinned, undo: false, to: ENVOY_PINNED, what: 'v1.31 -> v1.31.0 (a name that sorts after the reported one)' },
+      { from: pinned, undo: true, to: ENVOY_FLOATING, what: '--undo: v1.31.0 -> v1.31 (the name that sorts first)' },
+      { from: pinned, undo: false, to: ENVOY_PINNED, what: 'v1.31 -> v1.31.0 again' },
+      { from: floating, undo: false, to: ENVOY_FLOATING, what: 'the config back on v1.31: v1.31.0 -> v1.31 (sorts first)' },
+      { from: floating, undo: true, to: ENVOY_PINNED, what: '--undo: v1.31 -> v1.31.0 (sorts after)' },
+    ];
+    let applied = floating;
+    for (const step of steps) {
+      if (step.from !== applied) await applyConfig((applied = step.from));
+      const args = ['rollout', '--in-place', '--from', step.from, '-n', 'renamed', '--timeout', '120s', ...(step.undo ? ['--undo'] : [])];
+      const run = await cli(cluster, args);
+      shown(`${args.join(' ').replace(step.from, `${path.basename(step.from)}/`)}   # ${step.what}`, run);
+      // A wait that needed the reported name or the imageID to change would end at the timeout (exit 7).
+      assert.equal(run.status, 0, describeRun(run));
+      const now = await podFacts('renamed', 'app=echo');
+      assert.deepEqual(now.map((pod) => pod.uid).sort(), start.map((pod) => pod.uid).sort(), `${step.what}: the same pods`);
+      for (const pod of now) {
+        const was = facts.find((earlier) => earlier.uid === pod.uid)!;
+        assert.deepEqual(
+          { spec: pod.envoySpecImage, envoy: pod.envoyRestarts, imageID: pod.envoyImageId, app: pod.appRestarts, appStarted: pod.appProcessStart, ready: pod.ready },
+          { spec: `envoyproxy/envoy:v${step.to}`, envoy: was.envoyRestarts + 1, imageID: was.envoyImageId, app: 0, appStarted: was.appProcessStart, ready: true },
+          `${step.what}: ${pod.name}`,
+        );
+        // Where the runtime names the image otherwise than the spec, the output says so.
+        if (pod.envoyImage !== `docker.io/envoyproxy/envoy:v${step.to}`) {
+          assert.ok(run.stdout.includes(`the runtime reports its image as ${pod.envoyImage}, not envoyproxy/envoy:v${step.to}: the imageID is unchanged`), `${pod.name} reports ${pod.envoyImage}\n${describeRun(run)}`);
+        }
+      }
+      progress(`${step.what}: exit 0 in ${run.seconds.toFixed(1)} s; ${now.map((pod) => `${pod.name} spec ${pod.envoySpecImage}, reported ${pod.envoyImage}, envoy restarts ${pod.envoyRestarts}`).join('; ')}`);
+      facts = now;
+      if (!step.undo) {
+        const fresh = await cli(cluster, ['status', '--from', step.from, '-n', 'renamed']);
+        shown(`status --from ${path.basename(step.from)}/ -n renamed`, fresh);
+        assert.equal(fresh.status, 0, describeRun(fresh));
+      }
+    }
+    cleanUp('renamed');
     await applyConfig(variant(ENVOY_IN_PLACE));
   });
 

@@ -40,6 +40,12 @@ export class FakeCluster implements PodClient {
   readonly badImages = new Set<string>();
   /** Images whose process exits at once: the container crash-loops. */
   readonly crashingImages = new Set<string>();
+  /**
+   * Groups of references that name one image (one digest), as `ctr images import` of one archive
+   * with several tags makes them. As containerd 1.6 does, the status reports such an image by the
+   * first of its names in sort order, not the one the pod asked for, and one imageID for all.
+   */
+  readonly sameImage: string[][] = [];
   /** Every patch is refused with this message, the pod unchanged (an admission webhook's denial, say). */
   refusePatches: string | undefined;
   /** Called before each patch is applied: a test makes a concurrent write here. */
@@ -203,10 +209,12 @@ export class FakeCluster implements PodClient {
       const container = containers.get(name)!;
       const running = container.state === 'running' || container.state === 'started';
       const ready = container.state === 'running';
+      const names = this.sameImage.find((group) => group.includes(container.image));
+      const image = names ? names.map(normalizeImage).sort()[0] : normalizeImage(container.image);
       return {
         name,
-        image: normalizeImage(container.image),
-        imageID: `${normalizeImage(container.image).replace(/:[^:/]*$/, '')}@sha256:${createHash('sha256').update(container.image).digest('hex')}`,
+        image,
+        imageID: names ? `sha256:${createHash('sha256').update(names.join(' ')).digest('hex')}` : `${normalizeImage(container.image).replace(/:[^:/]*$/, '')}@sha256:${createHash('sha256').update(container.image).digest('hex')}`,
         containerID: container.state === 'stopping' ? undefined : container.containerID,
         restartCount: container.restartCount,
         ready,

@@ -153,6 +153,8 @@ export interface ContainerOutcome {
   readonly to: string;
   readonly restartCount: readonly [number, number];
   readonly imageID: readonly [string | undefined, string | undefined];
+  /** The image name the runtime reports for the new container, where it is not `to` (another name of the image it started). */
+  readonly reportedImage?: string;
 }
 
 /** What became of one pod. */
@@ -260,8 +262,12 @@ export async function upgradePod(
   let patched = false;
   for (let attempt = 1; !patched; attempt++) {
     try {
-      await client.patchPod(namespace, name, planned.operations);
+      const answer = await client.patchPod(namespace, name, planned.operations);
       patched = true;
+      // The pod as the patch left it: its status is the kubelet's last word before the new spec
+      // existed, so a container it names was started from the old one. A container started after
+      // that (another containerID, or a restart count past it) was started from the patched spec.
+      if (isObject(answer?.status)) before = new Map(planned.changes.map((change) => [change.container, snapshot(answer, change.container)]));
     } catch (error) {
       const readVersion = resourceVersionOf(pod);
       pod = await client.getPod(namespace, name).catch((readError) => failed(refused('reading it', readError, false)));
@@ -304,9 +310,11 @@ export async function upgradePod(
       if (typeof reason === 'string' && HOPELESS_WAITING_REASONS.has(reason) && aboutNewImage) {
         await failed(new PodUpgradeFailure(`${where}: container ${change.container} on ${change.to}: ${reason}${entry?.state?.waiting?.message ? `: ${entry.state.waiting.message}` : ''}`, true));
       }
-      const restarted = entry !== undefined && typeof entry.containerID === 'string' && entry.containerID !== was.containerID;
-      const onNewImage = entry !== undefined && (runsImage(entry.image, change.to) || (was.imageID !== undefined && entry.imageID !== was.imageID));
-      if (!restarted || !isObject(entry?.state?.running) || !onNewImage) waiting.push(`${change.container} not yet restarted on ${change.to}`);
+      // Started after the patch, so from the patched spec, whatever name the runtime reports for its
+      // image: containerd 1.6 reports an image's first reference in sort order, not the one the pod
+      // asked for, so a move between two names of one image (v1.31 to v1.31.0, a registry mirror)
+      // keeps both the reported name and the imageID (seen on a real node).
+      if (!startedSince(entry, was) || !isObject(entry?.state?.running)) waiting.push(`${change.container} not yet restarted on ${change.to}`);
       else if (entry?.ready !== true) waiting.push(`${change.container} not ready`);
     }
     // With the gate False, the pod is not Ready by design: its containers decide until it is set back.
@@ -339,7 +347,8 @@ export async function upgradePod(
     containers: changes.map((change) => {
       const was = before.get(change.container)!;
       const entry = containerStatus(pod, change.container);
-      return { container: change.container, from: change.from, to: change.to, restartCount: [was.restartCount, Number(entry?.restartCount ?? 0)], imageID: [was.imageID, entry?.imageID] };
+      const reported = typeof entry?.image === 'string' && !runsImage(entry.image, change.to) ? entry.image : undefined;
+      return { container: change.container, from: change.from, to: change.to, restartCount: [was.restartCount, Number(entry?.restartCount ?? 0)], imageID: [was.imageID, entry?.imageID], ...(reported ? { reportedImage: reported } : {}) };
     }),
     drained,
     otherRestarts,
@@ -349,6 +358,12 @@ export async function upgradePod(
 
 function resourceVersionOf(pod: KubernetesObject): unknown {
   return isObject(pod.metadata) ? pod.metadata.resourceVersion : undefined;
+}
+
+/** Whether the kubelet reports a container started after `was`: another containerID, or a restart count past it. */
+function startedSince(entry: Record<string, any> | undefined, was: ContainerBefore): boolean {
+  if (entry === undefined || typeof entry.containerID !== 'string') return false;
+  return entry.containerID !== was.containerID || Number(entry.restartCount ?? 0) > was.restartCount;
 }
 
 function snapshot(pod: KubernetesObject, container: string): ContainerBefore {
@@ -368,10 +383,21 @@ function describeWaiting(pod: KubernetesObject, changes: readonly ImageChange[])
   return parts.length > 0 ? `; ${parts.join('; ')}` : '';
 }
 
+/** Why a container restarted on the patched spec is reported under a name the spec does not give. */
+function otherName(c: ContainerOutcome): string {
+  const same = c.imageID[0] !== undefined && c.imageID[0] === c.imageID[1];
+  return (
+    ` (the runtime reports its image as ${c.reportedImage}, not ${c.to}: ` +
+    (same
+      ? 'the imageID is unchanged, so both names are the same image, and the runtime reports one of its names; the container was started from the patched spec)'
+      : 'the runtime reports one of the names of the image it started; the container was started from the patched spec)')
+  );
+}
+
 /** The text of one upgraded pod, as the run prints it. */
 export function describeUpgrade(upgrade: PodUpgrade, verb = 'upgraded'): string {
   const containers = upgrade.containers
-    .map((c) => `${c.container} restartCount ${c.restartCount[0]} -> ${c.restartCount[1]}, imageID ${c.imageID[0] ?? '(none)'} -> ${c.imageID[1] ?? '(none)'}`)
+    .map((c) => `${c.container} restartCount ${c.restartCount[0]} -> ${c.restartCount[1]}, imageID ${c.imageID[0] ?? '(none)'} -> ${c.imageID[1] ?? '(none)'}${c.reportedImage ? otherName(c) : ''}`)
     .join('; ');
   const others = upgrade.otherRestarts.length > 0 ? `; OTHER CONTAINERS RESTARTED: ${upgrade.otherRestarts.join(', ')}` : '; no other container restarted';
   return `${verb} pod ${upgrade.namespace}/${upgrade.name} in ${(upgrade.milliseconds / 1000).toFixed(1)}s: ${containers}${others}`;

@@ -16,6 +16,8 @@ interface HostFile {
 export interface ImageSpec {
   /** The name as a pod spec writes it (`node:22.23.2-alpine3.24`); containerd stores it normalized. */
   readonly name: string;
+  /** More names for the same image (one archive, one digest, several tags), as a registry mirror or a floating tag gives one. */
+  readonly aliases?: readonly string[];
   /** What the image is here, and what it stands in for. */
   readonly note: string;
   readonly files: readonly HostFile[];
@@ -159,11 +161,12 @@ http {
 }
 `;
 
-function envoyImage(version: string): ImageSpec {
+function envoyImage(version: string, aliases: readonly string[] = []): ImageSpec {
   const info = JSON.stringify({ version: `stand-in/${version}/Clean/RELEASE/BoringSSL`, state: 'LIVE' });
   const busybox = busyboxRoot();
   return {
     name: `envoyproxy/envoy:v${version}`,
+    ...(aliases.length > 0 ? { aliases: aliases.map((alias) => `envoyproxy/envoy:v${alias}`) } : {}),
     note: `stand-in for Envoy ${version}: busybox httpd serving the admin port named in /etc/envoy/envoy.yaml (/ready answers LIVE)`,
     ...busybox,
     texts: {
@@ -182,8 +185,11 @@ function envoyImage(version: string): ImageSpec {
   };
 }
 
-/** Every image the suite imports; `nodeBinary` is Node 22.23.2 for the webhook's image. */
-export function imageSpecs(nodeBinary: string, envoyVersions: readonly string[]): ImageSpec[] {
+/**
+ * Every image the suite imports; `nodeBinary` is Node 22.23.2 for the webhook's image. `envoyAliases`
+ * gives an Envoy version more tags of the same image (`{ '1.31.0': ['1.31'] }`).
+ */
+export function imageSpecs(nodeBinary: string, envoyVersions: readonly string[], envoyAliases: Readonly<Record<string, readonly string[]>> = {}): ImageSpec[] {
   const busybox = busyboxRoot();
   const nodeLibs = sharedLibraries(nodeBinary);
   const nginx = '/usr/sbin/nginx';
@@ -242,7 +248,7 @@ export function imageSpecs(nodeBinary: string, envoyVersions: readonly string[])
       entrypoint: ['/wait-for-it.sh'],
       env: [PATH_ENV],
     },
-    ...envoyVersions.map(envoyImage),
+    ...envoyVersions.map((version) => envoyImage(version, envoyAliases[version])),
   ];
 }
 
@@ -308,7 +314,7 @@ export function buildImageArchive(spec: ImageSpec, dir: string): string {
   fs.mkdirSync(path.join(out, layerDigest), { recursive: true });
   fs.renameSync(layer, path.join(out, layerDigest, 'layer.tar'));
   fs.writeFileSync(path.join(out, configName), configText);
-  fs.writeFileSync(path.join(out, 'manifest.json'), JSON.stringify([{ Config: configName, RepoTags: [spec.name.includes(':') ? spec.name : `${spec.name}:latest`], Layers: [`${layerDigest}/layer.tar`] }]));
+  fs.writeFileSync(path.join(out, 'manifest.json'), JSON.stringify([{ Config: configName, RepoTags: [spec.name, ...(spec.aliases ?? [])].map((name) => (name.includes(':') ? name : `${name}:latest`)), Layers: [`${layerDigest}/layer.tar`] }]));
   const archive = path.join(dir, `${slug}.tar`);
   const pack = spawnSync('tar', ['-C', out, '-cf', archive, '.'], { encoding: 'utf8' });
   if (pack.status !== 0) throw new Error(`tar of ${spec.name}'s archive: ${pack.stderr}`);

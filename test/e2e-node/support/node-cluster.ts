@@ -112,6 +112,8 @@ export interface NodeClusterOptions {
   readonly apiserverFlags?: readonly string[];
   /** Envoy versions to make stand-in images for (`1.20.3` → envoyproxy/envoy:v1.20.3). */
   readonly envoyVersions?: readonly string[];
+  /** More tags for an Envoy version's image, the same image under each (`{ '1.31.0': ['1.31'] }`). */
+  readonly envoyAliases?: Readonly<Record<string, readonly string[]>>;
   /** Where logs and state go. @default a new temporary directory */
   readonly dir?: string;
   /** Called with progress lines. */
@@ -379,7 +381,7 @@ export class NodeCluster {
       await cluster.until('containerd answers', () => run('ctr', ['--address', cluster!.containerdSocket, 'version']).status === 0, 30_000);
 
       progress('images');
-      await cluster.importImages(imageSpecs(binaries.nodeBinary, options.envoyVersions ?? ['1.20.3']));
+      await cluster.importImages(imageSpecs(binaries.nodeBinary, options.envoyVersions ?? ['1.20.3'], options.envoyAliases));
 
       // The kubelet: a node named e2e-node at NODE_IP.
       progress(`kubelet ${versions.kubelet}`);
