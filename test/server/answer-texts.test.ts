@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import type { AdmissionResponse, MutationResult } from '../../webhook/engine';
 import { AnswerTexts } from '../../webhook/server/admission-handler';
 
-const result = (response: AdmissionResponse): MutationResult => ({ response, decisions: [], patch: [], podWarnings: [] });
+const result = (response: AdmissionResponse): MutationResult => ({ response, decisions: [], patch: [], podWarnings: [], overrides: [] });
 const expected = (apiVersion: string, response: AdmissionResponse) => JSON.stringify({ apiVersion, kind: 'AdmissionReview', response });
 
 test('each answer is the JSON of its own response, whatever was answered before', () => {

@@ -7,3 +7,4 @@ export * from './pod-security';
 export * from './kubernetes-quantity';
 export * from './runtime-settings';
 export * from './injection-hash';
+export * from './container-overrides';

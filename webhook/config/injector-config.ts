@@ -3,6 +3,7 @@
 // re2js, the linear-time pattern engine), so the construct library does not pull in express and the
 // webhook bundle does not pull in cdk8s.
 
+import type { ContainerOverride } from './container-overrides';
 import type { PodSecurityLevel } from './pod-security';
 
 /** Any JSON value. Injected Kubernetes objects are kept as raw JSON so fields this library does not
@@ -221,6 +222,16 @@ export interface Injection {
    * @default the injector's `podSecurity`
    */
   readonly podSecurity?: PodSecurityLevel;
+  /**
+   * Fields of this injection's containers that app teams may set per workload by annotation (a
+   * resource quantity within bounds, an env var's value from a fixed set), merged field by field: an
+   * override of `requests.cpu` leaves every other request and limit as configured. A value that does
+   * not parse, is out of bounds or would put a request above its limit is ignored, with a warning
+   * naming the annotation, and the configured value applies. Changing what may be overridden restarts
+   * nothing (it is not part of the injection's hash).
+   * @default none
+   */
+  readonly overrides?: readonly ContainerOverride[];
 }
 
 /** The webhook's whole configuration, as written in the ConfigMap's `config.json`: settings and injections. */

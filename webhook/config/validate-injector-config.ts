@@ -15,6 +15,7 @@ import {
   TargetKind,
   annotationKeys,
 } from './injector-config';
+import { overrideIssues } from './container-overrides';
 import { parseQuantity, quantityError } from './kubernetes-quantity';
 import { POD_SECURITY_LEVELS, PodSecurityLevel, injectedPodSecurityViolations } from './pod-security';
 import {
@@ -49,6 +50,7 @@ export class InjectorConfigError extends Error {
 const INJECTION_FIELDS = new Set([
   'name', 'trigger', 'targetKinds', 'containers', 'initContainers', 'volumes', 'volumeMounts', 'env',
   'imagePullSecrets', 'labels', 'annotations', 'merges', 'qos', 'nativeSidecars', 'nativeSidecarPosition', 'readinessGate', 'podSecurity',
+  'overrides',
 ]);
 const CONFIG_FIELDS = new Set(['annotationPrefix', 'enabled', 'podSecurity', 'injections']);
 const ADDING_FIELDS = [
@@ -112,6 +114,8 @@ export function injectorConfigIssues(input: unknown): ConfigIssue[] {
   // Container names share one namespace across containers and initContainers of a pod.
   const containerOwners = new Map<string, string>();
   const volumeOwners = new Map<string, string>();
+  /** Override annotation keys, to where they are first offered. */
+  const overrideKeys = new Map<string, string>();
   input.injections.forEach((injection: unknown, index: number) => {
     const path = `injections[${index}]`;
     if (!isPlainObject(injection)) {
@@ -119,6 +123,14 @@ export function injectorConfigIssues(input: unknown): ConfigIssue[] {
       return;
     }
     validateInjection(injection, path, out, reserved, injectorLevel);
+    const reservedKeys = new Set(reserved ? Object.values(annotationKeys(prefix as string)) : []);
+    const annotationError = (key: string) => {
+      const error = qualifiedNameError(key);
+      if (error) return `is not a valid annotation key: ${error}`;
+      if (!key.includes('/')) return 'needs a prefix, such as "envoy.example.com/cpu-request": keys under it that no override offers are warned about';
+      return reservedKeys.has(key) ? 'is an annotation the injector itself reads or writes' : undefined;
+    };
+    for (const [issuePath, message] of overrideIssues(injection.overrides, injection, `${path}.overrides`, annotationError, overrideKeys)) out.add(issuePath, message);
     const name = injection.name;
     if (typeof name === 'string') {
       const first = injectionNames.get(name);

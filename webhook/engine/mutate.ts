@@ -25,6 +25,7 @@ import { Json, isJsonObject } from './json-object';
 import { PatchEncoder, markStable } from './patch-encoding';
 import { PodTemplate, findPodTemplate, targetKindOf } from './pod-template';
 import { QosClass, QosTally, hasPodLevelResources, qosClassOf, withLimitsAtRequests } from './qos';
+import { type IgnoredOverride, type OverrideOutcome, applyOverrides, ignoredOverrideWarning } from './container-overrides';
 
 /** Why an injection did or did not change an object: logged at debug level and counted by label. */
 export type DecisionReason =
@@ -49,7 +50,7 @@ export interface InjectionDecision {
  * A way an injection makes the pod worse, named so the server can count it (a metric label) next to
  * the warning the response carries.
  */
-export type PodWarningReason = 'qos-class-changed' | 'job-never-completes';
+export type PodWarningReason = 'qos-class-changed' | 'job-never-completes' | 'override-ignored';
 
 /** A warning about what one injection did to the pod, with a reason to count it by. */
 export interface PodWarning {
@@ -65,6 +66,13 @@ export interface PodWarning {
    * pod that a sidecar's requests make Burstable) is counted, not shown.
    */
   readonly shown: boolean;
+  /** For `override-ignored`: the offered annotation (`(not offered)` for a key no override offers) and why. */
+  readonly override?: {
+    /** The annotation key as the config offers it; `(not offered)` for one it does not (never a key from the request). */
+    readonly annotation: string;
+    /** Why the value was not used. */
+    readonly reason: IgnoredOverride['reason'];
+  };
   /** For `qos-class-changed`: the class before and after this injection. */
   readonly qosClass?: {
     /** The pod's QoS class before the injection. */
@@ -84,15 +92,29 @@ export interface MutationResult {
   readonly patch: readonly PatchOperation[];
   /** Every class change and Job warning, to count; those `shown` are also in `response.warnings`. */
   readonly podWarnings: readonly PodWarning[];
+  /** Each offered override field of the injections applied now: its value and where it came from. */
+  readonly overrides: readonly OverrideOutcome[];
 }
 
+/** What the engine is told beside the request: what the AdmissionReview does not carry. */
+export interface EvaluationContext {
+  /**
+   * The annotations of the request's namespace that overrides with `fromNamespace` read (the webhook
+   * keeps only those keys); undefined when not known.
+   */
+  readonly namespaceAnnotations?: Readonly<Record<string, string>>;
+}
+
+const NO_CONTEXT: EvaluationContext = Object.freeze({});
+const NO_OVERRIDES: readonly OverrideOutcome[] = Object.freeze([]);
+
 /** Returns the AdmissionResponse for `request` under `config`. */
-export function mutate(request: AdmissionRequest, config: ResolvedInjectorConfig): AdmissionResponse {
-  return evaluate(request, config).response;
+export function mutate(request: AdmissionRequest, config: ResolvedInjectorConfig, context: EvaluationContext = NO_CONTEXT): AdmissionResponse {
+  return evaluate(request, config, context).response;
 }
 
 /** `mutate`, with the per-injection decisions and the patch as operations (for logs and metrics). */
-export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConfig): MutationResult {
+export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConfig, context: EvaluationContext = NO_CONTEXT): MutationResult {
   // A pod's status write: the readiness gate's condition, whatever else the config says (even
   // disabled: a pod with the gate is never Ready without its condition).
   if (request.subResource === 'status') return readinessConditionDefault(request, config);
@@ -169,6 +191,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   const podLevelResources = hasPodLevelResources(podResources);
   let qosClass: QosClass | undefined | null = null; // null: not computed yet
   let tally: QosTally | undefined;
+  let overrideOutcomes: OverrideOutcome[] | undefined;
   // Until nothing more fires: an injection may add the label or annotation another one triggers on,
   // and a second call must find nothing left to do.
   for (let progressed = pending.length > 0; progressed; ) {
@@ -198,6 +221,21 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
         decisions[entry.index] = entry.decisions['render-failed'];
         index--; // the next pending injection moved into this place
         continue;
+      }
+      if (entry.offersOverrides) {
+        const applied = applyOverrides(injection, rendered, annotations, context.namespaceAnnotations);
+        if (applied) {
+          rendered = applied.rendered;
+          if (applied.changed) configOwn = false;
+          (overrideOutcomes ??= []).push(...applied.outcomes);
+          for (const outcome of applied.outcomes) {
+            for (const ignored of outcome.ignored) {
+              const message = ignoredOverrideWarning(injection.name, outcome.container, ignored, outcome, request.namespace);
+              warnings.push(message);
+              podWarnings.push({ injection: injection.name, reason: 'override-ignored', message, shown: true, override: { annotation: ignored.annotation, reason: ignored.reason } });
+            }
+          }
+        }
       }
       const changesContainers = entry.changesContainers;
       if (changesContainers && qosClass === null) {
@@ -242,6 +280,17 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
     }
   }
   for (const entry of pending) decisions[entry.index] = entry.decisions['trigger-not-met'];
+  if (overrideOutcomes !== undefined) {
+    // A key under an override's prefix that no override offers: a typo, or a field not offered.
+    for (const key of Object.keys(annotations)) {
+      const slash = key.indexOf('/');
+      if (slash <= 0 || !prepared.overridePrefixes.has(key.slice(0, slash + 1)) || prepared.knownKeys.has(key)) continue;
+      const offered = [...prepared.offeredKeys].filter((offeredKey) => offeredKey.startsWith(key.slice(0, slash + 1)));
+      const message = ignoredOverrideWarning('', '', { from: 'pod', annotation: key.slice(0, 253), value: '', reason: 'not-offered', message: `no injection offers it as an override (offered: ${offered.join(', ')})` }, undefined, request.namespace);
+      warnings.push(message);
+      podWarnings.push({ injection: '', reason: 'override-ignored', message, shown: true, override: { annotation: '(not offered)', reason: 'not-offered' } });
+    }
+  }
   if (prepared.anyReadinessGate && injectedNow.length > 0 && prepared.injections.some((entry) => entry.injection.readinessGate === true && decisions[entry.index].reason === 'injected')) {
     builder.addReadinessGate(prepared.readinessGate);
   }
@@ -254,7 +303,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   }
   const operations = builder.operations;
   const patch = operations.length > 0 ? prepared.encoder.encode(operations) : undefined;
-  return { response: allowed(request.uid, patch, warnings), decisions, patch: operations, podWarnings };
+  return { response: allowed(request.uid, patch, warnings), decisions, patch: operations, podWarnings, overrides: overrideOutcomes ?? NO_OVERRIDES };
 }
 
 /**
@@ -285,7 +334,7 @@ function readinessConditionDefault(request: AdmissionRequest, config: ResolvedIn
       patch = Buffer.from(JSON.stringify(operations)).toString('base64');
     }
   }
-  return { response: allowed(request.uid, patch, []), decisions: [], patch: operations, podWarnings: [] };
+  return { response: allowed(request.uid, patch, []), decisions: [], patch: operations, podWarnings: [], overrides: NO_OVERRIDES };
 }
 
 /** The hashes annotation with the `name=hash` entries of the injections applied now appended, as the policies append them. */
@@ -347,6 +396,7 @@ function decidedAll(request: AdmissionRequest, config: ResolvedInjectorConfig, r
     decisions: preparedOf(config).injections.map((entry) => entry.decisions[reason]),
     patch: [],
     podWarnings: [],
+    overrides: NO_OVERRIDES,
   };
 }
 
@@ -480,6 +530,12 @@ interface PreparedConfig {
   readonly readinessGate: Json & { conditionType: string };
   /** Whether any injection adds it (most configs: none, and the admission skips the check). */
   readonly anyReadinessGate: boolean;
+  /** The `prefix/` of every override annotation: a pod annotation under one that no override offers is warned about. */
+  readonly overridePrefixes: ReadonlySet<string>;
+  /** The annotation keys overrides offer. */
+  readonly offeredKeys: ReadonlySet<string>;
+  /** Every annotation key the config names (offered, triggers, added, the injector's own): never "not offered". */
+  readonly knownKeys: ReadonlySet<string>;
 }
 
 /** One injection of a config, with what evaluate() would otherwise work out on every request. */
@@ -501,6 +557,8 @@ interface PreparedInjection {
   readonly decisions: Readonly<Record<DecisionReason, InjectionDecision>>;
   /** `name=hash` of the injection as configured, for the hashes annotation. */
   readonly hashEntry: string;
+  /** It offers overrides: its containers are merged with annotation values before they go in. */
+  readonly offersOverrides: boolean;
 }
 
 const preparedCache = new WeakMap<ResolvedInjectorConfig, PreparedConfig>();
@@ -522,10 +580,12 @@ function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
         valuePattern: injection.trigger.type === 'annotation' && injection.trigger.valuePattern !== undefined ? compileValuePattern(injection.trigger.valuePattern) : undefined,
         decisions: decisionsOf(injection),
         hashEntry: injectionHashEntry(injection),
+        offersOverrides: (injection.overrides?.length ?? 0) > 0,
       })),
       encoder: new PatchEncoder(),
       readinessGate: Object.freeze({ conditionType: readinessConditionType(config.annotationPrefix) }),
       anyReadinessGate: config.injections.some((injection) => injection.readinessGate === true),
+      ...overrideKeysOf(config),
     };
     // Its objects are what patches add (or, templated, what renders them): keys of the encoder's cache.
     markStable(config.injections);
@@ -533,6 +593,17 @@ function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
     preparedCache.set(config, prepared);
   }
   return prepared;
+}
+
+function overrideKeysOf(config: ResolvedInjectorConfig): Pick<PreparedConfig, 'overridePrefixes' | 'offeredKeys' | 'knownKeys'> {
+  const offeredKeys = new Set(config.injections.flatMap((injection) => (injection.overrides ?? []).map((override) => override.annotation)));
+  const knownKeys = new Set<string>([...offeredKeys, ...Object.values(annotationKeys(config.annotationPrefix))]);
+  for (const injection of config.injections) {
+    if (injection.trigger.type === 'annotation') knownKeys.add(injection.trigger.key);
+    for (const key of Object.keys(injection.annotations ?? {})) knownKeys.add(key);
+  }
+  const overridePrefixes = new Set([...offeredKeys].map((key) => key.slice(0, key.indexOf('/') + 1)));
+  return { overridePrefixes, offeredKeys, knownKeys };
 }
 
 /** An injection with placeholders, rendered for one object. */

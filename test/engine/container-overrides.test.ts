@@ -1,0 +1,214 @@
+// Per-workload overrides (issue 39): annotation values merged into an injection's containers field by
+// field, bounded, with every ignored value named in a warning. Every patch is applied to the object it
+// came from and the result checked against the Kubernetes schema; a second call on the output changes
+// nothing. The cases at the end are the bugs other injectors shipped (istio/istio #21240, #35905,
+// #34822, #51187): an override of one field that wiped the others.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { type Injection, InjectorConfigError, resolveInjectorConfig } from '../../webhook/config';
+import { evaluate } from '../../webhook/engine';
+import { createRequestFor } from '../../webhook/cli/preview';
+import { qosClassOf } from '../../webhook/engine/qos';
+import { assertValidManifest } from '../support/openapi-validator';
+import { applyResponse } from '../support/recorded-reviews';
+
+const ENVOY_RESOURCES = { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '512Mi' } };
+const envoy = (extra: Partial<Injection> = {}): Injection => ({
+  name: 'envoy',
+  trigger: { type: 'always' },
+  containers: [{ name: 'envoy', image: 'envoyproxy/envoy:v1.31.0', resources: ENVOY_RESOURCES, env: [{ name: 'ENVOY_LOG_LEVEL', value: 'info' }, { name: 'OTHER', value: 'x' }] }],
+  overrides: [
+    { annotation: 'envoy.example.com/cpu-request', container: 'envoy', resource: 'requests.cpu', max: '2' },
+    { annotation: 'envoy.example.com/memory-request', container: 'envoy', resource: 'requests.memory', max: '512Mi', min: '64Mi', fromNamespace: true },
+    { annotation: 'envoy.example.com/cpu-limit', container: 'envoy', resource: 'limits.cpu', max: '4' },
+    { annotation: 'envoy.example.com/log-level', container: 'envoy', env: 'ENVOY_LOG_LEVEL', allowedValues: ['debug', 'info', 'warn'], fromNamespace: true },
+  ],
+  ...extra,
+});
+const CONFIG = resolveInjectorConfig({ injections: [envoy()] });
+
+function pod(annotations: Record<string, string> = {}, appResources?: object): any {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'web', namespace: 'shop', annotations },
+    spec: { containers: [{ name: 'app', image: 'registry.example/app:1', ...(appResources ? { resources: appResources } : {}) }] },
+  };
+}
+
+function admit(object: any, namespaceAnnotations?: Record<string, string>, config = CONFIG) {
+  const result = evaluate(createRequestFor(object, 'shop', 'u1'), config, { namespaceAnnotations });
+  const out = applyResponse(structuredClone(object), result.response);
+  assertValidManifest(out);
+  // Idempotent: the output admitted again changes nothing.
+  const again = evaluate(createRequestFor(out, 'shop', 'u2'), config, { namespaceAnnotations });
+  assert.equal(again.response.patch, undefined, 'a second call changes nothing');
+  const container = (name: string) => [...(out.spec.containers ?? []), ...(out.spec.initContainers ?? [])].find((c: any) => c.name === name);
+  return { result, out, envoy: container('envoy'), warnings: result.response.warnings ?? [] };
+}
+
+describe('overrides merged field by field', () => {
+  test('no annotation: the container as configured, no warning, each offered field from the config', () => {
+    const { envoy: injected, warnings, result } = admit(pod());
+    assert.deepEqual(injected.resources, ENVOY_RESOURCES);
+    assert.deepEqual(warnings, []);
+    assert.deepEqual(result.overrides.map((o) => `${o.field}=${o.value} (${o.source})`), ['resources.requests.cpu=100m (config)', 'resources.requests.memory=128Mi (config)', 'resources.limits.cpu=1 (config)', 'env.ENVOY_LOG_LEVEL=info (config)']);
+  });
+
+  test("the pod's cpu request and the namespace's memory request: both set, every other request and limit as configured, QoS class as before", () => {
+    const before = admit(pod());
+    const { envoy: injected, warnings, result, out } = admit(pod({ 'envoy.example.com/cpu-request': '250m' }), { 'envoy.example.com/memory-request': '256Mi' });
+    assert.deepEqual(injected.resources, { requests: { cpu: '250m', memory: '256Mi' }, limits: { cpu: '1', memory: '512Mi' } });
+    assert.deepEqual(warnings, []);
+    assert.equal(qosClassOf(out.spec.containers, undefined), qosClassOf(before.out.spec.containers, undefined));
+    const sources = Object.fromEntries(result.overrides.map((o) => [o.field, `${o.value} from ${o.source} (${o.annotation})`]));
+    assert.equal(sources['resources.requests.cpu'], '250m from pod (envoy.example.com/cpu-request)');
+    assert.equal(sources['resources.requests.memory'], '256Mi from namespace (envoy.example.com/memory-request)');
+  });
+
+  test("the workload's own annotation beats the namespace's", () => {
+    const { envoy: injected } = admit(pod({ 'envoy.example.com/memory-request': '200Mi', 'envoy.example.com/log-level': 'debug' }), { 'envoy.example.com/memory-request': '256Mi', 'envoy.example.com/log-level': 'warn' });
+    assert.equal(injected.resources.requests.memory, '200Mi');
+    assert.deepEqual(injected.env, [{ name: 'ENVOY_LOG_LEVEL', value: 'debug' }, { name: 'OTHER', value: 'x' }]);
+  });
+
+  test('a namespace value is read only for overrides with fromNamespace', () => {
+    const { envoy: injected } = admit(pod(), { 'envoy.example.com/cpu-request': '300m' });
+    assert.equal(injected.resources.requests.cpu, '100m');
+  });
+
+  test("a Deployment's pod template annotation overrides its template's container", () => {
+    const config = resolveInjectorConfig({ injections: [envoy({ targetKinds: ['Deployment'] })] });
+    const deployment = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', namespace: 'shop' },
+      spec: { selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' }, annotations: { 'envoy.example.com/cpu-request': '750m' } }, spec: { containers: [{ name: 'app', image: 'registry.example/app:1' }] } } },
+    };
+    const { out } = admit(deployment, undefined, config);
+    assert.equal(out.spec.template.spec.containers.find((c: any) => c.name === 'envoy').resources.requests.cpu, '750m');
+  });
+});
+
+describe('bad values never break a pod: ignored, the default applies, the warning names the annotation and why', () => {
+  const cases: [what: string, annotations: Record<string, string>, warning: RegExp, reason: string][] = [
+    ['unparsable', { 'envoy.example.com/cpu-request': 'lots' }, /^annotation envoy\.example\.com\/cpu-request ignored \(injection "envoy"\): "lots" is not a quantity \(like "250m", "1", "512Mi"\); envoy keeps resources\.requests\.cpu 100m as configured$/, 'unparsable'],
+    ['above the maximum', { 'envoy.example.com/cpu-request': '3' }, /"3" is above the maximum 2; envoy keeps resources\.requests\.cpu 100m as configured$/, 'out-of-bounds'],
+    ['below the minimum', { 'envoy.example.com/memory-request': '1Mi' }, /"1Mi" is below the minimum 64Mi/, 'out-of-bounds'],
+    ['zero', { 'envoy.example.com/cpu-request': '0' }, /"0" must be above zero/, 'out-of-bounds'],
+    ['a negative or exponent form the apiserver would read differently', { 'envoy.example.com/cpu-request': '-1' }, /"-1" is not a quantity/, 'unparsable'],
+    ['a request above the limit', { 'envoy.example.com/cpu-request': '1500m' }, /"1500m" is above the cpu limit 1; envoy keeps resources\.requests\.cpu 100m as configured$/, 'request-above-limit'],
+    ['a limit below the request', { 'envoy.example.com/cpu-limit': '50m' }, /"50m" is below the cpu request 100m; envoy keeps resources\.limits\.cpu 1 as configured$/, 'request-above-limit'],
+    ['an env value not allowed', { 'envoy.example.com/log-level': 'trace' }, /"trace" is not one of the allowed values \("debug", "info", "warn"\); envoy keeps env\.ENVOY_LOG_LEVEL info as configured$/, 'not-allowed'],
+    ['a field not offered', { 'envoy.example.com/memory-limit': '1Gi' }, /^annotation envoy\.example\.com\/memory-limit ignored: no injection offers it as an override \(offered: envoy\.example\.com\/cpu-request, envoy\.example\.com\/memory-request, envoy\.example\.com\/cpu-limit, envoy\.example\.com\/log-level\)$/, 'not-offered'],
+  ];
+  for (const [what, annotations, warning, reason] of cases) {
+    test(what, () => {
+      const { envoy: injected, warnings, result } = admit(pod(annotations));
+      assert.deepEqual(injected.resources, ENVOY_RESOURCES, 'resources as configured');
+      assert.equal(injected.env[0].value, 'info');
+      assert.equal(warnings.length, 1, warnings.join('\n'));
+      assert.match(warnings[0], warning);
+      assert.deepEqual(result.podWarnings.filter((w) => w.reason === 'override-ignored').map((w) => w.override?.reason), [reason]);
+      assert.equal(result.response.allowed, true);
+    });
+  }
+
+  test('a bad pod value falls back to a good namespace value, and says so', () => {
+    const { envoy: injected, warnings } = admit(pod({ 'envoy.example.com/memory-request': 'big' }), { 'envoy.example.com/memory-request': '256Mi' });
+    assert.equal(injected.resources.requests.memory, '256Mi');
+    assert.match(warnings[0], /^annotation envoy\.example\.com\/memory-request ignored \(injection "envoy"\): "big" is not a quantity .*; envoy keeps resources\.requests\.memory 256Mi from the namespace$/);
+  });
+
+  test('a bad namespace value is named with its namespace', () => {
+    const { warnings } = admit(pod(), { 'envoy.example.com/memory-request': '9Gi' });
+    assert.match(warnings[0], /^namespace shop annotation envoy\.example\.com\/memory-request ignored \(injection "envoy"\): "9Gi" is above the maximum 512Mi/);
+  });
+
+  test('a long value is cut in the warning, never echoed whole', () => {
+    const { warnings } = admit(pod({ 'envoy.example.com/cpu-request': '1'.repeat(10_000) }));
+    assert.ok(warnings[0].length <= 256, warnings[0]);
+  });
+
+  test('a request and a limit both overridden, the request above the limit: both go back to the configured values', () => {
+    const { envoy: injected, warnings } = admit(pod({ 'envoy.example.com/cpu-request': '2', 'envoy.example.com/cpu-limit': '500m' }));
+    assert.deepEqual(injected.resources, ENVOY_RESOURCES);
+    assert.equal(warnings.length, 2, warnings.join('\n'));
+  });
+
+  test('a request raised together with its limit is used', () => {
+    const { envoy: injected, warnings } = admit(pod({ 'envoy.example.com/cpu-request': '2', 'envoy.example.com/cpu-limit': '3' }));
+    assert.deepEqual(injected.resources, { requests: { cpu: '2', memory: '128Mi' }, limits: { cpu: '3', memory: '512Mi' } });
+    assert.deepEqual(warnings, []);
+  });
+});
+
+describe('what other injectors got wrong: an override of one field must not wipe the others', () => {
+  test('istio/istio #21240 and #51187: overriding the cpu request keeps the memory request and both limits', () => {
+    const { envoy: injected } = admit(pod({ 'envoy.example.com/cpu-request': '300m' }));
+    assert.deepEqual(injected.resources, { requests: { cpu: '300m', memory: '128Mi' }, limits: { cpu: '1', memory: '512Mi' } });
+  });
+
+  test('istio/istio #35905: overriding a limit keeps the requests (no request silently raised to the limit, none dropped)', () => {
+    const { envoy: injected } = admit(pod({ 'envoy.example.com/cpu-limit': '2' }));
+    assert.deepEqual(injected.resources, { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '2', memory: '512Mi' } });
+  });
+
+  test('istio/istio #34822: overriding one env var keeps the container\'s other env vars, in order', () => {
+    const { envoy: injected } = admit(pod({ 'envoy.example.com/log-level': 'warn' }));
+    assert.deepEqual(injected.env, [{ name: 'ENVOY_LOG_LEVEL', value: 'warn' }, { name: 'OTHER', value: 'x' }]);
+  });
+
+  test('a container with no resources configured gets only the overridden field', () => {
+    const config = resolveInjectorConfig({
+      injections: [{ name: 'log', trigger: { type: 'always' }, containers: [{ name: 'shipper', image: 'fluent/fluent-bit:3' }], overrides: [{ annotation: 'log.example.com/memory-request', container: 'shipper', resource: 'requests.memory', max: '1Gi' }] }],
+    });
+    const { out } = admit(pod({ 'log.example.com/memory-request': '96Mi' }), undefined, config);
+    assert.deepEqual(out.spec.containers.find((c: any) => c.name === 'shipper').resources, { requests: { memory: '96Mi' } });
+  });
+
+  test('preserve-guaranteed in a Guaranteed pod: the overridden request becomes the limit too, and the pod stays Guaranteed', () => {
+    const config = resolveInjectorConfig({ injections: [envoy({ qos: 'preserve-guaranteed' })] });
+    const app = { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } };
+    const { envoy: injected, out } = admit(pod({ 'envoy.example.com/cpu-request': '250m' }, app), undefined, config);
+    assert.deepEqual(injected.resources, { requests: { cpu: '250m', memory: '128Mi' }, limits: { cpu: '250m', memory: '128Mi' } });
+    assert.equal(qosClassOf(out.spec.containers, undefined), 'Guaranteed');
+  });
+});
+
+describe('the validator: what a platform team offers is checked at synth', () => {
+  const issues = (overrides: unknown, extra: Partial<Injection> = {}) => {
+    try {
+      resolveInjectorConfig({ injections: [envoy({ overrides: overrides as Injection['overrides'], ...extra })] });
+      return [];
+    } catch (error) {
+      assert.ok(error instanceof InjectorConfigError, String(error));
+      return error.issues.map((issue) => `${issue.path}: ${issue.message}`);
+    }
+  };
+  const cases: [what: string, overrides: unknown, expected: string][] = [
+    ['a resource without max', [{ annotation: 'a.example.com/x', container: 'envoy', resource: 'requests.cpu' }], 'injections[0].overrides[0].max: is required: the largest value an app team may set (a quantity such as "2" or "1Gi")'],
+    ['a max that is not a quantity', [{ annotation: 'a.example.com/x', container: 'envoy', resource: 'requests.cpu', max: 'two' }], 'injections[0].overrides[0].max: "two" is not a quantity above zero (like "250m", "1", "512Mi")'],
+    ['min above max', [{ annotation: 'a.example.com/x', container: 'envoy', resource: 'requests.cpu', max: '500m', min: '1' }], 'injections[0].overrides[0].min: 1 is above max 500m'],
+    ['a field not offered', [{ annotation: 'a.example.com/x', container: 'envoy', resource: 'requests.gpu', max: '1' }], 'injections[0].overrides[0].resource: "requests.gpu" is not one of requests.cpu, requests.memory, limits.cpu, limits.memory'],
+    ['a container the injection does not add', [{ annotation: 'a.example.com/x', container: 'app', resource: 'requests.cpu', max: '1' }], 'injections[0].overrides[0].container: must name a container this injection adds ("envoy"), got "app"'],
+    ['an env var the container does not list', [{ annotation: 'a.example.com/x', container: 'envoy', env: 'NOPE', allowedValues: ['a'] }], 'injections[0].overrides[0].env: "NOPE" is not in container "envoy"\'s env: list it there with its default value'],
+    ['an env override without allowed values', [{ annotation: 'a.example.com/x', container: 'envoy', env: 'OTHER', allowedValues: [] }], 'injections[0].overrides[0].allowedValues: must be a non-empty list of strings: the values an app team may choose'],
+    ['both resource and env', [{ annotation: 'a.example.com/x', container: 'envoy', env: 'OTHER', resource: 'requests.cpu', max: '1' }], 'injections[0].overrides[0]: sets both resource and env: an override sets one field'],
+    ['an annotation key without a prefix', [{ annotation: 'cpu', container: 'envoy', resource: 'requests.cpu', max: '1' }], 'injections[0].overrides[0].annotation: "cpu" needs a prefix, such as "envoy.example.com/cpu-request": keys under it that no override offers are warned about'],
+    ['the injector\'s own annotation', [{ annotation: 'sidecar-injector.io/inject', container: 'envoy', resource: 'requests.cpu', max: '1' }], 'injections[0].overrides[0].annotation: "sidecar-injector.io/inject" is an annotation the injector itself reads or writes'],
+    ['one annotation for two fields', [{ annotation: 'a.example.com/x', container: 'envoy', resource: 'requests.cpu', max: '1' }, { annotation: 'a.example.com/x', container: 'envoy', resource: 'limits.cpu', max: '1' }], 'injections[0].overrides[1].annotation: "a.example.com/x" is already read by injections[0].overrides[0]: one annotation sets one field'],
+    ['one field offered twice', [{ annotation: 'a.example.com/x', container: 'envoy', resource: 'requests.cpu', max: '1' }, { annotation: 'a.example.com/y', container: 'envoy', resource: 'requests.cpu', max: '1' }], 'injections[0].overrides[1]: resources.requests.cpu of container "envoy" is already offered by injections[0].overrides[0]'],
+    ['a request max above a limit no override raises', [{ annotation: 'a.example.com/x', container: 'envoy', resource: 'requests.memory', max: '1Gi' }], 'injections[0].overrides[0].max: 1Gi is above the container\'s memory limit 512Mi, which no override raises: a request above it could never be used'],
+    ['an unknown field', [{ annotation: 'a.example.com/x', container: 'envoy', resource: 'requests.cpu', max: '1', maximum: '2' }], 'injections[0].overrides[0].maximum: unknown field (known: annotation, container, fromNamespace, resource, max, min)'],
+  ];
+  for (const [what, overrides, expected] of cases) {
+    test(what, () => assert.deepEqual(issues(overrides), [expected]));
+  }
+  test('the offers above are valid as written', () => assert.deepEqual(issues(envoy().overrides), []));
+  test('the injection hash does not cover overrides: offering one restarts nothing', async () => {
+    const { injectionHash } = await import('../../webhook/config');
+    assert.equal(injectionHash(envoy()), injectionHash(envoy({ overrides: undefined })));
+  });
+});

@@ -1,0 +1,196 @@
+// Per-workload overrides, applied: the values app teams set by annotation (on the pod or pod template,
+// and on the namespace as a default) merged into an injection's containers field by field, before the
+// containers go into the pod. A value that does not parse, is out of bounds or would put a request
+// above its limit is ignored and said so; the configured value then applies. Pure, like the engine.
+
+import {
+  type ContainerOverride,
+  type ContainerSpec,
+  type OverrideRejection,
+  type ResolvedInjection,
+  checkOverrideValue,
+  overrideFieldName,
+  parseQuantity,
+} from '../config';
+import type { RenderedInjection } from './pod-patch-builder';
+
+/** Where an overridden field's value came from. */
+export type OverrideSource = 'pod' | 'namespace' | 'config';
+
+/** A value found in an annotation and not used, and why. */
+export interface IgnoredOverride {
+  /** Whose annotation: the pod's (or pod template's) or the namespace's. */
+  readonly from: 'pod' | 'namespace';
+  readonly annotation: string;
+  /** The value as written (cut at 64 characters). */
+  readonly value: string;
+  readonly reason: OverrideRejection | 'not-offered';
+  /** Why, for people: `"9" is above the maximum 2`. */
+  readonly message: string;
+}
+
+/** One offered field of one injected container, as it went into the pod. */
+export interface OverrideOutcome {
+  readonly injection: string;
+  readonly container: string;
+  /** `resources.requests.cpu`, `env.LOG_LEVEL`. */
+  readonly field: string;
+  readonly annotation: string;
+  /** The value the container got; undefined when neither an override nor the config sets it. */
+  readonly value: string | undefined;
+  readonly source: OverrideSource;
+  /** Values found for this field and not used. */
+  readonly ignored: readonly IgnoredOverride[];
+}
+
+/** One injection's containers with its overrides applied, and what became of each offered field. */
+export interface AppliedOverrides {
+  readonly rendered: RenderedInjection;
+  readonly outcomes: readonly OverrideOutcome[];
+  /** Annotation values not used, each once: the response's warnings. */
+  readonly ignored: readonly IgnoredOverride[];
+  /** Whether some container differs from the config's (then it is no longer the config's own object). */
+  readonly changed: boolean;
+}
+
+type Plain = Record<string, unknown>;
+const isPlain = (value: unknown): value is Plain => value !== null && typeof value === 'object' && !Array.isArray(value);
+const SHOWN_LENGTH = 64;
+const cut = (value: string) => (value.length > SHOWN_LENGTH ? `${value.slice(0, SHOWN_LENGTH)}...` : value);
+
+/** The configured value of an offered field in `container`, as text. */
+function configuredValue(container: ContainerSpec, override: ContainerOverride): string | undefined {
+  if ('env' in override) {
+    const entry = Array.isArray(container.env) ? container.env.find((item) => isPlain(item) && item.name === override.env) : undefined;
+    return isPlain(entry) && typeof entry.value === 'string' ? entry.value : undefined;
+  }
+  const [kind, name] = override.resource.split('.') as ['requests' | 'limits', string];
+  return resourceValue(container, kind, name);
+}
+
+/** One quantity of the container's requests or limits, as text. */
+function resourceValue(container: ContainerSpec, kind: 'requests' | 'limits', name: string): string | undefined {
+  const resources = container.resources;
+  const map = isPlain(resources) ? resources[kind] : undefined;
+  const value = isPlain(map) ? map[name] : undefined;
+  return typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;
+}
+
+/** The container with the chosen values set: its other fields, requests, limits and env as configured. */
+function withValues(container: ContainerSpec, chosen: readonly { override: ContainerOverride; value: string }[]): ContainerSpec {
+  const out: Plain = { ...container };
+  for (const { override, value } of chosen) {
+    if ('env' in override) {
+      out.env = (out.env as unknown[]).map((item) => (isPlain(item) && item.name === override.env ? { ...item, value } : item));
+    } else {
+      const [kind, name] = override.resource.split('.') as ['requests' | 'limits', string];
+      const resources: Plain = isPlain(out.resources) ? { ...out.resources } : {};
+      resources[kind] = { ...(isPlain(resources[kind]) ? resources[kind] : {}), [name]: value };
+      out.resources = resources;
+    }
+  }
+  return out as ContainerSpec;
+}
+
+/**
+ * Applies `injection`'s overrides to `rendered` (its containers as they would go in): for each offered
+ * field, the pod's annotation if its value is good, else the namespace's (with `fromNamespace`), else
+ * the configured value. Returns undefined when the injection offers none.
+ */
+export function applyOverrides(
+  injection: ResolvedInjection,
+  rendered: RenderedInjection,
+  podAnnotations: Readonly<Record<string, string>>,
+  namespaceAnnotations: Readonly<Record<string, string>> | undefined,
+): AppliedOverrides | undefined {
+  const overrides = injection.overrides;
+  if (!overrides || overrides.length === 0) return undefined;
+  const outcomes: OverrideOutcome[] = [];
+  const ignoredAll: IgnoredOverride[] = [];
+  let changed = false;
+  const lists: Plain = {};
+  for (const list of ['containers', 'initContainers'] as const) {
+    const containers = rendered[list];
+    if (!containers) continue;
+    lists[list] = containers.map((container) => {
+      const offered = overrides.filter((override) => override.container === container.name);
+      if (offered.length === 0) return container;
+      const picks = offered.map((override) => pick(container, override, podAnnotations, override.fromNamespace ? namespaceAnnotations : undefined));
+      consistentRequests(container, picks);
+      const chosen = picks.filter((entry) => entry.source !== 'config').map((entry) => ({ override: entry.override, value: entry.value! }));
+      for (const entry of picks) {
+        outcomes.push({ injection: injection.name, container: container.name, field: overrideFieldName(entry.override), annotation: entry.override.annotation, value: entry.value, source: entry.source, ignored: entry.ignored });
+        ignoredAll.push(...entry.ignored);
+      }
+      if (chosen.length === 0) return container;
+      changed = true;
+      return withValues(container, chosen);
+    });
+  }
+  return { rendered: changed ? ({ ...rendered, ...lists } as RenderedInjection) : rendered, outcomes, ignored: ignoredAll, changed };
+}
+
+interface Pick {
+  readonly override: ContainerOverride;
+  value: string | undefined;
+  source: OverrideSource;
+  readonly configured: string | undefined;
+  readonly ignored: IgnoredOverride[];
+}
+
+function pick(container: ContainerSpec, override: ContainerOverride, podAnnotations: Readonly<Record<string, string>>, namespaceAnnotations: Readonly<Record<string, string>> | undefined): Pick {
+  const configured = configuredValue(container, override);
+  const entry: Pick = { override, value: configured, source: 'config', configured, ignored: [] };
+  const candidates: ['pod' | 'namespace', string | undefined][] = [
+    ['pod', ownValue(podAnnotations, override.annotation)],
+    ['namespace', namespaceAnnotations ? ownValue(namespaceAnnotations, override.annotation) : undefined],
+  ];
+  for (const [from, raw] of candidates) {
+    if (raw === undefined) continue;
+    const check = checkOverrideValue(override, raw);
+    if (check.ok) {
+      entry.value = check.value;
+      entry.source = from;
+      break;
+    }
+    entry.ignored.push({ from, annotation: override.annotation, value: cut(raw), reason: check.reason, message: check.message });
+  }
+  return entry;
+}
+
+function ownValue(annotations: Readonly<Record<string, string>>, key: string): string | undefined {
+  return Object.prototype.hasOwnProperty.call(annotations, key) && typeof annotations[key] === 'string' ? annotations[key] : undefined;
+}
+
+/**
+ * Keeps each request at most its limit, as the apiserver requires: an overridden request above the
+ * limit, or an overridden limit below the request, goes back to the configured value (both, when both
+ * were overridden), which the validator has checked is consistent.
+ */
+function consistentRequests(container: ContainerSpec, picks: Pick[]): void {
+  for (const name of ['cpu', 'memory']) {
+    const request = picks.find((entry) => 'resource' in entry.override && entry.override.resource === `requests.${name}`);
+    const limit = picks.find((entry) => 'resource' in entry.override && entry.override.resource === `limits.${name}`);
+    const requestValue = request ? request.value : resourceValue(container, 'requests', name);
+    const limitValue = limit ? limit.value : resourceValue(container, 'limits', name);
+    const r = parseQuantity(requestValue);
+    const l = parseQuantity(limitValue);
+    if (r === undefined || l === undefined || r <= l) continue;
+    for (const entry of [request, limit]) {
+      if (!entry || entry.source === 'config') continue;
+      const other = entry === request ? `limit ${limitValue}` : `request ${requestValue}`;
+      const relation = entry === request ? 'is above the' : 'is below the';
+      entry.ignored.push({ from: entry.source, annotation: entry.override.annotation, value: cut(entry.value!), reason: 'request-above-limit', message: `"${cut(entry.value!)}" ${relation} ${name} ${other}` });
+      entry.value = entry.configured;
+      entry.source = 'config';
+    }
+  }
+}
+
+/** The warning the response carries for one ignored value. */
+export function ignoredOverrideWarning(injection: string, container: string, ignored: IgnoredOverride, kept: OverrideOutcome | undefined, namespace: string | undefined): string {
+  const where = ignored.from === 'pod' ? 'annotation' : `namespace ${namespace ?? ''} annotation`.replace('  ', ' ');
+  if (ignored.reason === 'not-offered') return `${where} ${ignored.annotation} ignored: ${ignored.message}`;
+  const keeps = kept ? `; ${container} keeps ${kept.field} ${kept.value ?? '(unset)'}${kept.source === 'config' ? ' as configured' : ` from the ${kept.source === 'pod' ? 'pod' : 'namespace'}`}` : '';
+  return `${where} ${ignored.annotation} ignored (injection "${injection}"): ${ignored.message}${keeps}`;
+}
