@@ -55,13 +55,16 @@ export {
 export type { ConfigIssue } from '../webhook/config/validate-injector-config';
 export { POD_SECURITY_LEVELS, podSecurityViolations } from '../webhook/config/pod-security';
 export type { PodSecurityLevel, PodSecurityViolation } from '../webhook/config/pod-security';
+export { RESOURCE_OVERRIDE_FIELDS, checkOverrideValue, overrideFieldName } from '../webhook/config/container-overrides';
+export type { ContainerOverride, EnvOverride, OverrideAccepted, OverrideRefused, OverrideRejection, OverrideValueCheck, ResourceOverride, ResourceOverrideField } from '../webhook/config/container-overrides';
 export { PLACEHOLDERS } from '../webhook/config/placeholders';
 export type { PlaceholderName } from '../webhook/config/placeholders';
 export { LOG_LEVELS } from '../webhook/config/runtime-settings';
 export type { LogLevel } from '../webhook/config/runtime-settings';
 // The webhook's own engine and the apiserver's choice of webhooks, for previews (the CLI) and tests.
 export { evaluate, mutate } from '../webhook/engine/mutate';
-export type { DecisionReason, InjectionDecision, MutationResult, PodWarning, PodWarningReason } from '../webhook/engine/mutate';
+export type { DecisionReason, EvaluationContext, InjectionDecision, MutationResult, PodWarning, PodWarningReason } from '../webhook/engine/mutate';
+export type { IgnoredOverride, OverrideOutcome, OverrideSource } from '../webhook/engine/container-overrides';
 export type { QosClass } from '../webhook/engine/qos';
 export type { PatchOperation } from '../webhook/engine/pod-patch-builder';
 export type { AdmissionRequest, AdmissionResponse, GroupVersionKind, KubernetesObject } from '../webhook/engine/admission-review';

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { CONFIG_FILE_NAME, InjectorConfig, WebhookCertificate } from '../../charts';
 import { RUNTIME_ENV, TLS_FILES, memoryQuantityBytes } from '../../webhook/config';
 import { DeployedWebhook, materializeDeployment, writeAtomicDirectory } from '../../webhook/dev/deployed-mounts';
-import { RunningWebhookServer, startWebhookServer } from '../../webhook/server/webhook-server';
+import { RunningWebhookServer, type WebhookServerSettings, startWebhookServer } from '../../webhook/server/webhook-server';
 
 export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const BUNDLE = path.join(REPO_ROOT, 'build/webhook/server.js');
@@ -66,7 +66,7 @@ export interface InProcessWebhook {
 export async function startInProcess(
   config: InjectorConfig | string,
   certificate: WebhookCertificate,
-  overrides: { requestTimeoutSeconds?: number; shutdownTimeoutSeconds?: number; logLevel?: 'debug' | 'info'; maxConnections?: number } = {},
+  overrides: { requestTimeoutSeconds?: number; shutdownTimeoutSeconds?: number; logLevel?: 'debug' | 'info'; maxConnections?: number; apiserver?: WebhookServerSettings['apiserver']; namespaceSyncWaitMs?: number } = {},
 ): Promise<InProcessWebhook> {
   const dirs = makeMountedDirs(config, certificate);
   const logs: string[] = [];
@@ -80,6 +80,10 @@ export async function startInProcess(
     logLevel: overrides.logLevel ?? 'info',
     shutdownTimeoutSeconds: overrides.shutdownTimeoutSeconds ?? 5,
     requestTimeoutSeconds: overrides.requestTimeoutSeconds ?? 30,
+    // Never the machine's own service account: a test that wants an apiserver names one.
+    apiserver: overrides.apiserver ?? 'no apiserver in this test',
+    namespaceSyncWaitMs: overrides.namespaceSyncWaitMs,
+    namespaceWatch: { minBackoffMs: 10, maxBackoffMs: 100 },
     // The logger writes batches of lines; tests look at them one line at a time.
     writeLog: (text) => logs.push(...text.split('\n').filter(Boolean).map((line) => line + '\n')),
   });

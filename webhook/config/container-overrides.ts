@@ -68,7 +68,25 @@ export const MAX_OVERRIDE_VALUE_LENGTH = 64;
 const OVERRIDE_QUANTITY = /^(?:\d+(?:\.\d+)?|\.\d+)(?:m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$/;
 
 /** The value to use, or why not: one annotation's value judged against its override's bounds. */
-export type OverrideValueCheck = { readonly ok: true; readonly value: string } | { readonly ok: false; readonly reason: OverrideRejection; readonly message: string };
+export type OverrideValueCheck = OverrideAccepted | OverrideRefused;
+
+/** A value an override accepts. */
+export interface OverrideAccepted {
+  /** Accepted. */
+  readonly ok: true;
+  /** The value to set, trimmed. */
+  readonly value: string;
+}
+
+/** A value an override refuses, and why. */
+export interface OverrideRefused {
+  /** Refused. */
+  readonly ok: false;
+  /** Why, as a word to count by. */
+  readonly reason: OverrideRejection;
+  /** Why, for people: `"3" is above the maximum 2`. */
+  readonly message: string;
+}
 
 /** Judges one annotation value against `override`: parsed, bounded, or one of the allowed values. */
 export function checkOverrideValue(override: ContainerOverride, raw: string): OverrideValueCheck {

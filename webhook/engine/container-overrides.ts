@@ -21,9 +21,11 @@ export type OverrideSource = 'pod' | 'namespace' | 'config';
 export interface IgnoredOverride {
   /** Whose annotation: the pod's (or pod template's) or the namespace's. */
   readonly from: 'pod' | 'namespace';
+  /** The annotation key (cut at 253 characters for one no override offers). */
   readonly annotation: string;
   /** The value as written (cut at 64 characters). */
   readonly value: string;
+  /** Why it was not used, as a word to count by (`not-offered`: no override reads this key). */
   readonly reason: OverrideRejection | 'not-offered';
   /** Why, for people: `"9" is above the maximum 2`. */
   readonly message: string;
@@ -31,13 +33,17 @@ export interface IgnoredOverride {
 
 /** One offered field of one injected container, as it went into the pod. */
 export interface OverrideOutcome {
+  /** The injection that offers the field. */
   readonly injection: string;
+  /** The injected container the field belongs to. */
   readonly container: string;
   /** `resources.requests.cpu`, `env.LOG_LEVEL`. */
   readonly field: string;
+  /** The annotation the field is read from. */
   readonly annotation: string;
   /** The value the container got; undefined when neither an override nor the config sets it. */
   readonly value: string | undefined;
+  /** Where `value` came from: the pod's annotation, the namespace's, or the config. */
   readonly source: OverrideSource;
   /** Values found for this field and not used. */
   readonly ignored: readonly IgnoredOverride[];

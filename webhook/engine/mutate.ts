@@ -70,8 +70,8 @@ export interface PodWarning {
   readonly override?: {
     /** The annotation key as the config offers it; `(not offered)` for one it does not (never a key from the request). */
     readonly annotation: string;
-    /** Why the value was not used. */
-    readonly reason: IgnoredOverride['reason'];
+    /** Why the value was not used; `namespace-unknown` when the namespace's defaults could not be read. */
+    readonly reason: IgnoredOverride['reason'] | 'namespace-unknown';
   };
   /** For `qos-class-changed`: the class before and after this injection. */
   readonly qosClass?: {
@@ -103,6 +103,9 @@ export interface EvaluationContext {
    * keeps only those keys); undefined when not known.
    */
   readonly namespaceAnnotations?: Readonly<Record<string, string>>;
+  /** Why the namespace's annotations are not known (no list yet, a full table): its defaults are then
+   * not applied, and the answer says so. */
+  readonly namespaceUnknown?: string;
 }
 
 const NO_CONTEXT: EvaluationContext = Object.freeze({});
@@ -192,6 +195,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   let qosClass: QosClass | undefined | null = null; // null: not computed yet
   let tally: QosTally | undefined;
   let overrideOutcomes: OverrideOutcome[] | undefined;
+  let namespaceWarned = false;
   // Until nothing more fires: an injection may add the label or annotation another one triggers on,
   // and a second call must find nothing left to do.
   for (let progressed = pending.length > 0; progressed; ) {
@@ -228,6 +232,12 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
           rendered = applied.rendered;
           if (applied.changed) configOwn = false;
           (overrideOutcomes ??= []).push(...applied.outcomes);
+          if (context.namespaceUnknown !== undefined && !namespaceWarned && injection.overrides!.some((override) => override.fromNamespace === true)) {
+            namespaceWarned = true;
+            const message = `namespace ${request.namespace ?? ''} defaults for overrides not applied: ${context.namespaceUnknown}`;
+            warnings.push(message);
+            podWarnings.push({ injection: injection.name, reason: 'override-ignored', message, shown: true, override: { annotation: '(namespace)', reason: 'namespace-unknown' } });
+          }
           for (const outcome of applied.outcomes) {
             for (const ignored of outcome.ignored) {
               const message = ignoredOverrideWarning(injection.name, outcome.container, ignored, outcome, request.namespace);

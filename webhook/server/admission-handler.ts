@@ -10,6 +10,7 @@ import { reviewText } from './review-text';
 import type { Logger } from './logger';
 import { type MemoryBudget, JsonShapeScanner } from './memory-budget';
 import type { RequestOutcome, WebhookMetrics } from './metrics';
+import type { NamespaceDefaultsTable } from './namespace-defaults';
 import { type Answered, type RequestLogFields, RepeatedReviews, type UidSpan, requestUidSpan, reviewKey, uidIsSpan } from './repeated-reviews';
 
 /** Large enough for any object the apiserver stores (its etcd limit is ~1.5 MiB, requests up to 3 MiB). */
@@ -19,6 +20,8 @@ export const SHED_RETRY_AFTER_SECONDS = 1;
 
 export interface AdmissionHandlerContext {
   readonly config: () => ResolvedInjectorConfig | undefined;
+  /** The namespaces' override defaults, when the config reads any (`fromNamespace`). */
+  readonly namespaces?: NamespaceDefaultsTable;
   readonly metrics: WebhookMetrics;
   readonly logger: Logger;
   readonly budget: MemoryBudget;
@@ -363,7 +366,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       if (admission.repeats !== undefined) {
         const repeats = admission.repeats;
         admission.repeats = undefined;
-        if (repeated.answersFor(config)) {
+        if (repeated.answersFor(config, context.namespaces?.generation)) {
           admission.body = undefined;
           admission.answered = repeats;
           admission.answer = AnswerTexts.joined(admission.span!.apiVersion, admission.span!.uid, repeats.tail);
@@ -375,7 +378,8 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
         if (admission.review === undefined) return;
       }
       const review = admission.review!;
-      const result = evaluate(review.request, config);
+      const defaults = context.namespaces?.lookup(review.request.namespace);
+      const result = evaluate(review.request, config, defaults === undefined ? undefined : 'unknown' in defaults ? { namespaceUnknown: defaults.unknown } : { namespaceAnnotations: defaults.annotations });
       const tail = answers.tail(result.response);
       const answered: Answered = {
         request: requestLogFields(review.request),
@@ -387,7 +391,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       };
       admission.answered = answered;
       admission.answer = AnswerTexts.joined(review.apiVersion, result.response.uid, tail);
-      if (admission.remember) repeated.remember(admission.key!, config, answered);
+      if (admission.remember) repeated.remember(admission.key!, config, answered, context.namespaces?.generation);
     } catch (error) {
       admission.error = asHttpError(error);
     }
@@ -416,7 +420,10 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       return;
     }
     metrics.countDecisions(answered.decisions);
-    for (const warning of answered.podWarnings) metrics.countPodWarning(warning.injection, warning.reason);
+    for (const warning of answered.podWarnings) {
+      metrics.countPodWarning(warning.injection, warning.reason);
+      if (warning.override) metrics.countIgnoredOverride(warning.injection, warning.override.annotation, warning.override.reason);
+    }
     finish(started, 0, answered.patched ? 'patched' : 'unchanged', (elapsedMs) => {
       if (logger.enabled('info')) logger.logLater('info', 'admission', admissionLogMembers, admissionLogFields(answered, admission.uid, elapsedMs));
       if (logger.enabled('debug')) logger.log('debug', 'decisions', { uid: admission.uid, decisions: answered.decisions, warnings: answered.warnings });

@@ -77,6 +77,8 @@ export class WebhookMetrics {
   /** Decisions counted by the engine's own decision objects, not yet folded into `injections`. */
   private readonly byDecision = new Map<InjectionDecision, { count: number }>();
   private readonly podWarnings = new Map<string, Map<PodWarningReason, number>>();
+  /** Override values ignored, by `injection annotation reason`: every part from the config or a fixed set, never from a request. */
+  private readonly ignoredOverrides = new Map<string, number>();
   private readonly duration: PlainHistogram;
   private readonly reloads: Counter<'what' | 'result'>;
   lastConfigReloadSuccessful = 1;
@@ -133,6 +135,19 @@ export class WebhookMetrics {
         this.reset();
         for (const [injection, byReason] of metrics.podWarnings) {
           for (const [reason, count] of byReason) this.inc({ injection, reason }, count);
+        }
+      },
+    });
+    new Counter({
+      name: 'sidecar_injector_override_values_ignored_total',
+      help: 'Override annotation values not used (the configured value applied), by injection, the offered annotation ("(not offered)" for a key no override offers, "(namespace)" when the namespace defaults were not known) and reason.',
+      labelNames: ['injection', 'annotation', 'reason'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [key, count] of metrics.ignoredOverrides) {
+          const [injection, annotation, reason] = key.split(' ');
+          this.inc({ injection, annotation, reason }, count);
         }
       },
     });
@@ -232,6 +247,32 @@ export class WebhookMetrics {
     let byReason = this.podWarnings.get(injection);
     if (!byReason) this.podWarnings.set(injection, (byReason = new Map()));
     byReason.set(reason, (byReason.get(reason) ?? 0) + 1);
+  }
+
+  /** Counts an override value not used. The labels come from the config (or are fixed words), so the series stay few. */
+  countIgnoredOverride(injection: string, annotation: string, reason: string): void {
+    const key = `${injection || '(none)'} ${annotation.replace(/ /g, '_')} ${reason}`;
+    this.ignoredOverrides.set(key, (this.ignoredOverrides.get(key) ?? 0) + 1);
+  }
+
+  /** Series of the namespace defaults table: namespaces and bytes kept, namespaces not kept, whether listed. */
+  watchNamespaceDefaults(table: { readonly size: { entries: number; bytes: number; overflowed: number; synced: boolean } }): void {
+    const series: [string, string, (size: typeof table.size) => number][] = [
+      ['sidecar_injector_namespace_defaults_entries', 'Namespaces whose override defaults the webhook keeps.', (size) => size.entries],
+      ['sidecar_injector_namespace_defaults_bytes', 'Bytes the namespace defaults table holds (bounded).', (size) => size.bytes],
+      ['sidecar_injector_namespace_defaults_not_kept', 'Namespaces whose override defaults did not fit the table: admissions there warn that the defaults are unknown.', (size) => size.overflowed],
+      ['sidecar_injector_namespace_defaults_synced', '1 once the namespaces have been listed.', (size) => (size.synced ? 1 : 0)],
+    ];
+    for (const [name, help, read] of series) {
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(read(table.size));
+        },
+      });
+    }
   }
 
   /** Series of the webhook port's connection table: connections open, and closed by the server by reason. */

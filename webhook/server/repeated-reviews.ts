@@ -113,23 +113,27 @@ function answeredBytes(key: string, answered: Answered): number {
 export class RepeatedReviews {
   private cache = new BoundedCache<string, Answered>(REPEATED_REVIEW_BOUNDS);
   private config: ResolvedInjectorConfig | undefined;
+  /** The namespace defaults' generation the kept answers were made under (namespace-defaults.ts). */
+  private namespaces = 0;
 
   /** The answer kept for `key`: to be used only when `answersFor` the config in force. */
   get(key: string): Answered | undefined {
     return this.cache.get(key);
   }
 
-  /** Whether the kept answers were made under `config`. */
-  answersFor(config: ResolvedInjectorConfig): boolean {
-    return config === this.config;
+  /** Whether the kept answers were made under `config` and the namespace defaults of `namespaces`
+   * (an answer depends on both: a namespace's override defaults are not in the review). */
+  answersFor(config: ResolvedInjectorConfig, namespaces = 0): boolean {
+    return config === this.config && namespaces === this.namespaces;
   }
 
-  /** Keeps `answered`, the answer under `config` to a review of `key` whose uid was its span's
-   * (`uidIsSpan`). Answers kept under another config are dropped first. */
-  remember(key: string, config: ResolvedInjectorConfig, answered: Answered): void {
-    if (config !== this.config) {
+  /** Keeps `answered`, the answer under `config` (and namespace defaults `namespaces`) to a review of
+   * `key` whose uid was its span's (`uidIsSpan`). Answers kept under another are dropped first. */
+  remember(key: string, config: ResolvedInjectorConfig, answered: Answered, namespaces = 0): void {
+    if (config !== this.config || namespaces !== this.namespaces) {
       this.cache = new BoundedCache<string, Answered>(REPEATED_REVIEW_BOUNDS);
       this.config = config;
+      this.namespaces = namespaces;
     }
     this.cache.set(key, answered, answeredBytes(key, answered));
   }

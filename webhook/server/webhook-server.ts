@@ -16,6 +16,8 @@ import { Logger, createLogger } from './logger';
 import { MemoryBudget } from './memory-budget';
 import { WebhookMetrics } from './metrics';
 import { readInjectorConfig, readTlsMaterial, watchDirectory } from './mounted-files';
+import { NamespaceDefaultsTable, namespaceOverrideKeys } from './namespace-defaults';
+import { type ApiserverConnection, NamespaceWatch, type NamespaceWatchOptions, inClusterConnection } from './namespace-watch';
 
 export interface WebhookServerSettings {
   readonly listenPort: number;
@@ -38,6 +40,16 @@ export interface WebhookServerSettings {
   /** Most connections open at once on the webhook port; past it the one silent or slow the longest
    * is closed to make room. @default from the memory limit, `memory.maxConnections` */
   readonly maxConnections?: number;
+  /**
+   * The apiserver to list and watch namespaces from, for overrides that read namespace defaults
+   * (`fromNamespace`); a string says why there is none. Used only while the config has such overrides.
+   * @default the in-cluster service account's, when mounted
+   */
+  readonly apiserver?: ApiserverConnection | string;
+  /** The namespace watch's retry timing (tests shorten it). */
+  readonly namespaceWatch?: NamespaceWatchOptions;
+  /** How long, after a config that reads namespaces is loaded, /readyz waits for the first namespace list. @default 10 s */
+  readonly namespaceSyncWaitMs?: number;
 }
 
 export interface RunningWebhookServer {
@@ -49,6 +61,8 @@ export interface RunningWebhookServer {
   readonly metrics: WebhookMetrics;
   readonly budget: MemoryBudget;
   readonly logger: Logger;
+  /** The namespaces' override defaults (empty, and never filled, while no override reads them). */
+  readonly namespaces: NamespaceDefaultsTable;
   /** Stops accepting, finishes in-flight requests, closes keep-alive connections. */
   shutdown(): Promise<void>;
 }
@@ -121,6 +135,39 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   let configText = '';
   let shuttingDown = false;
   let draining = false;
+  const namespaces = new NamespaceDefaultsTable();
+  metrics.watchNamespaceDefaults(namespaces);
+  let namespaceWatch: NamespaceWatch | undefined;
+  /** Until when /readyz waits for the first namespace list (0: it does not). */
+  let namespaceSyncDeadline = 0;
+
+  /** Lists and watches namespaces while the config has overrides that read them; stops when it has none. */
+  const followNamespaces = (next: ResolvedInjectorConfig): void => {
+    const keys = namespaceOverrideKeys(next);
+    const changed = namespaces.setKeys(keys);
+    if (keys.size === 0) {
+      namespaceWatch?.stop();
+      namespaceWatch = undefined;
+      namespaceSyncDeadline = 0;
+      return;
+    }
+    if (!changed && namespaceWatch) return;
+    namespaceSyncDeadline = Date.now() + (settings.namespaceSyncWaitMs ?? 10_000);
+    if (namespaceWatch) {
+      namespaceWatch.relist();
+      return;
+    }
+    const connection = settings.apiserver ?? inClusterConnection();
+    if (typeof connection === 'string') {
+      logger.log('error', 'namespace defaults for overrides unavailable: their admissions warn', { error: connection, keys: [...keys] });
+      return;
+    }
+    namespaceWatch = new NamespaceWatch(connection, namespaces, {
+      synced: (count) => logger.log('info', 'namespaces listed', { namespaces: count, kept: namespaces.size.entries, notKept: namespaces.size.overflowed }),
+      failed: (message, retryInMs) => logger.log('warn', 'namespace watch failed; retrying', { error: message, retryInMs }),
+    }, settings.namespaceWatch);
+    namespaceWatch.start();
+  };
 
   const loadConfig = (): void => {
     try {
@@ -132,6 +179,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       const first = config === undefined;
       config = next;
       configText = text;
+      followNamespaces(next);
       metrics.countReload('config', 'success');
       logger.log('info', first ? 'config loaded' : 'config reloaded', { injections: next.injections.map((i) => i.name), enabled: next.enabled });
     } catch (error) {
@@ -153,14 +201,17 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('query parser', false);
-  const handleAdmission = createAdmissionHandler({ config: () => config, metrics, logger, budget });
+  const handleAdmission = createAdmissionHandler({ config: () => config, metrics, logger, budget, namespaces });
   // The ops port: what the kubelet probes and Prometheus scrapes, apart from the webhook port so that
   // nothing done to the webhook port (a flood, slow clients, a full connection table) can fail a probe.
   app.get('/healthz', (_req, res) => {
     res.type('text/plain').send('ok\n');
   });
   app.get('/readyz', (_req, res) => {
-    const ready = config !== undefined && !shuttingDown;
+    // With overrides that read namespaces, a new replica waits (a few seconds at most) for the first
+    // list, so the pods it admits get their namespace defaults; past the wait it serves, and warns.
+    const namespacesWaited = namespaceSyncDeadline === 0 || namespaces.size.synced || Date.now() > namespaceSyncDeadline;
+    const ready = config !== undefined && !shuttingDown && namespacesWaited;
     // A bad config update does not make the pods unready (that would take every replica out of the
     // Service at once); it shows here as "stale" with the error, in the metrics and in the logs.
     res.status(ready ? 200 : 503).json({
@@ -329,6 +380,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       shuttingDown = true;
       draining = true;
       for (const stop of stopWatching) stop();
+      namespaceWatch?.stop();
       // Unready at once, but still serving while the endpoint removal reaches every apiserver;
       // responses meanwhile ask clients to reconnect (to another replica).
       if ((settings.shutdownDelaySeconds ?? 0) > 0) logger.log('info', 'draining before shutdown', { seconds: settings.shutdownDelaySeconds });
@@ -360,5 +412,5 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     logger.log('info', 'shutting down: idle connections closed, finishing in-flight requests', connections.closeIdle());
   };
 
-  return { port, opsPort, connectionsClosed: connections.closed, metrics, budget, logger, shutdown };
+  return { port, opsPort, connectionsClosed: connections.closed, metrics, budget, logger, namespaces, shutdown };
 }

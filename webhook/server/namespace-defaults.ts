@@ -1,0 +1,136 @@
+// Namespace defaults for overrides (`fromNamespace`): the webhook sees no namespace in an
+// AdmissionReview, so it keeps the few annotation values overrides read, per namespace, from a list
+// and watch of namespaces (namespace-watch.ts). Only the keys the config offers are kept, each value
+// cut at 65 characters (longer than any override accepts, so a long value is still refused, and
+// named, by the engine), and the table is bounded in bytes and entries, checked before inserting.
+// Past a bound, or before the first list, the table says it does not know: the engine then applies
+// no namespace default and the answer warns, never a silent guess.
+
+import { MAX_OVERRIDE_VALUE_LENGTH } from '../config';
+
+/** The table's bounds: a few hundred KiB whatever the cluster holds. */
+export const NAMESPACE_DEFAULTS_BOUNDS = { maxEntries: 10_000, maxBytes: 1024 * 1024 } as const;
+/** What an entry costs beyond its strings: the Map slot and the record object. */
+const ENTRY_OVERHEAD_BYTES = 96;
+const stringBytes = (text: string) => 2 * text.length + 16;
+
+/** What the engine is told about a namespace: its kept values, or why they are not known. */
+export type NamespaceDefaults = { readonly annotations: Readonly<Record<string, string>> } | { readonly unknown: string };
+
+const NONE: Readonly<Record<string, string>> = Object.freeze(Object.create(null));
+
+export class NamespaceDefaultsTable {
+  private entries = new Map<string, { values: Record<string, string>; bytes: number }>();
+  private bytes = 0;
+  private keys: ReadonlySet<string> = new Set();
+  /** Set by the watch once a full list is in; cleared when the keys change (a relist follows). */
+  private synced = false;
+  /** Namespaces whose values did not fit: until a relist finds room, misses are unknown, not empty. */
+  private overflowed = 0;
+  /** Bumped on every change of what the engine could be told: answers kept under another are stale. */
+  generation = 0;
+
+  constructor(private readonly bounds: { maxEntries: number; maxBytes: number } = NAMESPACE_DEFAULTS_BOUNDS) {}
+
+  /** The annotation keys to keep (the config's `fromNamespace` overrides). Different keys empty the table. */
+  setKeys(keys: ReadonlySet<string>): boolean {
+    if (keys.size === this.keys.size && [...keys].every((key) => this.keys.has(key))) return false;
+    this.keys = new Set(keys);
+    this.clear();
+    return true;
+  }
+
+  get wantedKeys(): ReadonlySet<string> {
+    return this.keys;
+  }
+
+  /** Starts a full list over: the entries stay served until `replaceAll`. */
+  clear(): void {
+    this.entries = new Map();
+    this.bytes = 0;
+    this.overflowed = 0;
+    this.synced = false;
+    this.generation++;
+  }
+
+  /** A full list: every namespace's annotations (only the kept keys are read). */
+  replaceAll(namespaces: Iterable<{ name: string; annotations: unknown }>): void {
+    this.entries = new Map();
+    this.bytes = 0;
+    this.overflowed = 0;
+    for (const { name, annotations } of namespaces) this.put(name, annotations);
+    this.synced = true;
+    this.generation++;
+  }
+
+  /** A namespace added or changed (a watch event). */
+  upsert(name: string, annotations: unknown): void {
+    const before = this.entries.get(name);
+    const changed = this.put(name, annotations);
+    if (changed || (before !== undefined && !this.entries.has(name))) this.generation++;
+  }
+
+  /** A namespace deleted. */
+  delete(name: string): void {
+    const entry = this.entries.get(name);
+    if (!entry) return;
+    this.entries.delete(name);
+    this.bytes -= entry.bytes;
+    this.generation++;
+  }
+
+  /** What to tell the engine for a request in `namespace`. */
+  lookup(namespace: string | undefined): NamespaceDefaults {
+    if (this.keys.size === 0) return { annotations: NONE };
+    if (!this.synced) return { unknown: 'the webhook has not listed the namespaces yet' };
+    const entry = namespace === undefined ? undefined : this.entries.get(namespace);
+    if (entry) return { annotations: entry.values };
+    if (this.overflowed > 0) return { unknown: `the webhook's namespace table is full (${this.overflowed} namespaces not kept)` };
+    return { annotations: NONE };
+  }
+
+  /** Entries, bytes held, and namespaces not kept for the bounds (for metrics and tests). */
+  get size(): { entries: number; bytes: number; overflowed: number; synced: boolean } {
+    return { entries: this.entries.size, bytes: this.bytes, overflowed: this.overflowed, synced: this.synced };
+  }
+
+  /** Keeps `name`'s wanted values; returns whether what is kept changed. */
+  private put(name: string, annotations: unknown): boolean {
+    const values: Record<string, string> = Object.create(null);
+    let bytes = ENTRY_OVERHEAD_BYTES + stringBytes(name);
+    if (annotations !== null && typeof annotations === 'object' && !Array.isArray(annotations)) {
+      for (const key of this.keys) {
+        const value = (annotations as Record<string, unknown>)[key];
+        if (typeof value !== 'string' || !Object.prototype.hasOwnProperty.call(annotations, key)) continue;
+        values[key] = value.length > MAX_OVERRIDE_VALUE_LENGTH + 1 ? value.slice(0, MAX_OVERRIDE_VALUE_LENGTH + 1) : value;
+        bytes += stringBytes(key) + stringBytes(values[key]);
+      }
+    }
+    const before = this.entries.get(name);
+    const empty = Object.keys(values).length === 0;
+    if (before) {
+      if (!empty && sameValues(before.values, values)) return false;
+      this.entries.delete(name);
+      this.bytes -= before.bytes;
+    }
+    if (empty) return before !== undefined;
+    // Checked before inserting: past either bound the values are not kept, and misses become unknown.
+    if (this.entries.size + 1 > this.bounds.maxEntries || this.bytes + bytes > this.bounds.maxBytes) {
+      this.overflowed++;
+      return true;
+    }
+    this.entries.set(name, { values: Object.freeze(values) as Record<string, string>, bytes });
+    this.bytes += bytes;
+    return true;
+  }
+}
+
+function sameValues(a: Record<string, string>, b: Record<string, string>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((key) => a[key] === b[key]);
+}
+
+/** The annotation keys of a config's overrides that read namespaces (`fromNamespace: true`). */
+export function namespaceOverrideKeys(config: { readonly injections: readonly { readonly overrides?: readonly { readonly annotation: string; readonly fromNamespace?: boolean }[] }[] }): Set<string> {
+  return new Set(config.injections.flatMap((injection) => (injection.overrides ?? []).filter((override) => override.fromNamespace === true).map((override) => override.annotation)));
+}

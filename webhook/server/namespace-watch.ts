@@ -1,0 +1,231 @@
+// Keeps a NamespaceDefaultsTable current: a paged list of namespaces, then a watch from the list's
+// resourceVersion, with the in-cluster service-account token and CA. Metadata only (the apiserver's
+// PartialObjectMetadata), so a namespace's spec and status never cross the wire. Every wait has an
+// end: a watch is asked to close after 5 minutes and one that goes silent longer is cut; a 410 (the
+// resourceVersion too old) lists again; an error backs off, 1 s doubling to 30 s. A watch line longer
+// than any namespace the apiserver stores is a broken stream: it is cut and the namespaces listed again.
+// Only `get`, `list` and `watch` on namespaces are used: the ClusterRole the construct makes.
+
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import type { IncomingMessage } from 'node:http';
+import type { NamespaceDefaultsTable } from './namespace-defaults';
+
+/** Where the apiserver is, and how to authenticate to it. */
+export interface ApiserverConnection {
+  /** `https://host:port`. */
+  readonly url: string;
+  /** The bearer token's file (read again on every request: kubelet rotates it). */
+  readonly tokenFile: string;
+  /** The CA bundle that signs the apiserver's certificate. */
+  readonly caFile: string;
+  /** The name the certificate must carry, when not the URL's host. @default the URL's host */
+  readonly serverName?: string;
+}
+
+const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/** The in-cluster connection from the environment the kubelet sets, or why there is none. */
+export function inClusterConnection(env: NodeJS.ProcessEnv = process.env): ApiserverConnection | string {
+  const host = env.KUBERNETES_SERVICE_HOST;
+  const port = env.KUBERNETES_SERVICE_PORT;
+  if (!host || !port) return 'KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set';
+  const tokenFile = `${SERVICE_ACCOUNT_DIR}/token`;
+  if (!fs.existsSync(tokenFile)) return `no service-account token at ${tokenFile} (automountServiceAccountToken is off)`;
+  return { url: `https://${host.includes(':') ? `[${host}]` : host}:${port}`, tokenFile, caFile: `${SERVICE_ACCOUNT_DIR}/ca.crt` };
+}
+
+/** How the watch reports itself (logs and metrics). */
+export interface NamespaceWatchEvents {
+  synced(namespaces: number): void;
+  failed(message: string, retryInMs: number): void;
+}
+
+const METADATA_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+const METADATA_WATCH_ACCEPT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
+/** Larger than any object the apiserver stores (etcd's limit is 1.5 MiB): past it, a stream is broken. */
+const MAX_LINE_BYTES = 3 * 1024 * 1024;
+/** A list page is read whole; 500 namespaces' metadata is far below this. */
+const MAX_PAGE_BYTES = 32 * 1024 * 1024;
+const WATCH_SECONDS = 300;
+/** A watch with no byte for this long (bookmarks come every minute) is cut. */
+const SILENT_WATCH_MS = 150_000;
+const REQUEST_TIMEOUT_MS = 30_000;
+
+export interface NamespaceWatchOptions {
+  readonly minBackoffMs?: number;
+  readonly maxBackoffMs?: number;
+}
+
+/** Lists and watches namespaces into `table` until `stop()`. */
+export class NamespaceWatch {
+  private stopped = false;
+  private relisting = false;
+  private current: { destroy(): void } | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private backoffMs: number;
+  private readonly minBackoffMs: number;
+  private readonly maxBackoffMs: number;
+
+  constructor(
+    private readonly connection: ApiserverConnection,
+    private readonly table: NamespaceDefaultsTable,
+    private readonly events: NamespaceWatchEvents,
+    options: NamespaceWatchOptions = {},
+  ) {
+    this.minBackoffMs = options.minBackoffMs ?? 1000;
+    this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
+    this.backoffMs = this.minBackoffMs;
+  }
+
+  start(): void {
+    void this.run();
+  }
+
+  /** Lists again from scratch (the keys changed), at once. */
+  relist(): void {
+    this.relisting = true;
+    this.current?.destroy();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.current?.destroy();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        const resourceVersion = await this.list();
+        this.backoffMs = this.minBackoffMs;
+        let version = resourceVersion;
+        for (;;) {
+          if (this.stopped) return;
+          const next = await this.watch(version);
+          if (next === 'gone') break; // list again
+          version = next;
+        }
+      } catch (error) {
+        if (this.stopped) return;
+        if (this.relisting) {
+          this.relisting = false;
+          continue;
+        }
+        const wait = this.backoffMs;
+        this.backoffMs = Math.min(this.backoffMs * 2, this.maxBackoffMs);
+        this.events.failed((error as Error).message, wait);
+        await new Promise<void>((resolve) => (this.timer = setTimeout(resolve, wait)));
+      }
+    }
+  }
+
+  /** Every namespace, page by page; returns the list's resourceVersion. */
+  private async list(): Promise<string> {
+    const namespaces: { name: string; annotations: unknown }[] = [];
+    let token: string | undefined;
+    let resourceVersion = '';
+    do {
+      const query = `limit=500${token ? `&continue=${encodeURIComponent(token)}` : ''}`;
+      const body = await this.getJson(`/api/v1/namespaces?${query}`, METADATA_ACCEPT);
+      const items = Array.isArray(body.items) ? body.items : [];
+      for (const item of items) {
+        const metadata = item?.metadata;
+        if (typeof metadata?.name === 'string') namespaces.push({ name: metadata.name, annotations: metadata.annotations });
+      }
+      token = typeof body.metadata?.continue === 'string' && body.metadata.continue !== '' ? body.metadata.continue : undefined;
+      resourceVersion = String(body.metadata?.resourceVersion ?? '');
+    } while (token);
+    this.table.replaceAll(namespaces);
+    this.events.synced(namespaces.length);
+    return resourceVersion;
+  }
+
+  private request(path: string, accept: string): Promise<IncomingMessage> {
+    const token = fs.readFileSync(this.connection.tokenFile, 'utf8').trim();
+    const ca = fs.readFileSync(this.connection.caFile);
+    return new Promise((resolve, reject) => {
+      const request = https.get(new URL(path, this.connection.url), { ca, servername: this.connection.serverName, headers: { authorization: `Bearer ${token}`, accept }, minVersion: 'TLSv1.2', timeout: REQUEST_TIMEOUT_MS }, resolve);
+      this.current = request;
+      request.on('timeout', () => request.destroy(new Error(`GET ${path}: no answer in ${REQUEST_TIMEOUT_MS / 1000}s`)));
+      request.on('error', reject);
+    });
+  }
+
+  private async getJson(path: string, accept: string): Promise<any> {
+    const response = await this.request(path, accept);
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    for await (const chunk of response) {
+      bytes += chunk.length;
+      if (bytes > MAX_PAGE_BYTES) {
+        response.destroy();
+        throw new Error(`GET ${path}: answer over ${MAX_PAGE_BYTES} bytes`);
+      }
+      chunks.push(chunk);
+    }
+    const text = Buffer.concat(chunks).toString('utf8');
+    if (response.statusCode !== 200) throw new Error(`GET ${path}: HTTP ${response.statusCode}: ${text.slice(0, 300)}`);
+    return JSON.parse(text);
+  }
+
+  /** Watches from `resourceVersion`; returns the last version seen, or 'gone' when it must list again. */
+  private async watch(resourceVersion: string): Promise<string | 'gone'> {
+    const path = `/api/v1/namespaces?watch=1&allowWatchBookmarks=true&timeoutSeconds=${WATCH_SECONDS}&resourceVersion=${encodeURIComponent(resourceVersion)}`;
+    const response = await this.request(path, METADATA_WATCH_ACCEPT);
+    if (response.statusCode === 410) {
+      response.resume();
+      return 'gone';
+    }
+    if (response.statusCode !== 200) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of response) if (chunks.length < 4) chunks.push(chunk);
+      throw new Error(`watch namespaces: HTTP ${response.statusCode}: ${Buffer.concat(chunks).toString('utf8').slice(0, 300)}`);
+    }
+    response.socket?.setTimeout(SILENT_WATCH_MS, () => response.destroy(new Error(`watch namespaces: silent for ${SILENT_WATCH_MS / 1000}s`)));
+    let version = resourceVersion;
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    for await (const chunk of response as AsyncIterable<Buffer>) {
+      let start = 0;
+      for (let newline = chunk.indexOf(10); newline !== -1; newline = chunk.indexOf(10, start)) {
+        const line = pendingBytes === 0 ? chunk.subarray(start, newline) : Buffer.concat([...pending, chunk.subarray(start, newline)]);
+        pending = [];
+        pendingBytes = 0;
+        start = newline + 1;
+        const outcome = this.event(line);
+        if (outcome === 'gone') {
+          response.destroy();
+          return 'gone';
+        }
+        if (outcome !== undefined) version = outcome;
+      }
+      if (start < chunk.length) {
+        pendingBytes += chunk.length - start;
+        if (pendingBytes > MAX_LINE_BYTES) {
+          response.destroy();
+          throw new Error(`watch namespaces: a line over ${MAX_LINE_BYTES} bytes`);
+        }
+        pending.push(chunk.subarray(start));
+      }
+    }
+    return version;
+  }
+
+  /** One watch event: the resourceVersion it carries, 'gone' for an expired version, else undefined. */
+  private event(line: Buffer): string | 'gone' | undefined {
+    if (line.length === 0) return undefined;
+    const event = JSON.parse(line.toString('utf8'));
+    const object = event?.object;
+    if (event?.type === 'ERROR') {
+      if (object?.code === 410) return 'gone';
+      throw new Error(`watch namespaces: ${String(object?.message ?? 'error event')}`);
+    }
+    const metadata = object?.metadata;
+    if (typeof metadata?.name === 'string') {
+      if (event.type === 'ADDED' || event.type === 'MODIFIED') this.table.upsert(metadata.name, metadata.annotations);
+      else if (event.type === 'DELETED') this.table.delete(metadata.name);
+    }
+    return typeof metadata?.resourceVersion === 'string' ? metadata.resourceVersion : undefined;
+  }
+}
