@@ -87,6 +87,13 @@ export interface SidecarInjectorProps {
    * from the node, which NetworkPolicy implementations allow regardless.
    * @default every source (the apiserver's address differs per cluster) */
   readonly apiServerCidrs?: string[];
+  /**
+   * The ports the apiserver listens on (its endpoints' ports, not the `kubernetes` Service's 443 alone),
+   * opened for egress when some override reads namespace defaults (`fromNamespace`), to `apiServerCidrs`
+   * when given. Without such an override the webhook has no egress at all.
+   * @default [443, 6443]
+   */
+  readonly apiServerPorts?: number[];
   /** Server log level. @default 'info' */
   readonly logLevel?: LogLevel;
   /** Optional priority class for the webhook pods. @default none */

@@ -11,6 +11,7 @@ import {
   ResolvedInjectorConfig,
   injectorConfigIssues,
   injectorConfigWarnings,
+  namespaceOverrideKeys,
   resolveInjectorConfig,
 } from '../webhook/config';
 import { WebhookCertificate } from './certificates/webhook-certificate';
@@ -22,6 +23,7 @@ import { findInjectorClashes, registerInjector } from './injector-clashes';
 import { InjectionProps, injectionSchemaIssues, resolveInjectionProps } from './injection-props';
 import { injectorConfigMap } from './injector-config-map';
 import { webhookNamespace } from './namespace';
+import { NamespaceReader, namespaceReader } from './namespace-reader';
 import { DEFAULT_WEBHOOK_IMAGE, SidecarInjectorProps, settingsIssues } from './sidecar-injector-props';
 import { SidecarInjectorPropsError } from './sidecar-injector-props-error';
 import { PACKAGE_VERSION } from './version';
@@ -105,6 +107,13 @@ export class SidecarInjector extends Construct {
   readonly networkPolicy!: k8s.KubeNetworkPolicy;
   /** The cluster-scoped MutatingWebhookConfiguration. */
   readonly webhookConfiguration!: k8s.KubeMutatingWebhookConfiguration;
+  /**
+   * The webhook's ServiceAccount, ClusterRole (list and watch namespaces) and binding, made when some
+   * override reads namespace defaults (`fromNamespace`); undefined otherwise: the webhook then has no
+   * RBAC and no service-account token.
+   */
+  namespaceReader?: NamespaceReader;
+  private readonly namespaceReaderSettings?: Parameters<typeof namespaceReader>[1];
 
   /** Whether injected objects are checked against the Kubernetes OpenAPI schema (`checkKubernetesSchema`). */
   readonly checkKubernetesSchema: boolean;
@@ -157,6 +166,7 @@ export class SidecarInjector extends Construct {
 
     const labels = { ...props.labels, ...this.selectorLabels, 'app.kubernetes.io/version': PACKAGE_VERSION };
     const metadata = (name: string) => ({ name, namespace: this.namespaceName, labels });
+    this.namespaceReaderSettings = { name: this.name, namespace: this.namespaceName, clusterName: `${this.webhookConfigurationName}-namespace-reader`, labels };
 
     if (this.backend !== 'webhook') {
       this.admissionPolicies = new InjectionAdmissionPolicies(this, 'AdmissionPolicies', {
@@ -215,10 +225,14 @@ export class SidecarInjector extends Construct {
       secretName: this.secretName,
       configMapName: this.configMapName,
       server,
+      serviceAccountName: () => (this.namespaceReader ? this.name : undefined),
     });
     this.service = webhookService(this, metadata(this.serviceName), this.selectorLabels);
     this.podDisruptionBudget = webhookPodDisruptionBudget(this, metadata(this.name), this.selectorLabels);
-    this.networkPolicy = webhookNetworkPolicy(this, metadata(this.name), this.selectorLabels, this.port, props.apiServerCidrs, this.opsPort, props.metricsSourceCidrs);
+    this.networkPolicy = webhookNetworkPolicy(this, metadata(this.name), this.selectorLabels, this.port, props.apiServerCidrs, this.opsPort, props.metricsSourceCidrs, {
+      ports: props.apiServerPorts ?? [443, 6443],
+      needed: () => this.namespaceReader !== undefined,
+    });
     this.webhookConfiguration = mutatingWebhookConfiguration(this, {
       name: this.webhookConfigurationName,
       labels,
@@ -234,7 +248,15 @@ export class SidecarInjector extends Construct {
       failurePolicy: this.failurePolicy,
       readinessGatePrefix: () => (this.webhookConfig.injections.some((injection) => injection.readinessGate === true) ? this.annotationPrefix : undefined),
     });
+    this.addNamespaceReaderIfNeeded();
     registerInjector(this, props.createNamespace ?? true);
+  }
+
+  /** Makes the namespace reader once some injection the webhook applies has an override that reads namespaces. */
+  private addNamespaceReaderIfNeeded(): void {
+    if (this.namespaceReader || !this.namespaceReaderSettings || !this.deployment) return;
+    if (namespaceOverrideKeys(this.webhookConfig).size === 0) return;
+    this.namespaceReader = namespaceReader(this, this.namespaceReaderSettings);
   }
 
   /**
@@ -253,6 +275,7 @@ export class SidecarInjector extends Construct {
     if (issues.length > 0) throw new SidecarInjectorPropsError(issues, this.node.path);
     this.injections.push(resolved);
     this.addPolicies([resolved]);
+    this.addNamespaceReaderIfNeeded();
   }
 
   /** Makes the policies of the injections the policy backend applies (none with backend `webhook`). */

@@ -35,6 +35,9 @@ export interface WebhookDeploymentSettings {
   readonly configMapName: string;
   /** What the container runs (command, env, volumes beyond the image's); `image` is its image. */
   readonly server?: WebhookServerBinding;
+  /** Called at synth: the ServiceAccount whose token the pods mount, when they read the API (namespace
+   * defaults for overrides); undefined: no token. */
+  readonly serviceAccountName?: () => string | undefined;
 }
 
 /** The webhook server's Deployment: restricted pod security, no service-account token, spread across nodes. */
@@ -62,7 +65,10 @@ export function webhookDeployment(scope: Construct, settings: WebhookDeploymentS
           annotations: Lazy.any({ produce: settings.podAnnotations }),
         },
         spec: {
-          automountServiceAccountToken: false,
+          // No token unless the webhook reads namespaces (overrides' namespace defaults): then its own
+          // ServiceAccount's projected, short-lived token, for list and watch on namespaces only.
+          serviceAccountName: Lazy.any({ produce: () => settings.serviceAccountName?.() }),
+          automountServiceAccountToken: Lazy.any({ produce: () => settings.serviceAccountName?.() !== undefined }),
           // Drain delay + in-flight timeout, with room to spare before the kubelet's SIGKILL.
           terminationGracePeriodSeconds: SHUTDOWN_DELAY_SECONDS + RUNTIME_DEFAULTS.shutdownTimeoutSeconds + 5,
           enableServiceLinks: false,
@@ -174,7 +180,8 @@ export function webhookPodDisruptionBudget(scope: Construct, metadata: k8s.Objec
 
 /**
  * Ingress to the webhook port (from `sourceCidrs` when given) and to the ops port from
- * `metricsSourceCidrs` only (the node's kubelet reaches it regardless), and no egress at all.
+ * `metricsSourceCidrs` only (the node's kubelet reaches it regardless), and no egress but, when the
+ * webhook reads namespaces (`apiserverEgress.needed()`), to the apiserver's ports.
  */
 export function webhookNetworkPolicy(
   scope: Construct,
@@ -184,6 +191,7 @@ export function webhookNetworkPolicy(
   sourceCidrs?: readonly string[],
   opsPort?: number,
   metricsSourceCidrs?: readonly string[],
+  apiserverEgress?: { readonly ports: readonly number[]; readonly needed: () => boolean },
 ): k8s.KubeNetworkPolicy {
   return new k8s.KubeNetworkPolicy(scope, 'NetworkPolicy', {
     metadata,
@@ -195,6 +203,14 @@ export function webhookNetworkPolicy(
       // apiserver stores no empty list, so every re-apply changed the object again (generation + 1,
       // "configured" on each `kubectl apply`, found on a real cluster).
       policyTypes: ['Ingress', 'Egress'],
+      // Reading namespaces (overrides' namespace defaults) needs the apiserver: its addresses when
+      // given (apiServerCidrs), on its ports. Made at synth, once the injections are known.
+      egress: Lazy.any({
+        produce: () =>
+          apiserverEgress?.needed()
+            ? [{ to: sourceCidrs?.length ? sourceCidrs.map((cidr) => ({ ipBlock: { cidr } })) : undefined, ports: apiserverEgress.ports.map((port) => ({ protocol: 'TCP', port: k8s.IntOrString.fromNumber(port) })) }]
+            : undefined,
+      }),
       ingress: [
         {
           from: sourceCidrs?.length ? sourceCidrs.map((cidr) => ({ ipBlock: { cidr } })) : undefined,

@@ -130,6 +130,9 @@ export function policyLimitations(injection: ResolvedInjection): string[] {
       reasons.push(`trigger.valuePattern ${JSON.stringify(trigger.valuePattern)} is not RE2 syntax, which CEL's matches() needs (${(error as Error).message})`);
     }
   }
+  if ((injection.overrides?.length ?? 0) > 0) {
+    reasons.push('overrides are applied by the webhook only: the policies do not read them yet');
+  }
   return reasons;
 }
 

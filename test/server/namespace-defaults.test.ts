@@ -97,6 +97,9 @@ describe('the list and watch, against an apiserver over TLS', () => {
     await waitFor('shop deleted', () => Object.keys((table.lookup('shop') as any).annotations).length === 0, seen);
     assert.equal(seen.synced.length, 1, 'listed once');
     assert.ok(apiserver.requests.every((r) => r.startsWith('Bearer test-token ')), 'every request carries the token');
+    // Only the verbs of the ClusterRole the construct makes (NAMESPACE_READER_RULES): list and watch namespaces.
+    for (const request of apiserver.requests) assert.match(request, /^Bearer test-token \/api\/v1\/namespaces\?(limit=500(&continue=\d+)?|watch=1&.*)$/, request);
+    assert.ok(apiserver.methods.every((method) => method === 'GET'), apiserver.methods.join());
   });
 
   test('an expired resourceVersion (410) lists again; a refused request backs off and is tried again', async () => {

@@ -16,6 +16,7 @@ export class FakeApiserver {
   version = 100;
   watchers = new Set<ServerResponse>();
   requests: string[] = [];
+  methods: string[] = [];
   /** Versions at or below this are expired (410). */
   expiredBelow = 0;
   server: https.Server;
@@ -54,6 +55,7 @@ export class FakeApiserver {
 
   handle(req: IncomingMessage, res: ServerResponse) {
     this.requests.push(`${req.headers.authorization} ${req.url}`);
+    this.methods.push(req.method ?? '');
     const url = new URL(req.url!, 'https://x');
     if (req.headers.authorization !== 'Bearer test-token') {
       res.writeHead(401).end('{"kind":"Status","code":401}');

@@ -8,6 +8,8 @@
 
 import { MAX_OVERRIDE_VALUE_LENGTH } from '../config';
 
+export { namespaceOverrideKeys } from '../config';
+
 /** The table's bounds: a few hundred KiB whatever the cluster holds. */
 export const NAMESPACE_DEFAULTS_BOUNDS = { maxEntries: 10_000, maxBytes: 1024 * 1024 } as const;
 /** What an entry costs beyond its strings: the Map slot and the record object. */
@@ -128,9 +130,4 @@ export class NamespaceDefaultsTable {
 function sameValues(a: Record<string, string>, b: Record<string, string>): boolean {
   const keys = Object.keys(a);
   return keys.length === Object.keys(b).length && keys.every((key) => a[key] === b[key]);
-}
-
-/** The annotation keys of a config's overrides that read namespaces (`fromNamespace: true`). */
-export function namespaceOverrideKeys(config: { readonly injections: readonly { readonly overrides?: readonly { readonly annotation: string; readonly fromNamespace?: boolean }[] }[] }): Set<string> {
-  return new Set(config.injections.flatMap((injection) => (injection.overrides ?? []).filter((override) => override.fromNamespace === true).map((override) => override.annotation)));
 }
