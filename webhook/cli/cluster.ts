@@ -141,12 +141,15 @@ export async function readCluster(connection: ClusterConnection, selection: PodS
       : core.listPodForAllNamespaces({ labelSelector: selector, limit, _continue: token }),
   );
   const namespaceLabels = new Map<string, Record<string, string>>();
+  const namespaceAnnotations = new Map<string, Record<string, string>>();
   if (namespace) {
     const object = plain(await call(`reading namespace ${namespace}`, () => core.readNamespace({ name: namespace })));
     namespaceLabels.set(namespace, ownStringMap((object.metadata as any)?.labels));
+    namespaceAnnotations.set(namespace, ownStringMap((object.metadata as any)?.annotations));
   } else {
     for (const object of await listAll('listing namespaces', (token) => core.listNamespace({ limit, _continue: token }))) {
       namespaceLabels.set(String((object.metadata as any)?.name), ownStringMap((object.metadata as any)?.labels));
+      namespaceAnnotations.set(String((object.metadata as any)?.name), ownStringMap((object.metadata as any)?.annotations));
     }
   }
   const owners = new Map<string, KubernetesObject>();
@@ -162,7 +165,7 @@ export async function readCluster(connection: ClusterConnection, selection: PodS
     const list = await listAll(`listing jobs ${where}`, (token) => (namespace ? batch.listNamespacedJob({ namespace, limit, _continue: token }) : batch.listJobForAllNamespaces({ limit, _continue: token })));
     list.forEach(add('Job'));
   }
-  return { pods, namespaceLabels, owners };
+  return { pods, namespaceLabels, namespaceAnnotations, owners };
 }
 
 /** `kubectl rollout restart`: sets the template annotation kubectl.kubernetes.io/restartedAt, which starts a rollout. */

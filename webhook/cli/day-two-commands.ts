@@ -129,9 +129,13 @@ function readObjectsFromInput(file: string, options: SelectionOptions, io: Comma
       && (selector === undefined || matchesLabelSelector(selector, ownStringMap(metadata(object).labels))),
   );
   const namespaceLabels = new Map<string, Record<string, string>>();
+  const namespaceAnnotations = new Map<string, Record<string, string>>();
   const owners = new Map<string, KubernetesObject>();
   for (const object of objects) {
-    if (object.apiVersion === 'v1' && object.kind === 'Namespace') namespaceLabels.set(String(metadata(object).name), ownStringMap(metadata(object).labels));
+    if (object.apiVersion === 'v1' && object.kind === 'Namespace') {
+      namespaceLabels.set(String(metadata(object).name), ownStringMap(metadata(object).labels));
+      namespaceAnnotations.set(String(metadata(object).name), ownStringMap(metadata(object).annotations));
+    }
     if (object.kind === 'ReplicaSet' || object.kind === 'Job') owners.set(ownerKey(namespaceOf(object), String(object.kind), String(metadata(object).name)), object);
   }
   const unknown = [...new Set(pods.map(namespaceOf))].filter((namespace) => !namespaceLabels.has(namespace));
@@ -140,7 +144,7 @@ function readObjectsFromInput(file: string, options: SelectionOptions, io: Comma
       `note: no Namespace object for ${unknown.join(', ')} in the input: their labels are taken to be kubernetes.io/metadata.name alone when matching the namespaceSelector (pipe kubectl get namespaces,replicasets,pods -A -o json)\n`,
     );
   }
-  return { pods, namespaceLabels, owners };
+  return { pods, namespaceLabels, namespaceAnnotations, owners };
 }
 
 /** The pods to look at and their surroundings, from the input file or the cluster. */

@@ -2,6 +2,7 @@
 // injection wanted and what the object had instead, the annotation that opted out, the status that
 // says it is already there. Read from the same object and config the engine was given.
 
+import type { OverrideOutcome } from '../engine/container-overrides';
 import { annotationKeys, type InjectionTrigger, type ResolvedInjection, type ResolvedInjectorConfig } from '../config';
 import type { DecisionReason } from '../engine/mutate';
 import { ownStringMap } from '../engine/pod-patch-builder';
@@ -14,6 +15,15 @@ export interface DecisionDetail {
   readonly reason: DecisionReason;
   /** The particulars, in words. */
   readonly detail: string;
+  /** For an injection applied now that offers overrides: each offered field, its value and where it came from. */
+  readonly overrides?: readonly OverrideOutcome[];
+}
+
+/** One offered field as explain prints it: `envoy resources.requests.cpu = 250m (pod annotation x; configured 100m)`. */
+export function describeOverride(outcome: OverrideOutcome): string {
+  const from = outcome.source === 'config' ? 'configured' : `${outcome.source} annotation ${outcome.annotation}; configured ${outcome.configured ?? '(unset)'}`;
+  const ignored = outcome.ignored.map((entry) => `; ignored ${entry.from} value ${JSON.stringify(entry.value)}: ${entry.message}`).join('');
+  return `${outcome.container} ${outcome.field} = ${outcome.value ?? '(unset)'} (${from}${ignored})`;
 }
 
 type StringMap = Record<string, string>;
@@ -161,6 +171,7 @@ export function decisionDetails(preview: ObjectPreview, config: ResolvedInjector
           return reason;
       }
     })();
-    return { injection: name, reason, detail };
+    const overrides = reason === 'injected' ? preview.result!.overrides.filter((outcome) => outcome.injection === name) : [];
+    return { injection: name, reason, detail, ...(overrides.length > 0 ? { overrides } : {}) };
   });
 }

@@ -3,7 +3,7 @@
 
 import type { ResolvedInjectorConfig } from '../config';
 import type { WebhookMatch } from '../engine/webhook-match';
-import { DecisionDetail, decisionDetails } from './decision-details';
+import { DecisionDetail, decisionDetails, describeOverride } from './decision-details';
 import { describeSource, describeObject, injectedNames, outcomeOf } from './outcome';
 import type { ObjectPreview } from './preview';
 
@@ -85,6 +85,7 @@ export function formatExplanation(previews: readonly ObjectPreview[], config: Re
       const reasonWidth = Math.max(...explanation.injections.map((decision) => decision.reason.length));
       for (const decision of explanation.injections) {
         lines.push(`    ${decision.injection.padEnd(nameWidth)}  ${decision.reason.padEnd(reasonWidth)}  ${decision.detail}`);
+        for (const outcome of decision.overrides ?? []) lines.push(`      override: ${describeOverride(outcome)}`);
       }
     }
     if (explanation.warnings.length > 0) {

@@ -41,6 +41,9 @@ export interface PodStatus {
   readonly injections: readonly PodInjection[];
   /** `up-to-date` unless some injection is not; `none` when the pod has and needs none. */
   readonly state: 'up-to-date' | 'stale' | 'version-unknown' | 'none';
+  /** Override annotation values the config ignores for this pod, each with why (the webhook's warnings). A pod
+   * that carries good overrides is not outdated for it: only its injections' hashes decide that. */
+  readonly ignoredOverrides: readonly string[];
 }
 
 /** The pod's own ReplicaSets and Jobs, and the namespaces' labels, as far as they are known. */
@@ -48,6 +51,8 @@ export interface ClusterObjects {
   readonly pods: readonly KubernetesObject[];
   /** Labels by namespace name; a namespace not here is matched by its name label alone. */
   readonly namespaceLabels: ReadonlyMap<string, Record<string, string>>;
+  /** Annotations by namespace name, for the overrides that read namespace defaults; unknown when absent. */
+  readonly namespaceAnnotations?: ReadonlyMap<string, Record<string, string>>;
   /** ReplicaSets and Jobs by `namespace/kind/name`, to find a pod's Deployment or CronJob. */
   readonly owners: ReadonlyMap<string, KubernetesObject>;
 }
@@ -131,8 +136,15 @@ function sentToWebhook(source: InjectorSource, pod: KubernetesObject, namespace:
  * decisions on the pod with its status annotations taken off. An injection it already carries adds
  * nothing ("no-change"); one it lacks and whose trigger holds is "injected".
  */
-function injectionsDueNow(source: InjectorSource, pod: KubernetesObject, namespace: string, chain: readonly string[], namespaceLabels: Record<string, string> | undefined): Set<string> {
-  if (!source.config.enabled || !sentToWebhook(source, pod, namespace, namespaceLabels)) return new Set();
+function injectionsDueNow(
+  source: InjectorSource,
+  pod: KubernetesObject,
+  namespace: string,
+  chain: readonly string[],
+  namespaceLabels: Record<string, string> | undefined,
+  namespaceAnnotations: Record<string, string> | undefined,
+): { due: Set<string>; ignoredOverrides: string[] } {
+  if (!source.config.enabled || !sentToWebhook(source, pod, namespace, namespaceLabels)) return { due: new Set(), ignoredOverrides: [] };
   const keys = annotationKeys(source.config.annotationPrefix);
   const metadata = { ...metadataOf(pod) };
   const annotations = { ...ownStringMap(metadata.annotations) };
@@ -140,8 +152,12 @@ function injectionsDueNow(source: InjectorSource, pod: KubernetesObject, namespa
   delete annotations[keys.hashes];
   metadata.annotations = annotations;
   const bare = { ...pod, apiVersion: 'v1', kind: 'Pod', metadata };
-  const result = evaluate(createRequestFor(bare, namespace, 'status'), configForPod(source.config, chain));
-  return new Set(result.decisions.filter((decision) => decision.reason === 'injected').map((decision) => decision.injection));
+  const context = namespaceAnnotations ? { namespaceAnnotations } : { namespaceUnknown: `namespace ${namespace} was not read` };
+  const result = evaluate(createRequestFor(bare, namespace, 'status'), configForPod(source.config, chain), context);
+  return {
+    due: new Set(result.decisions.filter((decision) => decision.reason === 'injected').map((decision) => decision.injection)),
+    ignoredOverrides: result.podWarnings.filter((warning) => warning.reason === 'override-ignored' && warning.override?.reason !== 'namespace-unknown').map((warning) => warning.message),
+  };
 }
 
 /** Each pod's injections measured against `source`'s config, in the order given. */
@@ -156,7 +172,7 @@ export function classifyPods(objects: ClusterObjects, source: InjectorSource): P
     const { chain, ...workload } = workloadOf(pod, namespace, objects.owners);
     const has = parseStatus(annotations[keys.status]);
     const recorded = parseInjectionHashes(annotations[keys.hashes]);
-    const due = injectionsDueNow(source, pod, namespace, chain, objects.namespaceLabels.get(namespace));
+    const { due, ignoredOverrides } = injectionsDueNow(source, pod, namespace, chain, objects.namespaceLabels.get(namespace), objects.namespaceAnnotations?.get(namespace));
     const injections: PodInjection[] = [];
     for (const [name, configuredHash] of configured) {
       if (has.has(name)) {
@@ -177,6 +193,6 @@ export function classifyPods(objects: ClusterObjects, source: InjectorSource): P
       : injections.some((entry) => STALE_STATES.includes(entry.state)) ? 'stale'
       : injections.some((entry) => entry.state === 'version-unknown') ? 'version-unknown'
       : 'up-to-date';
-    return { namespace, name: String(metadata.name ?? metadata.generateName ?? '(no name)'), workload, injections, state };
+    return { namespace, name: String(metadata.name ?? metadata.generateName ?? '(no name)'), workload, injections, state, ignoredOverrides };
   });
 }

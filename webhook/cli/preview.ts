@@ -32,6 +32,8 @@ export interface PreviewOptions {
   readonly namespace?: string;
   /** Labels of every object's namespace (besides `kubernetes.io/metadata.name`). @default {} */
   readonly namespaceLabels?: Readonly<Record<string, string>>;
+  /** Annotations of every object's namespace, for overrides that read namespace defaults. @default {} */
+  readonly namespaceAnnotations?: Readonly<Record<string, string>>;
 }
 
 /** What happens to one input object. */
@@ -78,16 +80,16 @@ function metadataOf(object: KubernetesObject): Record<string, unknown> {
   return metadata && typeof metadata === 'object' && !Array.isArray(metadata) ? (metadata as Record<string, unknown>) : {};
 }
 
-/** Labels that `Namespace` objects among the input give their namespaces. */
-function namespaceLabelsInInput(documents: readonly InputDocument[]): Map<string, Record<string, string>> {
-  const labels = new Map<string, Record<string, string>>();
+/** The labels or annotations that `Namespace` objects among the input give their namespaces. */
+function namespaceMetadataInInput(documents: readonly InputDocument[], field: 'labels' | 'annotations'): Map<string, Record<string, string>> {
+  const maps = new Map<string, Record<string, string>>();
   const objects = documents.flatMap(({ object }) => (object ? (listItems(object)?.map((item) => item.object) ?? [object]) : []));
   for (const object of objects) {
     if (object.apiVersion !== 'v1' || object.kind !== 'Namespace') continue;
     const metadata = metadataOf(object);
-    if (typeof metadata.name === 'string') labels.set(metadata.name, ownStringMap(metadata.labels));
+    if (typeof metadata.name === 'string') maps.set(metadata.name, ownStringMap(metadata[field]));
   }
-  return labels;
+  return maps;
 }
 
 /** The AdmissionRequest the apiserver would send when `object` is created in `namespace`. */
@@ -133,13 +135,13 @@ export function listItems(object: KubernetesObject): { object: KubernetesObject;
 
 /** Previews every object of the input (each item of a List on its own), in order. */
 export function previewAll(documents: readonly InputDocument[], source: InjectorSource, options: PreviewOptions = {}): ObjectPreview[] {
-  const inputNamespaceLabels = namespaceLabelsInInput(documents);
+  const inputNamespaces = { labels: namespaceMetadataInInput(documents, 'labels'), annotations: namespaceMetadataInInput(documents, 'annotations') };
   const previews: ObjectPreview[] = [];
   for (const document of documents) {
     if (!document.object) continue;
     const objects = listItems(document.object) ?? [{ object: document.object, item: undefined }];
     for (const { object, item } of objects) {
-      previews.push(previewObject(document, object, item, source.config, source.webhookConfiguration, options, inputNamespaceLabels, previews.length + 1));
+      previews.push(previewObject(document, object, item, source.config, source.webhookConfiguration, options, inputNamespaces, previews.length + 1));
     }
   }
   return previews;
@@ -152,7 +154,7 @@ function previewObject(
   config: ResolvedInjectorConfig,
   webhookConfiguration: InjectorSource['webhookConfiguration'],
   options: PreviewOptions,
-  inputNamespaceLabels: Map<string, Record<string, string>>,
+  inputNamespaces: { labels: Map<string, Record<string, string>>; annotations: Map<string, Record<string, string>> },
   sequence: number,
 ): ObjectPreview {
   const gvk = groupVersionKindOf(object);
@@ -160,7 +162,7 @@ function previewObject(
   const metadata = metadataOf(object);
   const name = typeof metadata.name === 'string' ? metadata.name : typeof metadata.generateName === 'string' ? metadata.generateName : undefined;
   const namespace = typeof metadata.namespace === 'string' && metadata.namespace !== '' ? metadata.namespace : (options.namespace ?? DEFAULT_OBJECT_NAMESPACE);
-  const namespaceLabels = { ...inputNamespaceLabels.get(namespace), ...options.namespaceLabels, 'kubernetes.io/metadata.name': namespace };
+  const namespaceLabels = { ...inputNamespaces.labels.get(namespace), ...options.namespaceLabels, 'kubernetes.io/metadata.name': namespace };
   const unchanged = { input, object, item, gvk, name, namespace, targetKind, namespaceLabels, patch: [], output: object };
   // Every other kind passes through: the engine changes nothing but pods and pod templates.
   if (!targetKind) return { ...unchanged, webhooks: undefined, sentToWebhook: false, request: undefined, result: undefined };
@@ -180,7 +182,9 @@ function previewObject(
   if (!sentToWebhook) return { ...unchanged, webhooks, sentToWebhook, request: undefined, result: undefined };
 
   const request = createRequestFor(object, namespace, `preview-${sequence}`);
-  const result = evaluate(request, config);
+  // The namespace as the input's Namespace object and --namespace-annotations describe it (the webhook reads it from the cluster).
+  const namespaceAnnotations = { ...inputNamespaces.annotations.get(namespace), ...options.namespaceAnnotations };
+  const result = evaluate(request, config, { namespaceAnnotations });
   const patch = decodeResponsePatch(result);
   // Validated like the apiserver applies it: an operation that does not fit the object is an error.
   // Applied to copies: fast-json-patch puts an added value itself into the document, so a later

@@ -39,6 +39,23 @@ interface InputOptions {
   readonly config?: string;
   readonly namespace: string;
   readonly namespaceLabels?: string;
+  readonly namespaceAnnotations?: string;
+}
+
+/** Parses `k=v,k2=v2` into annotations (keys checked as Kubernetes checks them; values are free text without commas). */
+export function parseAnnotations(text: string): Record<string, string> {
+  const annotations: Record<string, string> = {};
+  for (const part of text.split(',')) {
+    const pair = part.trim();
+    if (pair === '') continue;
+    const equals = pair.indexOf('=');
+    if (equals < 0) throw new UsageError(`--namespace-annotations: "${pair}" is not key=value`);
+    const key = pair.slice(0, equals).trim();
+    const keyError = qualifiedNameError(key);
+    if (keyError) throw new UsageError(`--namespace-annotations: annotation key "${key}" ${keyError}`);
+    annotations[key] = pair.slice(equals + 1).trim();
+  }
+  return annotations;
 }
 
 /** Parses `k=v,k2=v2` into labels, each key and value checked as Kubernetes checks them. */
@@ -66,7 +83,8 @@ function withInputOptions(command: Command): Command {
     .option('--from <dist>', "what cdk8s synth wrote (a directory or file): the injector ConfigMap's config.json and the MutatingWebhookConfiguration")
     .option('--config <file>', 'an injector config.json instead of --from (the webhook configuration\'s rules and selectors are then not checked)')
     .option('-n, --namespace <namespace>', 'namespace of objects without metadata.namespace', DEFAULT_OBJECT_NAMESPACE)
-    .option('--namespace-labels <k=v,...>', 'labels of the objects\' namespaces, as the namespaceSelector sees them (kubernetes.io/metadata.name=<namespace> is always added, as the apiserver does)');
+    .option('--namespace-labels <k=v,...>', 'labels of the objects\' namespaces, as the namespaceSelector sees them (kubernetes.io/metadata.name=<namespace> is always added, as the apiserver does)')
+    .option('--namespace-annotations <k=v,...>', 'annotations of the objects\' namespaces, for overrides that read namespace defaults (a Namespace object among the manifests gives its own too)');
 }
 
 /** Reads the injector and the manifests, and runs every object through the webhook's path. */
@@ -80,7 +98,8 @@ function preview(options: InputOptions, io: CliIo): { previews: ObjectPreview[];
   const namespaceLabels = options.namespaceLabels !== undefined ? parseLabels(options.namespaceLabels) : {};
   const source = options.from !== undefined ? loadSynthesized(options.from) : loadConfigFile(options.config!);
   const documents = readManifests(options.filename, io.readStdin);
-  return { previews: previewAll(documents, source, { namespace: options.namespace, namespaceLabels }), source };
+  const namespaceAnnotations = options.namespaceAnnotations !== undefined ? parseAnnotations(options.namespaceAnnotations) : {};
+  return { previews: previewAll(documents, source, { namespace: options.namespace, namespaceLabels, namespaceAnnotations }), source };
 }
 
 /** The command's own name, and the one it answers to as a kubectl plugin (`kubectl sidecar-injector`). */

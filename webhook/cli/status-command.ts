@@ -41,6 +41,9 @@ export interface WorkloadStatus {
   readonly versionUnknown: number;
   /** What is not up to date: each injection, state and pair of hashes, with the pods it applies to. */
   readonly findings: readonly Finding[];
+  /** Override annotation values the config ignores (out of bounds, unparsable, not offered), each with its pods.
+   * Reported, not counted in the exit code: those pods run with the configured values. */
+  readonly ignoredOverrides: readonly { readonly message: string; readonly pods: readonly string[] }[];
 }
 
 export interface Finding {
@@ -77,8 +80,8 @@ const COUNTER: Record<InjectionState, keyof Pick<WorkloadStatus, 'upToDate' | 'o
 };
 
 export function statusReport(pods: readonly PodStatus[], config: ResolvedInjectorConfig): StatusReport {
-  type Counts = { -readonly [key in keyof Omit<WorkloadStatus, 'findings'>]: WorkloadStatus[key] };
-  const byWorkload = new Map<string, { status: Counts; findings: Map<string, Finding & { pods: string[] }> }>();
+  type Counts = { -readonly [key in keyof Omit<WorkloadStatus, 'findings' | 'ignoredOverrides'>]: WorkloadStatus[key] };
+  const byWorkload = new Map<string, { status: Counts; findings: Map<string, Finding & { pods: string[] }>; ignoredOverrides: Map<string, string[]> }>();
   const summary = { pods: pods.length, podsWithoutInjections: 0, upToDate: 0, outdated: 0, missing: 0, noLongerConfigured: 0, versionUnknown: 0 };
   for (const pod of pods) {
     if (pod.state === 'none') {
@@ -103,8 +106,14 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
           versionUnknown: 0,
         },
         findings: new Map(),
+        ignoredOverrides: new Map(),
       };
       byWorkload.set(key, entry);
+    }
+    for (const message of pod.ignoredOverrides) {
+      const pods = entry.ignoredOverrides.get(message) ?? [];
+      pods.push(pod.name);
+      entry.ignoredOverrides.set(message, pods);
     }
     entry.status.pods++;
     const states = new Set(pod.injections.map((injection) => injection.state));
@@ -129,7 +138,7 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
     }
   }
   const workloads = [...byWorkload.values()]
-    .map(({ status, findings }) => ({ ...status, findings: [...findings.values()] }) as WorkloadStatus)
+    .map(({ status, findings, ignoredOverrides }) => ({ ...status, findings: [...findings.values()], ignoredOverrides: [...ignoredOverrides].map(([message, pods]) => ({ message, pods })) }) as WorkloadStatus)
     .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.kind.localeCompare(b.kind) || a.name.localeCompare(b.name));
   const exitCode =
     summary.missing > 0 ? EXIT_STATUS_MISSING
@@ -178,12 +187,13 @@ export function formatStatus(report: StatusReport, sourceDescription: string): s
       ]);
     }
     lines.push(...table(rows));
-    const stale = report.workloads.filter((workload) => workload.findings.length > 0);
+    const stale = report.workloads.filter((workload) => workload.findings.length > 0 || workload.ignoredOverrides.length > 0);
     if (stale.length > 0) lines.push('');
     for (const workload of stale) {
-      const note = workload.restartable ? '' : ` (${workload.kind === 'Pod' ? 'a bare pod' : `a ${workload.kind}`}: rollout does not restart it)`;
+      const note = workload.restartable || workload.findings.length === 0 ? '' : ` (${workload.kind === 'Pod' ? 'a bare pod' : `a ${workload.kind}`}: rollout does not restart it)`;
       lines.push(`${workload.namespace} ${workload.kind}/${workload.name}${note}:`);
       for (const finding of workload.findings) lines.push(`  ${describeFinding(finding)}`);
+      for (const ignored of workload.ignoredOverrides) lines.push(`  override ignored in ${ignored.pods.length} pod${ignored.pods.length === 1 ? '' : 's'}: ${ignored.message}`);
     }
   }
   const s = report.summary;

@@ -45,6 +45,8 @@ export interface OverrideOutcome {
   readonly value: string | undefined;
   /** Where `value` came from: the pod's annotation, the namespace's, or the config. */
   readonly source: OverrideSource;
+  /** The configured value (what applies without an override). */
+  readonly configured: string | undefined;
   /** Values found for this field and not used. */
   readonly ignored: readonly IgnoredOverride[];
 }
@@ -125,7 +127,7 @@ export function applyOverrides(
       consistentRequests(container, picks);
       const chosen = picks.filter((entry) => entry.source !== 'config').map((entry) => ({ override: entry.override, value: entry.value! }));
       for (const entry of picks) {
-        outcomes.push({ injection: injection.name, container: container.name, field: overrideFieldName(entry.override), annotation: entry.override.annotation, value: entry.value, source: entry.source, ignored: entry.ignored });
+        outcomes.push({ injection: injection.name, container: container.name, field: overrideFieldName(entry.override), annotation: entry.override.annotation, value: entry.value, source: entry.source, configured: entry.configured, ignored: entry.ignored });
         ignoredAll.push(...entry.ignored);
       }
       if (chosen.length === 0) return container;
