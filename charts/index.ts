@@ -1,6 +1,7 @@
 // The construct library's entry point. It loads cdk8s, constructs and node-forge, never express.
 export * from './sidecar-injector';
 export * from './sidecar-injector-chart';
+export type { NamespaceReader } from './namespace-reader';
 export type { ContainerMergeProps, InjectedContainer, InjectedEnvVar, InjectedVolume, InjectedVolumeMount, InjectionProps } from './injection-props';
 export * from './certificates/webhook-certificate';
 export * from './certificates/webhook-certificates';

@@ -7,8 +7,11 @@ import { Construct } from 'constructs';
 
 /** The webhook's RBAC for namespace defaults. */
 export interface NamespaceReader {
+  /** The webhook's own ServiceAccount (its pods mount its projected token; it automounts nowhere else). */
   readonly serviceAccount: k8s.KubeServiceAccount;
+  /** `list` and `watch` on namespaces, nothing more. */
   readonly clusterRole: k8s.KubeClusterRole;
+  /** Binds the ClusterRole to the ServiceAccount. */
   readonly clusterRoleBinding: k8s.KubeClusterRoleBinding;
 }
 
