@@ -15,6 +15,7 @@
 import { RE2JS } from 're2js';
 import {
   ContainerMerge,
+  ContainerSpec,
   JsonObject,
   JsonValue,
   ResolvedInjection,
@@ -32,6 +33,7 @@ import { PlaceholderExpressions, celFieldPresent, celFieldSelect, celString, cel
 import { withLimitsAtRequests } from '../../webhook/engine/qos';
 import { podGuaranteedExpression, podLevelResourcesExpression } from './qos-cel';
 import { mutationGroups, nonGuaranteedContainers, readsWhatALaterOneAdds } from './mutation-groups';
+import { overrideMarks } from './override-cel';
 
 /** Where the pod template sits in the admitted object. */
 export type TemplateShape = 'pods' | 'workloads' | 'cronjobs';
@@ -129,9 +131,6 @@ export function policyLimitations(injection: ResolvedInjection): string[] {
     } catch (error) {
       reasons.push(`trigger.valuePattern ${JSON.stringify(trigger.valuePattern)} is not RE2 syntax, which CEL's matches() needs (${(error as Error).message})`);
     }
-  }
-  if ((injection.overrides?.length ?? 0) > 0) {
-    reasons.push('overrides are applied by the webhook only: the policies do not read them yet');
   }
   return reasons;
 }
@@ -616,10 +615,22 @@ class PolicyWriter {
     const preserve = injection.qos === 'preserve-guaranteed';
     if (preserve) add('guaranteed', `variables.podGuaranteed${this.earlierKeptGuaranteed()}`);
     const asNative = (item: object) => ({ ...item, restartPolicy: 'Always' });
+    // Overrides: each offered field's value chosen from the pod's and the namespace's annotations
+    // (override-cel.ts), read from the object as admitted, not from what earlier injections add.
+    const podReads = { has: (key: string) => this.mergedHas('annotations', key, true, false), value: (key: string) => this.mergedValue('annotations', key, true, false) };
+    const bound = new Set<string>();
+    const bind = (name: string, expression: string) => {
+      if (!bound.has(name)) add(name, expression);
+      bound.add(name);
+      return `variables.${name}`;
+    };
     const containerValue = (item: object, transform: (item: object) => object) => {
-      const plain = value(transform(item));
+      const marks = overrideMarks(injection, item as ContainerSpec, podReads, bind);
+      const render = (json: object) => (marks ? marks.replace(value(json)) : value(json));
+      const source = marks ? marks.item : item;
+      const plain = render(transform(source));
       if (!preserve) return `dyn(${plain})`;
-      const limited = value(transform(withLimitsAtRequests(item as JsonObject)));
+      const limited = render(transform(withLimitsAtRequests(source as JsonObject)));
       return limited === plain ? `dyn(${plain})` : `(variables.guaranteed ? dyn(${limited}) : dyn(${plain}))`;
     };
     for (const { field, variable, taken } of listAdditions) {

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { SidecarInjectorPropsError } from '../../charts';
 import type { InjectionProps } from '../../charts';
 import { NAMESPACE_READER_RULES } from '../../charts/namespace-reader';
+import { admissionPolicyViolations } from '../support/admission-policy-schemas';
 import { assertValidManifest } from '../support/openapi-validator';
 import { buildChart, findManifest, synthChart, synthesize } from '../support/synth-helpers';
 
@@ -73,9 +74,15 @@ test('a bad offer fails synth naming the prop and the reason', () => {
   assert.throws(() => synthChart({ injections: [bad] }), (error: unknown) => error instanceof SidecarInjectorPropsError && /injections\[0\]\.overrides\[0\]\.max: "lots" is not a quantity above zero/.test(error.message));
 });
 
-test('the policy backend refuses an injection with overrides, naming it, rather than dropping them', () => {
-  assert.throws(
-    () => synthChart({ backend: 'admissionPolicy', injections: [envoy(false)] }),
-    (error: unknown) => error instanceof SidecarInjectorPropsError && /injections\[0\]: injection "envoy" cannot be a MutatingAdmissionPolicy: overrides are applied by the webhook only/.test(error.message),
-  );
+test('the policy backend makes an injection with overrides a policy that reads namespaceObject, with no RBAC at all', () => {
+  const { manifests } = synthChart({ backend: 'admissionPolicy', injections: [envoy(true)] });
+  for (const manifest of manifests) {
+    if (/^MutatingAdmissionPolicy/.test(manifest.kind)) assert.deepEqual(admissionPolicyViolations(manifest), [], manifest.metadata.name);
+    else assertValidManifest(manifest);
+  }
+  assert.deepEqual(manifests.filter((m) => ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Deployment'].includes(m.kind)), [], 'no webhook, no RBAC: the apiserver reads the namespace itself');
+  const policies = manifests.filter((m) => m.kind === 'MutatingAdmissionPolicy');
+  const text = JSON.stringify(policies);
+  assert.match(text, /namespaceObject\.metadata\.annotations\[\\"envoy\.example\.com\/memory-request\\"\]/, 'the namespace default is read from namespaceObject');
+  assert.match(text, /envoy\.example\.com\/cpu-request/);
 });

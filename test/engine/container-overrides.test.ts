@@ -160,14 +160,6 @@ describe('what other injectors got wrong: an override of one field must not wipe
     assert.deepEqual(injected.env, [{ name: 'ENVOY_LOG_LEVEL', value: 'warn' }, { name: 'OTHER', value: 'x' }]);
   });
 
-  test('a container with no resources configured gets only the overridden field', () => {
-    const config = resolveInjectorConfig({
-      injections: [{ name: 'log', trigger: { type: 'always' }, containers: [{ name: 'shipper', image: 'fluent/fluent-bit:3' }], overrides: [{ annotation: 'log.example.com/memory-request', container: 'shipper', resource: 'requests.memory', max: '1Gi' }] }],
-    });
-    const { out } = admit(pod({ 'log.example.com/memory-request': '96Mi' }), undefined, config);
-    assert.deepEqual(out.spec.containers.find((c: any) => c.name === 'shipper').resources, { requests: { memory: '96Mi' } });
-  });
-
   test('preserve-guaranteed in a Guaranteed pod: the overridden request becomes the limit too, and the pod stays Guaranteed', () => {
     const config = resolveInjectorConfig({ injections: [envoy({ qos: 'preserve-guaranteed' })] });
     const app = { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } };
@@ -207,6 +199,12 @@ describe('the validator: what a platform team offers is checked at synth', () =>
     test(what, () => assert.deepEqual(issues(overrides), [expected]));
   }
   test('the offers above are valid as written', () => assert.deepEqual(issues(envoy().overrides), []));
+  test('a resource the container does not configure: the configured value is the default, so one is needed', () => {
+    const bare = { containers: [{ name: 'envoy', image: 'envoyproxy/envoy:v1.31.0', env: [{ name: 'ENVOY_LOG_LEVEL', value: 'info' }] }] };
+    assert.deepEqual(issues([{ annotation: 'a.example.com/x', container: 'envoy', resource: 'requests.cpu', max: '1' }], bare), [
+      'injections[0].overrides[0].resource: container "envoy" sets no resources.requests.cpu: give it the default value there',
+    ]);
+  });
   test('the injection hash does not cover overrides: offering one restarts nothing', async () => {
     const { injectionHash } = await import('../../webhook/config');
     assert.equal(injectionHash(envoy()), injectionHash(envoy({ overrides: undefined })));

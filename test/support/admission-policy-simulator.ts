@@ -39,6 +39,8 @@ export interface SimulatedRequest {
   /** `status` for a pod's status write: the rules must name `pods/status`. */
   readonly subResource?: string;
   readonly namespace?: string;
+  /** The Namespace object of `namespace`, as the apiserver hands it to CEL as `namespaceObject`. */
+  readonly namespaceObject?: any;
   readonly object: any;
 }
 
@@ -161,6 +163,8 @@ export interface PolicyEvaluation {
 
 function contextOf(request: SimulatedRequest, object: any): Record<string, unknown> {
   return {
+    // The request's namespace as the apiserver gives it to admission CEL (null for cluster-scoped objects).
+    namespaceObject: toCel(request.namespaceObject ?? null),
     object: toCel(object),
     request: toCel({ kind: request.kind, resource: request.resource, operation: request.operation, namespace: request.namespace ?? '' }),
   };

@@ -74,7 +74,7 @@ export type OverrideValueCheck = OverrideAccepted | OverrideRefused;
 export interface OverrideAccepted {
   /** Accepted. */
   readonly ok: true;
-  /** The value to set, trimmed. */
+  /** The value to set, as written. */
   readonly value: string;
 }
 
@@ -89,8 +89,8 @@ export interface OverrideRefused {
 }
 
 /** Judges one annotation value against `override`: parsed, bounded, or one of the allowed values. */
-export function checkOverrideValue(override: ContainerOverride, raw: string): OverrideValueCheck {
-  const value = raw.trim();
+export function checkOverrideValue(override: ContainerOverride, value: string): OverrideValueCheck {
+  // Not trimmed: both backends read the annotation byte for byte (CEL has no trim in every version).
   const shown = JSON.stringify(value.length > MAX_OVERRIDE_VALUE_LENGTH ? `${value.slice(0, MAX_OVERRIDE_VALUE_LENGTH)}...` : value);
   if ('env' in override) {
     if (override.allowedValues.includes(value)) return { ok: true, value };
@@ -168,7 +168,16 @@ export function overrideIssues(
       const names = [...containers.keys()].map((name) => `"${name}"`).join(', ') || 'none';
       issues.push([`${at}.container`, `must name a container this injection adds (${names}), got ${JSON.stringify(override.container)}`]);
     }
-    if (isResource) resourceIssues(override, at, issues);
+    if (isResource) {
+      resourceIssues(override, at, issues);
+      // The configured value is the default; an offer without one would leave the field absent or set.
+      const [kind, name] = String(override.resource).split('.');
+      const resources = container?.resources;
+      const configured = isPlain(resources) && isPlain(resources[kind]) ? resources[kind][name] : undefined;
+      if (container !== undefined && RESOURCE_OVERRIDE_FIELDS.includes(override.resource as ResourceOverrideField) && configured === undefined) {
+        issues.push([`${at}.resource`, `container "${String(override.container)}" sets no resources.${String(override.resource)}: give it the default value there`]);
+      }
+    }
     else envIssues(override, container, at, issues);
     const field = isResource ? `resources.${String(override.resource)}` : `env.${String(override.env)}`;
     const key = `${String(override.container)} ${field}`;
