@@ -44,6 +44,12 @@ const ENVOY_NEXT = '1.21.0';
 /** The version `rollout --in-place` upgrades to; and one no image exists for. */
 const ENVOY_IN_PLACE = '1.22.0';
 const ENVOY_MISSING = '9.9.9';
+/** Envoy's resources in the overrides variant, and what it offers (issue 39). */
+const ENVOY_OVERRIDE_RESOURCES = { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '256Mi' } };
+const ENVOY_OVERRIDES = [
+  { annotation: 'envoy.example.com/cpu-request', container: 'envoy', resource: 'requests.cpu', max: '1' },
+  { annotation: 'envoy.example.com/memory-request', container: 'envoy', resource: 'requests.memory', max: '256Mi', fromNamespace: true },
+];
 /** One image under two tags: `v1.31` sorts before `v1.31.0`, and containerd 1.6 reports an image by its first tag. */
 const ENVOY_PINNED = '1.31.0';
 const ENVOY_FLOATING = '1.31';
@@ -596,6 +602,72 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
     progress(`traffic during rollout --in-place:\n  ${results.join('\n  ')}`);
   });
 
+  test("overrides: the Deployment's cpu request and the namespace's memory request reach the running Envoy; bad values run with the defaults and kubectl prints the warning; a ResourceQuota on limits admits the pod; status exits 0", async () => {
+    const overridden = variant(ENVOY_FIRST, { overrides: true });
+    await applyConfig(overridden);
+    namespace('tuned', ENABLED);
+    kubectl(cluster, ['annotate', 'namespace', 'tuned', 'envoy.example.com/memory-request=256Mi', '--overwrite']);
+    if (WEBHOOK) {
+      // The webhook learns the annotation from its namespace watch: a dry run shows when it has.
+      const probe = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe', namespace: 'tuned' }, spec: { containers: [app('app')] } };
+      await cluster.until('the namespace default seen by the webhook', async () => {
+        const made = await cluster.plane.ok('POST', '/api/v1/namespaces/tuned/pods?dryRun=All', probe);
+        return made.spec.containers.find((c: any) => c.name === 'envoy')?.resources?.requests?.memory === '256Mi';
+      }, 60_000);
+    }
+    const deployment = (name: string, ns: string, annotations: Record<string, string>, appResources?: object) => ({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name, namespace: ns },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: name } },
+        template: { metadata: { labels: { app: name }, annotations }, spec: { containers: [app('app', appResources ? { resources: appResources } : {})] } },
+      },
+    });
+    const envoyOf = async (ns: string, name: string) => {
+      kubectl(cluster, ['-n', ns, 'rollout', 'status', `deploy/${name}`, '--timeout=180s']);
+      const [pod] = (await listPods(cluster, ns, `app=${name}`)).filter((candidate) => !candidate.metadata.deletionTimestamp);
+      const ready = await waitForPod(cluster, ns, pod.metadata.name, 'Ready', isReady);
+      return { pod: ready, envoy: ready.spec.containers.find((c: any) => c.name === 'envoy'), running: containerStatus(ready, 'envoy') };
+    };
+
+    apply(deployment('plain', 'tuned', {}));
+    apply(deployment('api', 'tuned', { 'envoy.example.com/cpu-request': '250m' }));
+    const plain = await envoyOf('tuned', 'plain');
+    const api = await envoyOf('tuned', 'api');
+    assert.deepEqual(api.envoy.resources, { requests: { cpu: '250m', memory: '256Mi' }, limits: { cpu: '1', memory: '256Mi' } }, describePod(api.pod));
+    assert.ok(api.running?.state?.running, describePod(api.pod));
+    assert.equal(api.pod.status.qosClass, plain.pod.status.qosClass, 'the QoS class as without the override');
+    progress(`overrides: api's Envoy runs with ${JSON.stringify(api.envoy.resources)} (QoS ${api.pod.status.qosClass}); plain's with ${JSON.stringify(plain.envoy.resources)}`);
+
+    // Out of bounds and unparsable: admitted with the defaults, and kubectl prints the apiserver's warning.
+    for (const [name, value, reason] of [['big', '5', /"5" is above the maximum 1/], ['garbled', 'lots', /"lots" is not a quantity/]] as const) {
+      const applied = cluster.kubectl(['apply', '-f', '-'], JSON.stringify(deployment(name, 'tuned', { 'envoy.example.com/cpu-request': value })));
+      assert.equal(applied.status, 0, applied.stderr);
+      if (WEBHOOK) {
+        assert.match(applied.stderr, /Warning: annotation envoy\.example\.com\/cpu-request ignored \(injection "envoy"\): /, applied.stderr);
+        assert.match(applied.stderr, reason, applied.stderr);
+      }
+      const { envoy, pod } = await envoyOf('tuned', name);
+      assert.equal(envoy.resources.requests.cpu, '100m', describePod(pod));
+      progress(`overrides: ${name} (${value}): kubectl apply printed ${JSON.stringify(applied.stderr.trim())}; Envoy runs with requests.cpu ${envoy.resources.requests.cpu}`);
+    }
+
+    // A namespace whose ResourceQuota covers limits: every container needs them, Envoy's included.
+    namespace('quota', ENABLED);
+    apply({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'limits', namespace: 'quota' }, spec: { hard: { 'limits.cpu': '4', 'limits.memory': '4Gi' } } });
+    apply(deployment('api', 'quota', { 'envoy.example.com/cpu-request': '250m' }, { requests: { cpu: '50m', memory: '32Mi' }, limits: { cpu: '100m', memory: '64Mi' } }));
+    const quota = await envoyOf('quota', 'api');
+    assert.equal(quota.envoy.resources.requests.cpu, '250m', describePod(quota.pod));
+
+    const status = await cli(cluster, ['status', '--from', overridden, '-n', 'tuned']);
+    shown('status --from dist-overrides/ -n tuned', status);
+    assert.equal(status.status, 0, describeRun(status));
+    assert.match(status.stdout, /override ignored in 1 pod: annotation envoy\.example\.com\/cpu-request ignored/, 'the ignored values are named');
+    cleanUp('tuned', 'quota');
+  });
+
 });
 
 /**
@@ -633,17 +705,21 @@ async function policiesInForce(outdir: string): Promise<void> {
 const variants = new Map<string, { version: string; gated: boolean }>();
 
 /** The default app with Envoy's image at `version` (and `readinessGate`), synthesized to a directory of its own with the same certificates. */
-function variant(version: string, options: { readinessGate?: boolean } = {}): string {
-  const outdir = path.join(work, `dist-envoy-${version}${options.readinessGate ? '-gated' : ''}`);
+function variant(version: string, options: { readinessGate?: boolean; overrides?: boolean } = {}): string {
+  const outdir = path.join(work, `dist-envoy-${version}${options.readinessGate ? '-gated' : ''}${options.overrides ? '-overrides' : ''}`);
   variants.set(outdir, { version, gated: options.readinessGate === true });
   if (fs.existsSync(outdir)) return outdir;
+  // With overrides, Envoy also gets a cpu limit: a namespace whose ResourceQuota covers limits.cpu
+  // admits only pods whose every container sets one.
+  const container = { image: `envoyproxy/envoy:v${version}`, ...(options.overrides ? { resources: ENVOY_OVERRIDE_RESOURCES } : {}) };
+  const injection = { ...(options.readinessGate ? { readinessGate: true } : {}), ...(options.overrides ? { overrides: ENVOY_OVERRIDES } : {}) };
   const script = path.join(work, 'variant.ts');
   fs.writeFileSync(
     script,
     [
       `import { synthDefaultApp } from ${JSON.stringify(path.join(__dirname, '../../app/default-app'))};`,
       `import { DEFAULT_INJECTIONS } from ${JSON.stringify(path.join(__dirname, '../../app/default-injections'))};`,
-      `const injections = DEFAULT_INJECTIONS.map((i) => i.name !== 'envoy' ? i : { ...i, ${options.readinessGate ? 'readinessGate: true, ' : ''}containers: i.containers!.map((c) => ({ ...c, image: 'envoyproxy/envoy:v${version}' })) });`,
+      `const injections = DEFAULT_INJECTIONS.map((i) => i.name !== 'envoy' ? i : { ...i, ...${JSON.stringify(injection)}, containers: i.containers!.map((c) => ({ ...c, ...${JSON.stringify(container)} })) });`,
       `synthDefaultApp({ outdir: ${JSON.stringify(outdir)}, certificateStore: ${JSON.stringify(certs)}, injections, backend: ${JSON.stringify(policyEnv.INJECTOR_BACKEND)}, admissionPolicyApiVersion: ${JSON.stringify(policyEnv.INJECTOR_POLICY_API_VERSION)} });`,
       '',
     ].join('\n'),
