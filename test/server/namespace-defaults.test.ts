@@ -82,7 +82,7 @@ describe('the list and watch, against an apiserver over TLS', () => {
     watch.start();
     await waitFor('the first list', () => table.size.synced, seen);
     assert.deepEqual(seen.synced, [1203]);
-    assert.equal(apiserver.requests.filter((r) => r.includes('limit=500')).length, 3, 'three pages of 500');
+    assert.equal(apiserver.requests.filter((r) => r.includes('limit=100')).length, 13, 'thirteen pages of 100');
     assert.equal(table.size.entries, 13);
     await waitFor('a watch open', () => apiserver.watchers.size === 1, seen);
     apiserver.set('shop', { 'envoy.example.com/memory-request': '256Mi' });
@@ -98,7 +98,7 @@ describe('the list and watch, against an apiserver over TLS', () => {
     assert.equal(seen.synced.length, 1, 'listed once');
     assert.ok(apiserver.requests.every((r) => r.startsWith('Bearer test-token ')), 'every request carries the token');
     // Only the verbs of the ClusterRole the construct makes (NAMESPACE_READER_RULES): list and watch namespaces.
-    for (const request of apiserver.requests) assert.match(request, /^Bearer test-token \/api\/v1\/namespaces\?(limit=500(&continue=\d+)?|watch=1&.*)$/, request);
+    for (const request of apiserver.requests) assert.match(request, /^Bearer test-token \/api\/v1\/namespaces\?(limit=\d+(&continue=\d+)?|watch=1&.*)$/, request);
     assert.ok(apiserver.methods.every((method) => method === 'GET'), apiserver.methods.join());
   });
 
@@ -125,6 +125,24 @@ describe('the list and watch, against an apiserver over TLS', () => {
     await waitFor('a 410 answered', () => apiserver.requests.filter((r) => r.includes('watch=1')).length >= 2, seen);
     apiserver.expiredBelow = 0;
     await waitFor('listed again after the 410', () => seen.synced.length >= 2, seen);
+  });
+
+  test('a list page over 4 MiB is listed again in pages a quarter the size, down to one namespace a page', async () => {
+    const apiserver = new FakeApiserver();
+    // 40 namespaces of 200 KiB of other annotations each: 100 a page would be 8 MiB.
+    for (let i = 0; i < 40; i++) apiserver.namespaces.set(`ns-${i}`, { other: 'x'.repeat(200 * 1024), ...(i === 7 ? { 'envoy.example.com/log-level': 'warn' } : {}) });
+    const connection = await apiserver.start();
+    const table = new NamespaceDefaultsTable();
+    table.setKeys(KEYS);
+    const seen = { failures: [] as string[], synced: [] as number[] };
+    const watch = new NamespaceWatch(connection, table, { synced: (n) => seen.synced.push(n), failed: (message) => seen.failures.push(message) }, { minBackoffMs: 10, maxBackoffMs: 50 });
+    cleanups.push(() => apiserver.stop(), () => watch.stop());
+    watch.start();
+    await waitFor('listed', () => table.size.synced, seen);
+    assert.deepEqual(seen.failures, [], 'a smaller page is no failure');
+    assert.deepEqual(seen.synced, [40]);
+    assert.ok(apiserver.requests.some((r) => r.includes('limit=25')), apiserver.requests.join('\n'));
+    assert.deepEqual({ ...(table.lookup('ns-7') as any).annotations }, { 'envoy.example.com/log-level': 'warn' });
   });
 
   test('a watch line longer than any object is a broken stream: cut, and listed again', async () => {

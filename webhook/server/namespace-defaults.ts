@@ -96,6 +96,17 @@ export class NamespaceDefaultsTable {
     return { entries: this.entries.size, bytes: this.bytes, overflowed: this.overflowed, synced: this.synced };
   }
 
+  /** Only the offered keys of `annotations` (so a list holds no more of a namespace than the table will). */
+  offeredOf(annotations: unknown): Record<string, string> | undefined {
+    if (annotations === null || typeof annotations !== 'object' || Array.isArray(annotations)) return undefined;
+    const kept: Record<string, string> = Object.create(null);
+    for (const key of this.keys) {
+      const value = (annotations as Record<string, unknown>)[key];
+      if (typeof value === 'string' && Object.prototype.hasOwnProperty.call(annotations, key)) kept[key] = value.length > MAX_OVERRIDE_VALUE_LENGTH + 1 ? value.slice(0, MAX_OVERRIDE_VALUE_LENGTH + 1) : value;
+    }
+    return kept;
+  }
+
   /** Keeps `name`'s wanted values; returns whether what is kept changed. */
   private put(name: string, annotations: unknown): boolean {
     const values: Record<string, string> = Object.create(null);

@@ -45,8 +45,13 @@ const METADATA_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8
 const METADATA_WATCH_ACCEPT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 /** Larger than any object the apiserver stores (etcd's limit is 1.5 MiB): past it, a stream is broken. */
 const MAX_LINE_BYTES = 3 * 1024 * 1024;
-/** A list page is read whole; 500 namespaces' metadata is far below this. */
-const MAX_PAGE_BYTES = 32 * 1024 * 1024;
+/** A list page is read whole, up to this: past it, the list starts again with pages a quarter the size
+ * (one namespace's metadata is at most the apiserver's 1.5 MiB object limit, so a page of one fits). */
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
+/** Namespaces per list page at first. */
+const FIRST_PAGE_LIMIT = 100;
+
+class PageTooLarge extends Error {}
 const WATCH_SECONDS = 300;
 /** A watch with no byte for this long (bookmarks come every minute) is cut. */
 const SILENT_WATCH_MS = 150_000;
@@ -120,18 +125,33 @@ export class NamespaceWatch {
     }
   }
 
+  /** Namespaces per list page: divided by 4 after a page over MAX_PAGE_BYTES, down to 1. */
+  private pageLimit = FIRST_PAGE_LIMIT;
+
   /** Every namespace, page by page; returns the list's resourceVersion. */
   private async list(): Promise<string> {
+    for (;;) {
+      try {
+        return await this.listPages();
+      } catch (error) {
+        if (!(error instanceof PageTooLarge) || this.pageLimit === 1) throw error;
+        this.pageLimit = Math.max(1, Math.floor(this.pageLimit / 4));
+      }
+    }
+  }
+
+  private async listPages(): Promise<string> {
+    // Only the offered keys of each are kept: the pages themselves are dropped as they are read.
     const namespaces: { name: string; annotations: unknown }[] = [];
     let token: string | undefined;
     let resourceVersion = '';
     do {
-      const query = `limit=500${token ? `&continue=${encodeURIComponent(token)}` : ''}`;
+      const query = `limit=${this.pageLimit}${token ? `&continue=${encodeURIComponent(token)}` : ''}`;
       const body = await this.getJson(`/api/v1/namespaces?${query}`, METADATA_ACCEPT);
       const items = Array.isArray(body.items) ? body.items : [];
       for (const item of items) {
         const metadata = item?.metadata;
-        if (typeof metadata?.name === 'string') namespaces.push({ name: metadata.name, annotations: metadata.annotations });
+        if (typeof metadata?.name === 'string') namespaces.push({ name: metadata.name, annotations: this.table.offeredOf(metadata.annotations) });
       }
       token = typeof body.metadata?.continue === 'string' && body.metadata.continue !== '' ? body.metadata.continue : undefined;
       resourceVersion = String(body.metadata?.resourceVersion ?? '');
@@ -160,7 +180,7 @@ export class NamespaceWatch {
       bytes += chunk.length;
       if (bytes > MAX_PAGE_BYTES) {
         response.destroy();
-        throw new Error(`GET ${path}: answer over ${MAX_PAGE_BYTES} bytes`);
+        throw new PageTooLarge(`GET ${path}: answer over ${MAX_PAGE_BYTES} bytes`);
       }
       chunks.push(chunk);
     }
