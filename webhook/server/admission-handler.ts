@@ -378,7 +378,8 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
         if (admission.review === undefined) return;
       }
       const review = admission.review!;
-      const defaults = context.namespaces?.lookup(review.request.namespace);
+      // Only when some override reads namespace defaults: otherwise nothing is looked up or made.
+      const defaults = context.namespaces?.active ? context.namespaces.lookup(review.request.namespace) : undefined;
       const result = evaluate(review.request, config, defaults === undefined ? undefined : 'unknown' in defaults ? { namespaceUnknown: defaults.unknown } : { namespaceAnnotations: defaults.annotations });
       const tail = answers.tail(result.response);
       const answered: Answered = {

@@ -46,6 +46,11 @@ export class NamespaceDefaultsTable {
     return this.keys;
   }
 
+  /** Whether any override reads namespaces: otherwise admissions need no lookup at all. */
+  get active(): boolean {
+    return this.keys.size > 0;
+  }
+
   /** Starts a full list over: the entries stay served until `replaceAll`. */
   clear(): void {
     this.entries = new Map();
