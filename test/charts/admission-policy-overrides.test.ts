@@ -11,28 +11,10 @@ import { type AdmissionRequest, mutate } from '../../webhook/engine';
 import { createRequestFor } from '../../webhook/cli/preview';
 import { configPolicyLimitations, injectionPoliciesOf } from '../support/admission-policy-config';
 import { type SimulatedRequest, admitWithPolicies } from '../support/admission-policy-simulator';
+import { envoyWithOverrides } from '../support/override-fixtures';
 import { applyResponse } from '../support/recorded-reviews';
 
-const envoy = (extra: Partial<Injection> = {}): Injection => ({
-  name: 'envoy',
-  trigger: { type: 'always' },
-  targetKinds: ['Pod', 'Deployment'],
-  containers: [
-    {
-      name: 'envoy',
-      image: 'envoyproxy/envoy:v1.31.0',
-      resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '512Mi' } },
-      env: [{ name: 'ENVOY_LOG_LEVEL', value: 'info' }, { name: 'OTHER', value: 'x' }],
-    },
-  ],
-  overrides: [
-    { annotation: 'envoy.example.com/cpu-request', container: 'envoy', resource: 'requests.cpu', max: '2' },
-    { annotation: 'envoy.example.com/memory-request', container: 'envoy', resource: 'requests.memory', min: '64Mi', max: '512Mi', fromNamespace: true },
-    { annotation: 'envoy.example.com/cpu-limit', container: 'envoy', resource: 'limits.cpu', max: '4' },
-    { annotation: 'envoy.example.com/log-level', container: 'envoy', env: 'ENVOY_LOG_LEVEL', allowedValues: ['debug', 'info', 'warn'], fromNamespace: true },
-  ],
-  ...extra,
-});
+const envoy = (extra: Partial<Injection> = {}) => envoyWithOverrides({ targetKinds: ['Pod', 'Deployment'], ...extra });
 
 const CONFIGS = {
   plain: resolveInjectorConfig({ injections: [envoy()] }),

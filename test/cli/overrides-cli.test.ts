@@ -6,22 +6,15 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { type Injection, resolveInjectorConfig } from '../../webhook/config';
+import { resolveInjectorConfig } from '../../webhook/config';
 import { evaluate } from '../../webhook/engine';
 import { createRequestFor } from '../../webhook/cli/preview';
 import { applyResponse } from '../support/recorded-reviews';
 import { describeRun, runCliProcess } from '../support/cli-process';
 import { makeTempDir } from '../support/synth-helpers';
+import { envoyWithOverrides } from '../support/override-fixtures';
 
-const ENVOY: Injection = {
-  name: 'envoy',
-  trigger: { type: 'always' },
-  containers: [{ name: 'envoy', image: 'envoyproxy/envoy:v1.31.0', resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } } }],
-  overrides: [
-    { annotation: 'envoy.example.com/cpu-request', container: 'envoy', resource: 'requests.cpu', max: '2' },
-    { annotation: 'envoy.example.com/memory-request', container: 'envoy', resource: 'requests.memory', max: '512Mi', fromNamespace: true },
-  ],
-};
+const ENVOY = envoyWithOverrides();
 const CONFIG = resolveInjectorConfig({ injections: [ENVOY] });
 const dir = makeTempDir('overrides-cli');
 const configFile = path.join(dir, 'config.json');
@@ -53,7 +46,12 @@ test('explain names an ignored value and why, with the value that applies instea
   assert.match(run.stdout, /warnings:\n    - annotation envoy\.example\.com\/cpu-request ignored \(injection "envoy"\): "9" is above the maximum 2; envoy keeps resources\.requests\.cpu 100m as configured/, run.stdout);
   const json = runCliProcess(['explain', '--config', configFile, '-n', 'shop', '-o', 'json', '-f', '-'], { stdin: JSON.stringify(barePod({ 'envoy.example.com/cpu-request': '250m' })) });
   const [explained] = JSON.parse(json.stdout);
-  assert.deepEqual(explained.injections[0].overrides.map((o: any) => [o.field, o.value, o.source]), [['resources.requests.cpu', '250m', 'pod'], ['resources.requests.memory', '128Mi', 'config']]);
+  assert.deepEqual(explained.injections[0].overrides.map((o: any) => [o.field, o.value, o.source]), [
+    ['resources.requests.cpu', '250m', 'pod'],
+    ['resources.requests.memory', '128Mi', 'config'],
+    ['resources.limits.cpu', '1', 'config'],
+    ['env.ENVOY_LOG_LEVEL', 'info', 'config'],
+  ]);
 });
 
 /** A pod as the webhook admitted it under CONFIG, in namespace shop with its annotation. */

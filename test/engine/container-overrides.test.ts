@@ -11,21 +11,10 @@ import { evaluate } from '../../webhook/engine';
 import { createRequestFor } from '../../webhook/cli/preview';
 import { qosClassOf } from '../../webhook/engine/qos';
 import { assertValidManifest } from '../support/openapi-validator';
+import { ENVOY_RESOURCES, envoyWithOverrides } from '../support/override-fixtures';
 import { applyResponse } from '../support/recorded-reviews';
 
-const ENVOY_RESOURCES = { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '512Mi' } };
-const envoy = (extra: Partial<Injection> = {}): Injection => ({
-  name: 'envoy',
-  trigger: { type: 'always' },
-  containers: [{ name: 'envoy', image: 'envoyproxy/envoy:v1.31.0', resources: ENVOY_RESOURCES, env: [{ name: 'ENVOY_LOG_LEVEL', value: 'info' }, { name: 'OTHER', value: 'x' }] }],
-  overrides: [
-    { annotation: 'envoy.example.com/cpu-request', container: 'envoy', resource: 'requests.cpu', max: '2' },
-    { annotation: 'envoy.example.com/memory-request', container: 'envoy', resource: 'requests.memory', max: '512Mi', min: '64Mi', fromNamespace: true },
-    { annotation: 'envoy.example.com/cpu-limit', container: 'envoy', resource: 'limits.cpu', max: '4' },
-    { annotation: 'envoy.example.com/log-level', container: 'envoy', env: 'ENVOY_LOG_LEVEL', allowedValues: ['debug', 'info', 'warn'], fromNamespace: true },
-  ],
-  ...extra,
-});
+const envoy = envoyWithOverrides;
 const CONFIG = resolveInjectorConfig({ injections: [envoy()] });
 
 function pod(annotations: Record<string, string> = {}, appResources?: object): any {

@@ -70,16 +70,25 @@ describe('the list and watch, against an apiserver over TLS', () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
   });
 
-  test('a paged list, then ADDED, MODIFIED and DELETED from the watch; a watch closed by the apiserver is watched again from where it was', async () => {
+  /** An apiserver (its namespaces set by `populate`), a table of KEYS, and the watch between them, started. */
+  async function watching(populate: (apiserver: FakeApiserver) => void = () => undefined, beforeStart: (connection: { tokenFile: string }) => void = () => undefined): Promise<{ apiserver: FakeApiserver; connection: { tokenFile: string }; table: NamespaceDefaultsTable; seen: { failures: string[]; synced: number[] } }> {
     const apiserver = new FakeApiserver();
-    for (let i = 0; i < 1203; i++) apiserver.namespaces.set(`ns-${String(i).padStart(4, '0')}`, i % 100 === 0 ? { 'envoy.example.com/log-level': 'debug' } : {});
+    populate(apiserver);
     const connection = await apiserver.start();
     const table = new NamespaceDefaultsTable();
     table.setKeys(KEYS);
     const seen = { failures: [] as string[], synced: [] as number[] };
+    beforeStart(connection);
     const watch = new NamespaceWatch(connection, table, { synced: (n) => seen.synced.push(n), failed: (message) => seen.failures.push(message) }, { minBackoffMs: 10, maxBackoffMs: 50 });
     cleanups.push(() => apiserver.stop(), () => watch.stop());
     watch.start();
+    return { apiserver, connection, table, seen };
+  }
+
+  test('a paged list, then ADDED, MODIFIED and DELETED from the watch; a watch closed by the apiserver is watched again from where it was', async () => {
+    const { apiserver, table, seen } = await watching((apiserver) => {
+      for (let i = 0; i < 1203; i++) apiserver.namespaces.set(`ns-${String(i).padStart(4, '0')}`, i % 100 === 0 ? { 'envoy.example.com/log-level': 'debug' } : {});
+    });
     await waitFor('the first list', () => table.size.synced, seen);
     assert.deepEqual(seen.synced, [1203]);
     assert.equal(apiserver.requests.filter((r) => r.includes('limit=100')).length, 13, 'thirteen pages of 100');
@@ -103,17 +112,12 @@ describe('the list and watch, against an apiserver over TLS', () => {
   });
 
   test('an expired resourceVersion (410) lists again; a refused request backs off and is tried again', async () => {
-    const apiserver = new FakeApiserver();
-    apiserver.namespaces.set('shop', { 'envoy.example.com/log-level': 'warn' });
-    const connection = await apiserver.start();
-    const table = new NamespaceDefaultsTable();
-    table.setKeys(KEYS);
-    const seen = { failures: [] as string[], synced: [] as number[] };
-    // The token is wrong at first: 401, retried.
-    fs.writeFileSync(connection.tokenFile, 'wrong\n');
-    const watch = new NamespaceWatch(connection, table, { synced: (n) => seen.synced.push(n), failed: (message) => seen.failures.push(message) }, { minBackoffMs: 10, maxBackoffMs: 50 });
-    cleanups.push(() => apiserver.stop(), () => watch.stop());
-    watch.start();
+    const { apiserver, connection, table, seen } = await watching((apiserver) => {
+      apiserver.namespaces.set('shop', { 'envoy.example.com/log-level': 'warn' });
+    }, (connection) => {
+      // The token is wrong at first: 401, retried.
+      fs.writeFileSync(connection.tokenFile, 'wrong\n');
+    });
     await waitFor('a failure reported', () => seen.failures.length > 0, seen);
     assert.match(seen.failures[0], /HTTP 401/);
     assert.deepEqual(table.lookup('shop'), { unknown: 'the webhook has not listed the namespaces yet' });
@@ -128,36 +132,23 @@ describe('the list and watch, against an apiserver over TLS', () => {
   });
 
   test('a list page over 4 MiB is listed again in pages a quarter the size, down to one namespace a page', async () => {
-    const apiserver = new FakeApiserver();
-    // 40 namespaces of 200 KiB of other annotations each: 100 a page would be 8 MiB.
-    for (let i = 0; i < 40; i++) apiserver.namespaces.set(`ns-${i}`, { other: 'x'.repeat(200 * 1024), ...(i === 7 ? { 'envoy.example.com/log-level': 'warn' } : {}) });
-    const connection = await apiserver.start();
-    const table = new NamespaceDefaultsTable();
-    table.setKeys(KEYS);
-    const seen = { failures: [] as string[], synced: [] as number[] };
-    const watch = new NamespaceWatch(connection, table, { synced: (n) => seen.synced.push(n), failed: (message) => seen.failures.push(message) }, { minBackoffMs: 10, maxBackoffMs: 50 });
-    cleanups.push(() => apiserver.stop(), () => watch.stop());
-    watch.start();
+    const { apiserver, table, seen } = await watching((apiserver) => {
+      // 40 namespaces of 200 KiB of other annotations each: 100 a page would be 8 MiB.
+      for (let i = 0; i < 40; i++) apiserver.namespaces.set(`ns-${i}`, { other: 'x'.repeat(200 * 1024), ...(i === 7 ? { 'envoy.example.com/log-level': 'warn' } : {}) });
+    });
     await waitFor('listed', () => table.size.synced, seen);
     assert.deepEqual(seen.failures, [], 'a smaller page is no failure');
     assert.deepEqual(seen.synced, [40]);
-    assert.ok(apiserver.requests.some((r) => r.includes('limit=25')), apiserver.requests.join('\n'));
+    assert.ok(apiserver.requests.some((r: string) => r.includes('limit=25')), apiserver.requests.join('\n'));
     assert.deepEqual({ ...(table.lookup('ns-7') as any).annotations }, { 'envoy.example.com/log-level': 'warn' });
   });
 
   test('a watch line longer than any object is a broken stream: cut, and listed again', async () => {
-    const apiserver = new FakeApiserver();
-    const connection = await apiserver.start();
-    const table = new NamespaceDefaultsTable();
-    table.setKeys(KEYS);
-    const seen = { failures: [] as string[], synced: [] as number[] };
-    const watch = new NamespaceWatch(connection, table, { synced: (n) => seen.synced.push(n), failed: (message) => seen.failures.push(message) }, { minBackoffMs: 10, maxBackoffMs: 50 });
-    cleanups.push(() => apiserver.stop(), () => watch.stop());
-    watch.start();
+    const { apiserver, seen } = await watching();
     await waitFor('a watch open', () => apiserver.watchers.size === 1, seen);
     const chunk = 'x'.repeat(1024 * 1024);
     for (const watcher of apiserver.watchers) for (let i = 0; i < 4; i++) watcher.write(chunk);
-    await waitFor('the stream cut', () => seen.failures.some((f) => /a line over 3145728 bytes/.test(f)), seen);
+    await waitFor('the stream cut', () => seen.failures.some((f: string) => /a line over 3145728 bytes/.test(f)), seen);
     await waitFor('listed again', () => seen.synced.length >= 2, seen);
   });
 });

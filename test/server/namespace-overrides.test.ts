@@ -6,23 +6,12 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { type InjectorConfig } from '../../webhook/config';
 import { FakeApiserver } from '../support/fake-apiserver';
+import { envoyWithOverrides } from '../support/override-fixtures';
 import { InProcessWebhook, opsRequest, postAdmission, startInProcess, until } from '../support/webhook-harness';
 import { decodePatch, loadReview } from '../support/recorded-reviews';
 import { testCertificate } from '../support/test-certificate';
 
-const CONFIG: InjectorConfig = {
-  injections: [
-    {
-      name: 'envoy',
-      trigger: { type: 'always' },
-      containers: [{ name: 'envoy', image: 'envoyproxy/envoy:v1.31.0', resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } } }],
-      overrides: [
-        { annotation: 'envoy.example.com/cpu-request', container: 'envoy', resource: 'requests.cpu', max: '2' },
-        { annotation: 'envoy.example.com/memory-request', container: 'envoy', resource: 'requests.memory', max: '512Mi', fromNamespace: true },
-      ],
-    },
-  ],
-};
+const CONFIG: InjectorConfig = { injections: [envoyWithOverrides()] };
 
 /** The recorded pod review, in namespace `shop`, with `annotations` on the pod and `uid`. */
 function review(uid: string, annotations: Record<string, string> = {}): string {
@@ -60,7 +49,7 @@ describe('namespace defaults in the webhook', () => {
     assert.equal(webhook.server.namespaces.size.synced, true, 'not ready before the list');
 
     const first = await envoyResources(webhook, review('uid-1', { 'envoy.example.com/cpu-request': '250m' }));
-    assert.deepEqual(first.resources, { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '512Mi' } });
+    assert.deepEqual(first.resources, { requests: { cpu: '250m', memory: '256Mi' }, limits: { cpu: '1', memory: '512Mi' } });
     assert.deepEqual(first.warnings, []);
     // The same review again: answered from the first answer.
     await envoyResources(webhook, review('uid-2', { 'envoy.example.com/cpu-request': '250m' }));
@@ -71,11 +60,11 @@ describe('namespace defaults in the webhook', () => {
     apiserver.set('shop', { 'envoy.example.com/memory-request': '300Mi' });
     await waitFor('the change seen', () => webhook.server.namespaces.generation !== generation);
     const after = await envoyResources(webhook, review('uid-3', { 'envoy.example.com/cpu-request': '250m' }));
-    assert.deepEqual(after.resources, { requests: { cpu: '250m', memory: '300Mi' }, limits: { memory: '512Mi' } }, 'not the answer kept under the old namespace value');
+    assert.deepEqual(after.resources, { requests: { cpu: '250m', memory: '300Mi' }, limits: { cpu: '1', memory: '512Mi' } }, 'not the answer kept under the old namespace value');
     assert.equal(webhook.server.metrics.repeatedReviews, 1);
 
     const bad = await envoyResources(webhook, review('uid-4', { 'envoy.example.com/cpu-request': '5' }));
-    assert.deepEqual(bad.resources, { requests: { cpu: '100m', memory: '300Mi' }, limits: { memory: '512Mi' } });
+    assert.deepEqual(bad.resources, { requests: { cpu: '100m', memory: '300Mi' }, limits: { cpu: '1', memory: '512Mi' } });
     assert.deepEqual(bad.warnings, ['annotation envoy.example.com/cpu-request ignored (injection "envoy"): "5" is above the maximum 2; envoy keeps resources.requests.cpu 100m as configured']);
     const metrics = (await opsRequest(webhook.opsPort, '/metrics')).text;
     assert.match(metrics, /sidecar_injector_override_values_ignored_total\{injection="envoy",annotation="envoy.example.com\/cpu-request",reason="out-of-bounds"\} 1/);
@@ -88,7 +77,7 @@ describe('namespace defaults in the webhook', () => {
     cleanups.push(() => webhook.stop());
     await waitFor('ready', async () => (await opsRequest(webhook.opsPort, '/readyz')).status === 200);
     const answer = await envoyResources(webhook, review('uid-1'));
-    assert.deepEqual(answer.resources, { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } });
+    assert.deepEqual(answer.resources, { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '512Mi' } });
     assert.deepEqual(answer.warnings, ['namespace shop defaults for overrides not applied: the webhook has not listed the namespaces yet']);
     const metrics = (await opsRequest(webhook.opsPort, '/metrics')).text;
     assert.match(metrics, /sidecar_injector_override_values_ignored_total\{injection="envoy",annotation="\(namespace\)",reason="namespace-unknown"\} 1/);

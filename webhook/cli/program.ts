@@ -42,39 +42,33 @@ interface InputOptions {
   readonly namespaceAnnotations?: string;
 }
 
-/** Parses `k=v,k2=v2` into annotations (keys checked as Kubernetes checks them; values are free text without commas). */
-export function parseAnnotations(text: string): Record<string, string> {
-  const annotations: Record<string, string> = {};
+/** Parses `k=v,k2=v2` for `flag`, each key checked as a qualified name and each value by `valueError`. */
+function parsePairs(text: string, flag: string, what: 'label' | 'annotation', valueError: (value: string) => string | undefined): Record<string, string> {
+  const pairs: Record<string, string> = {};
   for (const part of text.split(',')) {
     const pair = part.trim();
     if (pair === '') continue;
     const equals = pair.indexOf('=');
-    if (equals < 0) throw new UsageError(`--namespace-annotations: "${pair}" is not key=value`);
+    if (equals < 0) throw new UsageError(`${flag}: "${pair}" is not key=value`);
     const key = pair.slice(0, equals).trim();
+    const value = pair.slice(equals + 1).trim();
     const keyError = qualifiedNameError(key);
-    if (keyError) throw new UsageError(`--namespace-annotations: annotation key "${key}" ${keyError}`);
-    annotations[key] = pair.slice(equals + 1).trim();
+    if (keyError) throw new UsageError(`${flag}: ${what} key "${key}" ${keyError}`);
+    const error = valueError(value);
+    if (error) throw new UsageError(`${flag}: value "${value}" of ${what} ${key} ${error}`);
+    pairs[key] = value;
   }
-  return annotations;
+  return pairs;
 }
 
 /** Parses `k=v,k2=v2` into labels, each key and value checked as Kubernetes checks them. */
 export function parseLabels(text: string): Record<string, string> {
-  const labels: Record<string, string> = {};
-  for (const part of text.split(',')) {
-    const pair = part.trim();
-    if (pair === '') continue;
-    const equals = pair.indexOf('=');
-    if (equals < 0) throw new UsageError(`--namespace-labels: "${pair}" is not key=value`);
-    const key = pair.slice(0, equals).trim();
-    const value = pair.slice(equals + 1).trim();
-    const keyError = qualifiedNameError(key);
-    if (keyError) throw new UsageError(`--namespace-labels: label key "${key}" ${keyError}`);
-    const valueError = labelValueError(value);
-    if (valueError) throw new UsageError(`--namespace-labels: value "${value}" of label ${key} ${valueError}`);
-    labels[key] = value;
-  }
-  return labels;
+  return parsePairs(text, '--namespace-labels', 'label', labelValueError);
+}
+
+/** Parses `k=v,k2=v2` into annotations (keys checked as Kubernetes checks them; values are free text without commas). */
+export function parseAnnotations(text: string): Record<string, string> {
+  return parsePairs(text, '--namespace-annotations', 'annotation', () => undefined);
 }
 
 function withInputOptions(command: Command): Command {
