@@ -349,3 +349,38 @@ test('rollout --in-place and --undo between two names of one image, in both dire
   const back = await step(SHORT, { undo: true }, 'envoyproxy/envoy:v1.31.0');
   assert.match(back.stdout, /the runtime reports its image as docker\.io\/envoyproxy\/envoy:v1\.31, not envoyproxy\/envoy:v1\.31\.0/, back.describe());
 });
+
+// Issue 39: pods that carry overrides. An image bump is in place and keeps each pod's overridden
+// resources; a change of the configured resources (the default an override falls back to) is more
+// than an image, so the workload is restarted, never patched in place.
+test('overridden pods: an image bump keeps each pod\'s overridden cpu request; a changed resource default restarts the workload', async () => {
+  const offer = { overrides: [{ annotation: 'envoy.example.com/cpu-request', container: 'envoy', resource: 'requests.cpu' as const, max: '1' }] };
+  const withResources = (image: string, cpu: string) => resolveInjectorConfig({ injections: [envoy(image, { containers: [{ name: 'envoy', image, resources: { requests: { cpu } } }], ...offer })] });
+  const before = withResources('envoyproxy/envoy:v1.31.0', '100m');
+  const cluster = new FakeCluster();
+  for (const [index, cpu] of ['250m', '400m'].entries()) {
+    const pod: any = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: `web-7c9d8f-${index}`, namespace: 'shop', labels: { app: 'web', 'pod-template-hash': '7c9d8f' }, annotations: { 'envoy.example.com/cpu-request': cpu }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-7c9d8f', uid: 'rs', controller: true }] },
+      spec: { containers: [{ name: 'app', image: 'registry.example/app:1' }] },
+    };
+    const injected = applyResponse(pod, evaluate(createRequestFor(pod, 'shop', 'u'), before).response);
+    injected.status = {};
+    cluster.addPod(injected);
+  }
+  const cpuOf = () => cluster.listPods().map((pod) => pod.spec.containers[1].resources.requests.cpu);
+  assert.deepEqual(cpuOf(), ['250m', '400m']);
+  assert.deepEqual(classifyPods({ pods: cluster.listPods(), namespaceLabels: new Map(), owners: new Map() }, source(before)).map((status) => status.state), ['up-to-date', 'up-to-date'], 'overridden pods are up to date');
+
+  const bumped = await run(cluster, withResources('envoyproxy/envoy:v1.31.1', '100m'));
+  assert.equal(bumped.exitCode, 0, bumped.describe());
+  assert.match(bumped.stdout, /upgraded in place: 2 pods\n$/, bumped.describe());
+  assert.deepEqual(cluster.listPods().map((pod) => pod.spec.containers[1].image), ['envoyproxy/envoy:v1.31.1', 'envoyproxy/envoy:v1.31.1']);
+  assert.deepEqual(cpuOf(), ['250m', '400m'], 'each pod keeps its overridden value');
+
+  const newDefault = await run(cluster, withResources('envoyproxy/envoy:v1.31.1', '200m'));
+  assert.equal(newDefault.exitCode, 0, newDefault.describe());
+  assert.deepEqual(newDefault.restarted, ['Deployment shop/web'], newDefault.describe());
+  assert.match(newDefault.stdout, /envoy changed more than its images/, newDefault.describe());
+});
