@@ -57,6 +57,12 @@ export const POLICY_TEST_INJECTIONS: Injection[] = [
     targetKinds: ['Pod', 'Job', 'CronJob'],
     nativeSidecars: 'jobs',
     containers: [{ name: 'log-shipper', image: 'fluent/fluent-bit:3.1', args: ['--target', '{{annotation}}'], resources: { requests: { cpu: '10m', memory: '32Mi' } } }],
+    // Per-workload overrides (issue 39), read from the pod alone: the suites run the webhook without
+    // an apiserver to list namespaces from.
+    overrides: [
+      { annotation: 'logs.example.com/cpu-request', container: 'log-shipper', resource: 'requests.cpu', max: '500m' },
+      { annotation: 'logs.example.com/memory-request', container: 'log-shipper', resource: 'requests.memory', min: '16Mi', max: '256Mi' },
+    ],
   },
   {
     // Native sidecars placed before the pod's own init containers, two of them in one injection.
@@ -129,6 +135,12 @@ export function triggerVariants(object: any): [string, any][] {
   });
   withTemplate('logs to ship', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, 'logs.example.com/ship': 'collector:24224' }));
   withTemplate('logs pattern not met', (pod) => (pod.metadata.annotations = { ...pod.metadata.annotations, 'logs.example.com/ship': 'collector' }));
+  withTemplate('logs to ship, the shipper tuned', (pod) => {
+    pod.metadata.annotations = { ...pod.metadata.annotations, 'logs.example.com/ship': 'collector:24224', 'logs.example.com/cpu-request': '250m', 'logs.example.com/memory-request': '64Mi' };
+  });
+  withTemplate('logs to ship, the shipper tuned out of bounds', (pod) => {
+    pod.metadata.annotations = { ...pod.metadata.annotations, 'logs.example.com/ship': 'collector:24224', 'logs.example.com/cpu-request': '2', 'logs.example.com/memory-request': 'lots' };
+  });
   withTemplate('wait-for-it on the object only', (_pod, whole) => {
     whole.metadata.annotations = { ...whole.metadata.annotations, 'com.foreach/wait-for-it': 'db:5432' };
   });
