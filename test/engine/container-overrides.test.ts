@@ -199,3 +199,44 @@ describe('the validator: what a platform team offers is checked at synth', () =>
     assert.equal(injectionHash(envoy()), injectionHash(envoy({ overrides: undefined })));
   });
 });
+
+describe("a workload's template injected before keeps the values of that moment, and says so", () => {
+  const config = resolveInjectorConfig({ injections: [envoy({ targetKinds: ['Deployment'] })] });
+  const deployment = (annotations: Record<string, string>) => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'web', namespace: 'shop' },
+    spec: { selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' }, annotations }, spec: { containers: [{ name: 'app', image: 'registry.example/app:1' }] } } },
+  });
+  const update = (object: any) => ({ ...createRequestFor(object, 'shop', 'u2'), operation: 'UPDATE' as const, oldObject: object });
+
+  test('an UPDATE with the override changed: nothing patched, and a warning names the field, both values and why', () => {
+    const { out } = admit(deployment({ 'envoy.example.com/cpu-request': '250m' }), undefined, config);
+    out.spec.template.metadata.annotations['envoy.example.com/cpu-request'] = '500m';
+    const result = evaluate(update(out), config);
+    assert.equal(result.response.patch, undefined);
+    assert.deepEqual(result.response.warnings, [
+      'injection "envoy" was applied to this template before: envoy has resources.requests.cpu 250m, not 500m from envoy.example.com/cpu-request; overrides of a workload\'s template are read only when it is first injected',
+    ]);
+    assert.deepEqual(result.podWarnings.map((w) => w.override), [{ annotation: '(template injected before)', reason: 'template-injected-before' }]);
+  });
+
+  test('an UPDATE with the override removed: the configured value is named', () => {
+    const { out } = admit(deployment({ 'envoy.example.com/cpu-request': '250m' }), undefined, config);
+    delete out.spec.template.metadata.annotations['envoy.example.com/cpu-request'];
+    assert.match(evaluate(update(out), config).response.warnings![0], /envoy has resources\.requests\.cpu 250m, not 100m \(configured\)/);
+  });
+
+  test('an UPDATE that changed no override: no warning (a re-apply stays quiet)', () => {
+    const { out } = admit(deployment({ 'envoy.example.com/cpu-request': '250m' }), undefined, config);
+    assert.equal(evaluate(update(out), config).response.warnings, undefined);
+  });
+
+  test("a pod made from such a template is not warned about: the template's values are its own", () => {
+    const { out } = admit(deployment({ 'envoy.example.com/cpu-request': '250m' }), undefined, config);
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { ...out.spec.template.metadata, name: 'web-1', namespace: 'shop' }, spec: out.spec.template.spec };
+    pod.metadata.annotations = { ...pod.metadata.annotations, 'envoy.example.com/cpu-request': '500m' };
+    const result = evaluate(createRequestFor(pod, 'shop', 'u3'), resolveInjectorConfig({ injections: [envoy({ targetKinds: ['Pod', 'Deployment'] })] }));
+    assert.deepEqual(result.response.warnings ?? [], []);
+  });
+});

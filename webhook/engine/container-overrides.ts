@@ -202,3 +202,36 @@ export function ignoredOverrideWarning(injection: string, container: string, ign
   const keeps = kept ? `; ${container} keeps ${kept.field} ${kept.value ?? '(unset)'}${kept.source === 'config' ? ' as configured' : ` from the ${kept.source === 'pod' ? 'pod' : 'namespace'}`}` : '';
   return `${where} ${ignored.annotation} ignored (injection "${injection}"): ${ignored.message}${keeps}`;
 }
+
+/**
+ * For a workload template the injection was applied to before: each offered field whose value in the
+ * template's container is not what the annotations ask for now. Overrides are read when the template
+ * is injected, never again (an UPDATE finds it injected), so this is said rather than left silent.
+ * Limits are not compared under `qos: 'preserve-guaranteed'` (they follow the requests there).
+ */
+export function staleTemplateOverrides(
+  injection: ResolvedInjection,
+  templateContainers: readonly unknown[],
+  podAnnotations: Readonly<Record<string, string>>,
+  namespaceAnnotations: Readonly<Record<string, string>> | undefined,
+): string[] {
+  const messages: string[] = [];
+  for (const configured of [...(injection.containers ?? []), ...(injection.initContainers ?? [])]) {
+    const offered = (injection.overrides ?? []).filter((override) => override.container === configured.name);
+    if (offered.length === 0) continue;
+    const present = templateContainers.find((candidate) => isPlain(candidate) && candidate.name === configured.name) as ContainerSpec | undefined;
+    if (!present) continue;
+    const picks = offered.map((override) => pick(configured, override, podAnnotations, override.fromNamespace ? namespaceAnnotations : undefined));
+    consistentRequests(configured, picks);
+    for (const entry of picks) {
+      if (injection.qos === 'preserve-guaranteed' && 'resource' in entry.override && entry.override.resource.startsWith('limits.')) continue;
+      const now = configuredValue(present, entry.override);
+      if (entry.value === undefined || now === entry.value) continue;
+      messages.push(
+        `injection "${injection.name}" was applied to this template before: ${configured.name} has ${overrideFieldName(entry.override)} ${now ?? '(unset)'}, ` +
+          `not ${entry.value}${entry.source === 'config' ? ' (configured)' : ` from ${entry.override.annotation}`}; overrides of a workload's template are read only when it is first injected`,
+      );
+    }
+  }
+  return messages;
+}

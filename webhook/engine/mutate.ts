@@ -25,7 +25,7 @@ import { Json, isJsonObject } from './json-object';
 import { PatchEncoder, markStable } from './patch-encoding';
 import { PodTemplate, findPodTemplate, targetKindOf } from './pod-template';
 import { QosClass, QosTally, hasPodLevelResources, qosClassOf, withLimitsAtRequests } from './qos';
-import { type IgnoredOverride, type OverrideOutcome, applyOverrides, ignoredOverrideWarning } from './container-overrides';
+import { type IgnoredOverride, type OverrideOutcome, applyOverrides, ignoredOverrideWarning, staleTemplateOverrides } from './container-overrides';
 
 /** Why an injection did or did not change an object: logged at debug level and counted by label. */
 export type DecisionReason =
@@ -70,8 +70,9 @@ export interface PodWarning {
   readonly override?: {
     /** The annotation key as the config offers it; `(not offered)` for one it does not (never a key from the request). */
     readonly annotation: string;
-    /** Why the value was not used; `namespace-unknown` when the namespace's defaults could not be read. */
-    readonly reason: IgnoredOverride['reason'] | 'namespace-unknown';
+    /** Why the value was not used; `namespace-unknown` when the namespace's defaults could not be read,
+     * `template-injected-before` when a workload's template kept the values of its first injection. */
+    readonly reason: IgnoredOverride['reason'] | 'namespace-unknown' | 'template-injected-before';
   };
   /** For `qos-class-changed`: the class before and after this injection. */
   readonly qosClass?: {
@@ -165,6 +166,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
     });
   };
 
+  const podWarnings: PodWarning[] = [];
   // Each injection's decision, by its place in the config.
   const decisions: InjectionDecision[] = new Array(prepared.injections.length);
   const pending: PreparedInjection[] = [];
@@ -175,6 +177,14 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
     else if (optedOut) decisions[entry.index] = entry.decisions['opted-out'];
     else if (alreadyInjected.has(injection.name)) {
       decisions[entry.index] = entry.decisions['already-injected'];
+      // A workload's template injected before keeps the values of that moment: say so when they differ.
+      if (entry.offersOverrides && kind !== 'Pod') {
+        const containers = [...(Array.isArray(pod.spec.containers) ? pod.spec.containers : []), ...(Array.isArray(pod.spec.initContainers) ? pod.spec.initContainers : [])];
+        for (const message of staleTemplateOverrides(injection, containers, annotations, context.namespaceAnnotations)) {
+          warnings.push(message);
+          podWarnings.push({ injection: injection.name, reason: 'override-ignored', message, shown: true, override: { annotation: '(template injected before)', reason: 'template-injected-before' } });
+        }
+      }
       injectedContainerNames ??= new Set();
       for (const container of [...(injection.containers ?? []), ...(injection.initContainers ?? [])]) injectedContainerNames.add(container.name);
     } else pending.push(entry);
@@ -185,7 +195,6 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   const injectedNow: string[] = [];
   /** `name=hash` of each of injectedNow, in the same order. */
   const hashEntries: string[] = [];
-  const podWarnings: PodWarning[] = [];
   const jobPod = isJobPod(pod);
   const podResources = pod.spec.resources;
   // The QoS class is tallied once over the pod's containers, then each injection's containers are
