@@ -4,7 +4,7 @@
 // configured value; a request never above its limit. The container is rendered with a marker string
 // in each offered field, and the marker's CEL literal is then replaced by the field's expression.
 
-import { type ContainerOverride, type ContainerSpec, type ResolvedInjection } from '../../webhook/config';
+import { type ContainerOverride, type ContainerSpec, type ResolvedInjection, configuredResource } from '../../webhook/config';
 import { celString } from './cel-text';
 
 /** How the policy reads the pod (template)'s annotations: whether it has `key`, and its value. */
@@ -39,11 +39,6 @@ function chosenCel(override: ContainerOverride, pod: AnnotationReads, configured
   return `(${pod.has(key)} && ${acceptsCel(override, pod.value(key))} ? ${pod.value(key)} : ${fromNamespace})`;
 }
 
-function configuredOf(container: ContainerSpec, kind: 'requests' | 'limits', name: string): unknown {
-  const resources = container.resources as Record<string, Record<string, unknown> | undefined> | undefined;
-  return resources?.[kind]?.[name];
-}
-
 /**
  * The container with a marker in each field `injection` offers, and how to put each field's CEL in
  * place of its marker in the rendered expression. Each value is bound once, through `bind` (a policy
@@ -70,7 +65,7 @@ export function overrideMarks(
   for (const override of offered) {
     if ('env' in override) continue;
     const [kind, name] = override.resource.split('.') as ['requests' | 'limits', string];
-    chosen.set(override.resource, bind(variable(`chosen_${kind}_${name}`), chosenCel(override, pod, literal(configuredOf(container, kind, name)))));
+    chosen.set(override.resource, bind(variable(`chosen_${kind}_${name}`), chosenCel(override, pod, literal(configuredResource(container, kind, name)))));
   }
   offered.forEach((override, index) => {
     if ('env' in override) {
@@ -80,7 +75,7 @@ export function overrideMarks(
       return;
     }
     const [kind, name] = override.resource.split('.') as ['requests' | 'limits', string];
-    const configured = (field: 'requests' | 'limits') => configuredOf(container, field, name);
+    const configured = (field: 'requests' | 'limits') => configuredResource(container, field, name);
     const request = chosen.get(`requests.${name}`) ?? (configured('requests') !== undefined ? literal(configured('requests')) : undefined);
     const limit = chosen.get(`limits.${name}`) ?? (configured('limits') !== undefined ? literal(configured('limits')) : undefined);
     const own = chosen.get(override.resource)!;

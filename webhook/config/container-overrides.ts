@@ -28,7 +28,7 @@ export interface ResourceOverride {
   /** The smallest value accepted, a quantity. @default any value above zero */
   readonly min?: string;
   /** Whether the namespace's annotation of the same key is a default for the pods in it. The webhook
-   * then reads namespaces (a ClusterRole to get, list and watch them), which it otherwise never does.
+   * then reads namespaces (a ClusterRole to list and watch them), which it otherwise never does.
    * @default false */
   readonly fromNamespace?: boolean;
 }
@@ -107,7 +107,26 @@ export function checkOverrideValue(override: ContainerOverride, value: string): 
   return { ok: true, value };
 }
 
-/** What `validateOverrides` needs to know of the injection: its containers, as written. */
+/** One quantity of a container's `requests` or `limits` as configured (a string, or a number as JSON allows). */
+export function configuredResource(container: Readonly<Record<string, unknown>>, kind: 'requests' | 'limits', name: string): string | number | undefined {
+  const resources = container.resources;
+  const map = isPlain(resources) ? resources[kind] : undefined;
+  const value = isPlain(map) ? map[name] : undefined;
+  return typeof value === 'string' || typeof value === 'number' ? value : undefined;
+}
+
+/** The configured value of the field `override` offers in `container`, as text: the default an override falls back to. */
+export function configuredOverrideValue(container: Readonly<Record<string, unknown>>, override: ContainerOverride): string | undefined {
+  if ('env' in override) {
+    const entry = Array.isArray(container.env) ? container.env.find((item) => isPlain(item) && item.name === override.env) : undefined;
+    return isPlain(entry) && typeof entry.value === 'string' ? entry.value : undefined;
+  }
+  const [kind, name] = override.resource.split('.') as ['requests' | 'limits', string];
+  const value = configuredResource(container, kind, name);
+  return value === undefined ? undefined : String(value);
+}
+
+/** What `overrideIssues` needs to know of the injection: its containers, as written. */
 interface InjectionContainers {
   readonly containers?: unknown;
   readonly initContainers?: unknown;
@@ -171,10 +190,8 @@ export function overrideIssues(
     if (isResource) {
       resourceIssues(override, at, issues);
       // The configured value is the default; an offer without one would leave the field absent or set.
-      const [kind, name] = String(override.resource).split('.');
-      const resources = container?.resources;
-      const configured = isPlain(resources) && isPlain(resources[kind]) ? resources[kind][name] : undefined;
-      if (container !== undefined && RESOURCE_OVERRIDE_FIELDS.includes(override.resource as ResourceOverrideField) && configured === undefined) {
+      const [kind, name] = String(override.resource).split('.') as ['requests' | 'limits', string];
+      if (container !== undefined && RESOURCE_OVERRIDE_FIELDS.includes(override.resource as ResourceOverrideField) && configuredResource(container, kind, name) === undefined) {
         issues.push([`${at}.resource`, `container "${String(override.container)}" sets no resources.${String(override.resource)}: give it the default value there`]);
       }
     }
@@ -189,8 +206,8 @@ export function overrideIssues(
   overrides.forEach((override: unknown, index: number) => {
     if (!isPlain(override) || typeof override.resource !== 'string' || !override.resource.startsWith('requests.')) return;
     const name = override.resource.slice('requests.'.length);
-    const resources = containers.get(String(override.container))?.resources;
-    const limitText = isPlain(resources) && isPlain(resources.limits) ? resources.limits[name] : undefined;
+    const container = containers.get(String(override.container));
+    const limitText = container ? configuredResource(container, 'limits', name) : undefined;
     const limit = parseQuantity(limitText);
     const limitOffered = overrides.some((other) => isPlain(other) && other.container === override.container && other.resource === `limits.${name}`);
     const max = parseQuantity(override.max);

@@ -116,6 +116,13 @@ export function injectorConfigIssues(input: unknown): ConfigIssue[] {
   const volumeOwners = new Map<string, string>();
   /** Override annotation keys, to where they are first offered. */
   const overrideKeys = new Map<string, string>();
+  const reservedKeys = new Set(reserved ? Object.values(reserved) : []);
+  const overrideKeyError = (key: string) => {
+    const error = qualifiedNameError(key);
+    if (error) return `is not a valid annotation key: ${error}`;
+    if (!key.includes('/')) return 'needs a prefix, such as "envoy.example.com/cpu-request": keys under it that no override offers are warned about';
+    return reservedKeys.has(key) ? 'is an annotation the injector itself reads or writes' : undefined;
+  };
   input.injections.forEach((injection: unknown, index: number) => {
     const path = `injections[${index}]`;
     if (!isPlainObject(injection)) {
@@ -123,14 +130,7 @@ export function injectorConfigIssues(input: unknown): ConfigIssue[] {
       return;
     }
     validateInjection(injection, path, out, reserved, injectorLevel);
-    const reservedKeys = new Set(reserved ? Object.values(annotationKeys(prefix as string)) : []);
-    const annotationError = (key: string) => {
-      const error = qualifiedNameError(key);
-      if (error) return `is not a valid annotation key: ${error}`;
-      if (!key.includes('/')) return 'needs a prefix, such as "envoy.example.com/cpu-request": keys under it that no override offers are warned about';
-      return reservedKeys.has(key) ? 'is an annotation the injector itself reads or writes' : undefined;
-    };
-    for (const [issuePath, message] of overrideIssues(injection.overrides, injection, `${path}.overrides`, annotationError, overrideKeys)) out.add(issuePath, message);
+    for (const [issuePath, message] of overrideIssues(injection.overrides, injection, `${path}.overrides`, overrideKeyError, overrideKeys)) out.add(issuePath, message);
     const name = injection.name;
     if (typeof name === 'string') {
       const first = injectionNames.get(name);

@@ -9,6 +9,8 @@ import {
   type OverrideRejection,
   type ResolvedInjection,
   checkOverrideValue,
+  configuredOverrideValue,
+  configuredResource,
   overrideFieldName,
   parseQuantity,
 } from '../config';
@@ -55,8 +57,6 @@ export interface OverrideOutcome {
 export interface AppliedOverrides {
   readonly rendered: RenderedInjection;
   readonly outcomes: readonly OverrideOutcome[];
-  /** Annotation values not used, each once: the response's warnings. */
-  readonly ignored: readonly IgnoredOverride[];
   /** Whether some container differs from the config's (then it is no longer the config's own object). */
   readonly changed: boolean;
 }
@@ -65,24 +65,6 @@ type Plain = Record<string, unknown>;
 const isPlain = (value: unknown): value is Plain => value !== null && typeof value === 'object' && !Array.isArray(value);
 const SHOWN_LENGTH = 64;
 const cut = (value: string) => (value.length > SHOWN_LENGTH ? `${value.slice(0, SHOWN_LENGTH)}...` : value);
-
-/** The configured value of an offered field in `container`, as text. */
-function configuredValue(container: ContainerSpec, override: ContainerOverride): string | undefined {
-  if ('env' in override) {
-    const entry = Array.isArray(container.env) ? container.env.find((item) => isPlain(item) && item.name === override.env) : undefined;
-    return isPlain(entry) && typeof entry.value === 'string' ? entry.value : undefined;
-  }
-  const [kind, name] = override.resource.split('.') as ['requests' | 'limits', string];
-  return resourceValue(container, kind, name);
-}
-
-/** One quantity of the container's requests or limits, as text. */
-function resourceValue(container: ContainerSpec, kind: 'requests' | 'limits', name: string): string | undefined {
-  const resources = container.resources;
-  const map = isPlain(resources) ? resources[kind] : undefined;
-  const value = isPlain(map) ? map[name] : undefined;
-  return typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;
-}
 
 /** The container with the chosen values set: its other fields, requests, limits and env as configured. */
 function withValues(container: ContainerSpec, chosen: readonly { override: ContainerOverride; value: string }[]): ContainerSpec {
@@ -114,28 +96,33 @@ export function applyOverrides(
   const overrides = injection.overrides;
   if (!overrides || overrides.length === 0) return undefined;
   const outcomes: OverrideOutcome[] = [];
-  const ignoredAll: IgnoredOverride[] = [];
   let changed = false;
   const lists: Plain = {};
   for (const list of ['containers', 'initContainers'] as const) {
     const containers = rendered[list];
     if (!containers) continue;
     lists[list] = containers.map((container) => {
-      const offered = overrides.filter((override) => override.container === container.name);
-      if (offered.length === 0) return container;
-      const picks = offered.map((override) => pick(container, override, podAnnotations, override.fromNamespace ? namespaceAnnotations : undefined));
-      consistentRequests(container, picks);
+      const picks = choose(injection, container, podAnnotations, namespaceAnnotations);
+      if (picks.length === 0) return container;
       const chosen = picks.filter((entry) => entry.source !== 'config').map((entry) => ({ override: entry.override, value: entry.value! }));
       for (const entry of picks) {
         outcomes.push({ injection: injection.name, container: container.name, field: overrideFieldName(entry.override), annotation: entry.override.annotation, value: entry.value, source: entry.source, configured: entry.configured, ignored: entry.ignored });
-        ignoredAll.push(...entry.ignored);
       }
       if (chosen.length === 0) return container;
       changed = true;
       return withValues(container, chosen);
     });
   }
-  return { rendered: changed ? ({ ...rendered, ...lists } as RenderedInjection) : rendered, outcomes, ignored: ignoredAll, changed };
+  return { rendered: changed ? ({ ...rendered, ...lists } as RenderedInjection) : rendered, outcomes, changed };
+}
+
+/** Each field `injection` offers in `container` (none: []), its value chosen, a request kept at most its limit. */
+function choose(injection: ResolvedInjection, container: ContainerSpec, podAnnotations: Readonly<Record<string, string>>, namespaceAnnotations: Readonly<Record<string, string>> | undefined): Pick[] {
+  const offered = (injection.overrides ?? []).filter((override) => override.container === container.name);
+  if (offered.length === 0) return [];
+  const picks = offered.map((override) => pick(container, override, podAnnotations, override.fromNamespace ? namespaceAnnotations : undefined));
+  consistentRequests(container, picks);
+  return picks;
 }
 
 interface Pick {
@@ -147,7 +134,7 @@ interface Pick {
 }
 
 function pick(container: ContainerSpec, override: ContainerOverride, podAnnotations: Readonly<Record<string, string>>, namespaceAnnotations: Readonly<Record<string, string>> | undefined): Pick {
-  const configured = configuredValue(container, override);
+  const configured = configuredOverrideValue(container, override);
   const entry: Pick = { override, value: configured, source: 'config', configured, ignored: [] };
   const candidates: ['pod' | 'namespace', string | undefined][] = [
     ['pod', ownValue(podAnnotations, override.annotation)],
@@ -179,8 +166,8 @@ function consistentRequests(container: ContainerSpec, picks: Pick[]): void {
   for (const name of ['cpu', 'memory']) {
     const request = picks.find((entry) => 'resource' in entry.override && entry.override.resource === `requests.${name}`);
     const limit = picks.find((entry) => 'resource' in entry.override && entry.override.resource === `limits.${name}`);
-    const requestValue = request ? request.value : resourceValue(container, 'requests', name);
-    const limitValue = limit ? limit.value : resourceValue(container, 'limits', name);
+    const requestValue = request ? request.value : configuredResource(container, 'requests', name);
+    const limitValue = limit ? limit.value : configuredResource(container, 'limits', name);
     const r = parseQuantity(requestValue);
     const l = parseQuantity(limitValue);
     if (r === undefined || l === undefined || r <= l) continue;
@@ -195,12 +182,16 @@ function consistentRequests(container: ContainerSpec, picks: Pick[]): void {
   }
 }
 
-/** The warning the response carries for one ignored value. */
-export function ignoredOverrideWarning(injection: string, container: string, ignored: IgnoredOverride, kept: OverrideOutcome | undefined, namespace: string | undefined): string {
-  const where = ignored.from === 'pod' ? 'annotation' : `namespace ${namespace ?? ''} annotation`.replace('  ', ' ');
-  if (ignored.reason === 'not-offered') return `${where} ${ignored.annotation} ignored: ${ignored.message}`;
-  const keeps = kept ? `; ${container} keeps ${kept.field} ${kept.value ?? '(unset)'}${kept.source === 'config' ? ' as configured' : ` from the ${kept.source === 'pod' ? 'pod' : 'namespace'}`}` : '';
-  return `${where} ${ignored.annotation} ignored (injection "${injection}"): ${ignored.message}${keeps}`;
+/** The warning the response carries for one ignored value, and what the field keeps instead. */
+export function ignoredOverrideWarning(ignored: IgnoredOverride, kept: OverrideOutcome, namespace: string | undefined): string {
+  const where = ignored.from === 'pod' ? 'annotation' : namespace ? `namespace ${namespace} annotation` : 'namespace annotation';
+  const from = kept.source === 'config' ? ' as configured' : ` from the ${kept.source}`;
+  return `${where} ${ignored.annotation} ignored (injection "${kept.injection}"): ${ignored.message}; ${kept.container} keeps ${kept.field} ${kept.value ?? '(unset)'}${from}`;
+}
+
+/** The warning for a pod annotation under an offered prefix that no override reads (a typo, or a field not offered). */
+export function notOfferedWarning(key: string, offered: readonly string[]): string {
+  return `annotation ${key.slice(0, 253)} ignored: no injection offers it as an override (offered: ${offered.join(', ')})`;
 }
 
 /**
@@ -217,15 +208,11 @@ export function staleTemplateOverrides(
 ): string[] {
   const messages: string[] = [];
   for (const configured of [...(injection.containers ?? []), ...(injection.initContainers ?? [])]) {
-    const offered = (injection.overrides ?? []).filter((override) => override.container === configured.name);
-    if (offered.length === 0) continue;
     const present = templateContainers.find((candidate) => isPlain(candidate) && candidate.name === configured.name) as ContainerSpec | undefined;
     if (!present) continue;
-    const picks = offered.map((override) => pick(configured, override, podAnnotations, override.fromNamespace ? namespaceAnnotations : undefined));
-    consistentRequests(configured, picks);
-    for (const entry of picks) {
+    for (const entry of choose(injection, configured, podAnnotations, namespaceAnnotations)) {
       if (injection.qos === 'preserve-guaranteed' && 'resource' in entry.override && entry.override.resource.startsWith('limits.')) continue;
-      const now = configuredValue(present, entry.override);
+      const now = configuredOverrideValue(present, entry.override);
       if (entry.value === undefined || now === entry.value) continue;
       messages.push(
         `injection "${injection.name}" was applied to this template before: ${configured.name} has ${overrideFieldName(entry.override)} ${now ?? '(unset)'}, ` +

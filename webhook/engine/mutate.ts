@@ -25,7 +25,7 @@ import { Json, isJsonObject } from './json-object';
 import { PatchEncoder, markStable } from './patch-encoding';
 import { PodTemplate, findPodTemplate, targetKindOf } from './pod-template';
 import { QosClass, QosTally, hasPodLevelResources, qosClassOf, withLimitsAtRequests } from './qos';
-import { type IgnoredOverride, type OverrideOutcome, applyOverrides, ignoredOverrideWarning, staleTemplateOverrides } from './container-overrides';
+import { type IgnoredOverride, type OverrideOutcome, applyOverrides, ignoredOverrideWarning, notOfferedWarning, staleTemplateOverrides } from './container-overrides';
 
 /** Why an injection did or did not change an object: logged at debug level and counted by label. */
 export type DecisionReason =
@@ -167,6 +167,11 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   };
 
   const podWarnings: PodWarning[] = [];
+  /** An override value not used: shown in the answer, and counted by the offered annotation (or a fixed word) and why. */
+  const overrideWarning = (injection: string, message: string, annotation: string, reason: NonNullable<PodWarning['override']>['reason']) => {
+    warnings.push(message);
+    podWarnings.push({ injection, reason: 'override-ignored', message, shown: true, override: { annotation, reason } });
+  };
   // Each injection's decision, by its place in the config.
   const decisions: InjectionDecision[] = new Array(prepared.injections.length);
   const pending: PreparedInjection[] = [];
@@ -181,8 +186,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
       if (entry.offersOverrides && kind !== 'Pod') {
         const containers = [...(Array.isArray(pod.spec.containers) ? pod.spec.containers : []), ...(Array.isArray(pod.spec.initContainers) ? pod.spec.initContainers : [])];
         for (const message of staleTemplateOverrides(injection, containers, annotations, context.namespaceAnnotations)) {
-          warnings.push(message);
-          podWarnings.push({ injection: injection.name, reason: 'override-ignored', message, shown: true, override: { annotation: '(template injected before)', reason: 'template-injected-before' } });
+          overrideWarning(injection.name, message, '(template injected before)', 'template-injected-before');
         }
       }
       injectedContainerNames ??= new Set();
@@ -243,16 +247,10 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
           (overrideOutcomes ??= []).push(...applied.outcomes);
           if (context.namespaceUnknown !== undefined && !namespaceWarned && injection.overrides!.some((override) => override.fromNamespace === true)) {
             namespaceWarned = true;
-            const message = `namespace ${request.namespace ?? ''} defaults for overrides not applied: ${context.namespaceUnknown}`;
-            warnings.push(message);
-            podWarnings.push({ injection: injection.name, reason: 'override-ignored', message, shown: true, override: { annotation: '(namespace)', reason: 'namespace-unknown' } });
+            overrideWarning(injection.name, `namespace ${request.namespace ?? ''} defaults for overrides not applied: ${context.namespaceUnknown}`, '(namespace)', 'namespace-unknown');
           }
           for (const outcome of applied.outcomes) {
-            for (const ignored of outcome.ignored) {
-              const message = ignoredOverrideWarning(injection.name, outcome.container, ignored, outcome, request.namespace);
-              warnings.push(message);
-              podWarnings.push({ injection: injection.name, reason: 'override-ignored', message, shown: true, override: { annotation: ignored.annotation, reason: ignored.reason } });
-            }
+            for (const ignored of outcome.ignored) overrideWarning(injection.name, ignoredOverrideWarning(ignored, outcome, request.namespace), ignored.annotation, ignored.reason);
           }
         }
       }
@@ -305,9 +303,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
       const slash = key.indexOf('/');
       if (slash <= 0 || !prepared.overridePrefixes.has(key.slice(0, slash + 1)) || prepared.knownKeys.has(key)) continue;
       const offered = [...prepared.offeredKeys].filter((offeredKey) => offeredKey.startsWith(key.slice(0, slash + 1)));
-      const message = ignoredOverrideWarning('', '', { from: 'pod', annotation: key.slice(0, 253), value: '', reason: 'not-offered', message: `no injection offers it as an override (offered: ${offered.join(', ')})` }, undefined, request.namespace);
-      warnings.push(message);
-      podWarnings.push({ injection: '', reason: 'override-ignored', message, shown: true, override: { annotation: '(not offered)', reason: 'not-offered' } });
+      overrideWarning('', notOfferedWarning(key, offered), '(not offered)', 'not-offered');
     }
   }
   if (prepared.anyReadinessGate && injectedNow.length > 0 && prepared.injections.some((entry) => entry.injection.readinessGate === true && decisions[entry.index].reason === 'injected')) {

@@ -77,7 +77,7 @@ export class WebhookMetrics {
   /** Decisions counted by the engine's own decision objects, not yet folded into `injections`. */
   private readonly byDecision = new Map<InjectionDecision, { count: number }>();
   private readonly podWarnings = new Map<string, Map<PodWarningReason, number>>();
-  /** Override values ignored, by `injection annotation reason`: every part from the config or a fixed set, never from a request. */
+  /** Override values ignored, by the JSON of `[injection, annotation, reason]`: every part from the config or a fixed set, never from a request. */
   private readonly ignoredOverrides = new Map<string, number>();
   private readonly duration: PlainHistogram;
   private readonly reloads: Counter<'what' | 'result'>;
@@ -146,7 +146,7 @@ export class WebhookMetrics {
       collect() {
         this.reset();
         for (const [key, count] of metrics.ignoredOverrides) {
-          const [injection, annotation, reason] = key.split(' ');
+          const [injection, annotation, reason] = JSON.parse(key) as [string, string, string];
           this.inc({ injection, annotation, reason }, count);
         }
       },
@@ -251,7 +251,7 @@ export class WebhookMetrics {
 
   /** Counts an override value not used. The labels come from the config (or are fixed words), so the series stay few. */
   countIgnoredOverride(injection: string, annotation: string, reason: string): void {
-    const key = `${injection || '(none)'} ${annotation.replace(/ /g, '_')} ${reason}`;
+    const key = JSON.stringify([injection || '(none)', annotation, reason]);
     this.ignoredOverrides.set(key, (this.ignoredOverrides.get(key) ?? 0) + 1);
   }
 

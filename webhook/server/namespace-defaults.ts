@@ -8,8 +8,6 @@
 
 import { MAX_OVERRIDE_VALUE_LENGTH } from '../config';
 
-export { namespaceOverrideKeys } from '../config';
-
 /** The table's bounds: a few hundred KiB whatever the cluster holds. */
 export const NAMESPACE_DEFAULTS_BOUNDS = { maxEntries: 10_000, maxBytes: 1024 * 1024 } as const;
 /** What an entry costs beyond its strings: the Map slot and the record object. */
@@ -42,16 +40,12 @@ export class NamespaceDefaultsTable {
     return true;
   }
 
-  get wantedKeys(): ReadonlySet<string> {
-    return this.keys;
-  }
-
   /** Whether any override reads namespaces: otherwise admissions need no lookup at all. */
   get active(): boolean {
     return this.keys.size > 0;
   }
 
-  /** Starts a full list over: the entries stay served until `replaceAll`. */
+  /** Empties the table: lookups say unknown until the next `replaceAll`. */
   clear(): void {
     this.entries = new Map();
     this.bytes = 0;
@@ -72,9 +66,7 @@ export class NamespaceDefaultsTable {
 
   /** A namespace added or changed (a watch event). */
   upsert(name: string, annotations: unknown): void {
-    const before = this.entries.get(name);
-    const changed = this.put(name, annotations);
-    if (changed || (before !== undefined && !this.entries.has(name))) this.generation++;
+    if (this.put(name, annotations)) this.generation++;
   }
 
   /** A namespace deleted. */
@@ -101,10 +93,10 @@ export class NamespaceDefaultsTable {
     return { entries: this.entries.size, bytes: this.bytes, overflowed: this.overflowed, synced: this.synced };
   }
 
-  /** Only the offered keys of `annotations` (so a list holds no more of a namespace than the table will). */
-  offeredOf(annotations: unknown): Record<string, string> | undefined {
-    if (annotations === null || typeof annotations !== 'object' || Array.isArray(annotations)) return undefined;
+  /** Only the offered keys of `annotations`, values cut (so a list holds no more of a namespace than the table will). */
+  offeredOf(annotations: unknown): Record<string, string> {
     const kept: Record<string, string> = Object.create(null);
+    if (annotations === null || typeof annotations !== 'object' || Array.isArray(annotations)) return kept;
     for (const key of this.keys) {
       const value = (annotations as Record<string, unknown>)[key];
       if (typeof value === 'string' && Object.prototype.hasOwnProperty.call(annotations, key)) kept[key] = value.length > MAX_OVERRIDE_VALUE_LENGTH + 1 ? value.slice(0, MAX_OVERRIDE_VALUE_LENGTH + 1) : value;
@@ -114,16 +106,9 @@ export class NamespaceDefaultsTable {
 
   /** Keeps `name`'s wanted values; returns whether what is kept changed. */
   private put(name: string, annotations: unknown): boolean {
-    const values: Record<string, string> = Object.create(null);
+    const values = this.offeredOf(annotations);
     let bytes = ENTRY_OVERHEAD_BYTES + stringBytes(name);
-    if (annotations !== null && typeof annotations === 'object' && !Array.isArray(annotations)) {
-      for (const key of this.keys) {
-        const value = (annotations as Record<string, unknown>)[key];
-        if (typeof value !== 'string' || !Object.prototype.hasOwnProperty.call(annotations, key)) continue;
-        values[key] = value.length > MAX_OVERRIDE_VALUE_LENGTH + 1 ? value.slice(0, MAX_OVERRIDE_VALUE_LENGTH + 1) : value;
-        bytes += stringBytes(key) + stringBytes(values[key]);
-      }
-    }
+    for (const [key, value] of Object.entries(values)) bytes += stringBytes(key) + stringBytes(value);
     const before = this.entries.get(name);
     const empty = Object.keys(values).length === 0;
     if (before) {

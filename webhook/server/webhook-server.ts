@@ -9,14 +9,14 @@ import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import * as v8 from 'node:v8';
 import express from 'express';
-import { LogLevel, MemorySizing, RUNTIME_DEFAULTS, ResolvedInjectorConfig, memorySizing } from '../config';
+import { LogLevel, MemorySizing, RUNTIME_DEFAULTS, ResolvedInjectorConfig, memorySizing, namespaceOverrideKeys } from '../config';
 import { createAdmissionHandler } from './admission-handler';
 import { ConnectionCloseReason, ConnectionTable, sentNothing } from './connection-table';
 import { Logger, createLogger } from './logger';
 import { MemoryBudget } from './memory-budget';
 import { WebhookMetrics } from './metrics';
 import { readInjectorConfig, readTlsMaterial, watchDirectory } from './mounted-files';
-import { NamespaceDefaultsTable, namespaceOverrideKeys } from './namespace-defaults';
+import { NamespaceDefaultsTable } from './namespace-defaults';
 import { type ApiserverConnection, NamespaceWatch, type NamespaceWatchOptions, inClusterConnection } from './namespace-watch';
 
 export interface WebhookServerSettings {
