@@ -261,6 +261,10 @@ function envIssues(override: Plain, container: Plain | undefined, at: string, is
 }
 
 /** The annotation keys of a config's overrides that read namespaces (`fromNamespace: true`): what the webhook watches namespaces for. */
-export function namespaceOverrideKeys(config: { readonly injections: readonly { readonly overrides?: readonly ContainerOverride[] }[] }): Set<string> {
-  return new Set(config.injections.flatMap((injection) => (injection.overrides ?? []).filter((override) => override.fromNamespace === true).map((override) => override.annotation)));
+export function namespaceOverrideKeys(config: {
+  readonly injections: readonly { readonly overrides?: readonly ContainerOverride[] }[];
+  readonly revisions?: readonly { readonly injections: readonly { readonly overrides?: readonly ContainerOverride[] }[] }[];
+}): Set<string> {
+  const injections = [...config.injections, ...(config.revisions ?? []).flatMap((revision) => revision.injections)];
+  return new Set(injections.flatMap((injection) => (injection.overrides ?? []).filter((override) => override.fromNamespace === true).map((override) => override.annotation)));
 }

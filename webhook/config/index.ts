@@ -8,3 +8,4 @@ export * from './kubernetes-quantity';
 export * from './runtime-settings';
 export * from './injection-hash';
 export * from './container-overrides';
+export * from './revisions';

@@ -5,6 +5,7 @@
 
 import type { ContainerOverride } from './container-overrides';
 import type { PodSecurityLevel } from './pod-security';
+import type { InjectionRevision, ResolvedRevision, RevisionTag, UnservedRevisionAction } from './revisions';
 
 /** Any JSON value. Injected Kubernetes objects are kept as raw JSON so fields this library does not
  * know yet (the next Kubernetes release's) pass through untouched. */
@@ -246,8 +247,22 @@ export interface InjectorConfig {
    * @default none
    */
   readonly podSecurity?: PodSecurityLevel;
-  /** The injections, applied in this order; names are unique. */
+  /** The injections, applied in this order; names are unique. Empty when `revisions` are given. */
   readonly injections: readonly Injection[];
+  /**
+   * Complete sets of injections served side by side, each chosen by a namespace's or pod template's
+   * `<prefix>/rev` label (its name, or a tag's). Given, `injections` is empty and `tags` names the default.
+   * @default none: `injections` is the one set, for every enabled namespace
+   */
+  readonly revisions?: readonly InjectionRevision[];
+  /** Names that point at revisions; exactly one is the default. Required with `revisions`. @default none */
+  readonly tags?: readonly RevisionTag[];
+  /**
+   * What a pod gets whose `<prefix>/rev` label (its own or its namespace's) names no served revision or
+   * tag: `warn` admits it uninjected with a warning naming the label, `refuse` denies it with that message.
+   * @default 'warn'
+   */
+  readonly unservedRevision?: UnservedRevisionAction;
 }
 
 /** An InjectorConfig whose defaults are filled in: what the construct writes and the webhook loads. */
@@ -256,6 +271,10 @@ export interface ResolvedInjectorConfig extends InjectorConfig {
   readonly enabled: boolean;
   /** The injections, each with its defaults filled in, in the order written. */
   readonly injections: readonly ResolvedInjection[];
+  /** The revisions, each with its injections' defaults filled in. */
+  readonly revisions?: readonly ResolvedRevision[];
+  /** Set on one revision's view of a config (revisionConfig): the revision the engine records on the pods it injects. */
+  readonly revision?: string;
 }
 
 /** An Injection whose defaults are filled in (`targetKinds`). */
@@ -291,8 +310,16 @@ export function annotationKeys(prefix: string): {
   /** `<prefix>/previous-images`: written by `rollout --in-place` beside the images it replaced (JSON:
    * the hashes annotation and each container's image before), so `rollout --in-place --undo` can put them back. */
   previousImages: string;
+  /** `<prefix>/revision`: set by the injector beside the status, with revisions: the revision that injected the pod. */
+  revision: string;
 } {
-  return { inject: `${prefix}/inject`, status: `${prefix}/status`, hashes: `${prefix}/injection-hashes`, previousImages: `${prefix}/previous-images` };
+  return {
+    inject: `${prefix}/inject`,
+    status: `${prefix}/status`,
+    hashes: `${prefix}/injection-hashes`,
+    previousImages: `${prefix}/previous-images`,
+    revision: `${prefix}/revision`,
+  };
 }
 
 /**

@@ -16,6 +16,7 @@ import {
   annotationKeys,
 } from './injector-config';
 import { overrideIssues } from './container-overrides';
+import { revisionIssues } from './revisions';
 import { parseQuantity, quantityError } from './kubernetes-quantity';
 import { POD_SECURITY_LEVELS, PodSecurityLevel, injectedPodSecurityViolations } from './pod-security';
 import {
@@ -52,7 +53,7 @@ const INJECTION_FIELDS = new Set([
   'imagePullSecrets', 'labels', 'annotations', 'merges', 'qos', 'nativeSidecars', 'nativeSidecarPosition', 'readinessGate', 'podSecurity',
   'overrides',
 ]);
-const CONFIG_FIELDS = new Set(['annotationPrefix', 'enabled', 'podSecurity', 'injections']);
+const CONFIG_FIELDS = new Set(['annotationPrefix', 'enabled', 'podSecurity', 'injections', 'revisions', 'tags', 'unservedRevision']);
 const ADDING_FIELDS = [
   'containers', 'initContainers', 'volumes', 'volumeMounts', 'env', 'imagePullSecrets', 'labels', 'annotations', 'merges',
 ] as const;
@@ -105,6 +106,13 @@ export function injectorConfigIssues(input: unknown): ConfigIssue[] {
     out.add('enabled', `must be true or false, got ${describe(input.enabled)}`);
   }
   const injectorLevel = validateEnum(input.podSecurity, 'podSecurity', POD_SECURITY_LEVELS, out);
+  if (input.revisions !== undefined || input.tags !== undefined || input.unservedRevision !== undefined) {
+    const settings = { annotationPrefix: input.annotationPrefix, enabled: input.enabled, podSecurity: input.podSecurity };
+    const revisionInjections = (injections: unknown) =>
+      injectorConfigIssues({ ...settings, injections }).filter((issue) => issue.path.startsWith('injections'));
+    for (const issue of revisionIssues(input, revisionInjections)) out.add(issue.path, issue.message);
+    if (input.revisions !== undefined && input.injections === undefined) return out.issues;
+  }
   if (!Array.isArray(input.injections)) {
     out.add('injections', `must be a list of injections, got ${describe(input.injections)}`);
     return out.issues;
@@ -558,17 +566,22 @@ function validatePlaceholders(injection: Plain, path: string, out: IssueCollecto
  * not valid (its issues come first).
  */
 export function injectorConfigWarnings(input: unknown): ConfigIssue[] {
-  if (!isPlainObject(input) || !Array.isArray(input.injections) || input.podSecurity !== undefined) return [];
+  if (!isPlainObject(input) || input.podSecurity !== undefined) return [];
+  const lists: [string, unknown][] = [['injections', input.injections]];
+  if (Array.isArray(input.revisions)) input.revisions.forEach((revision, index) => lists.push([`revisions[${index}].injections`, isPlainObject(revision) ? revision.injections : undefined]));
   const warnings: ConfigIssue[] = [];
-  input.injections.forEach((injection: unknown, index: number) => {
-    if (!isPlainObject(injection) || injection.podSecurity !== undefined) return;
-    for (const violation of injectedPodSecurityViolations(injection, 'restricted', `injections[${index}]`)) {
-      warnings.push({
-        path: violation.path,
-        message: `would fail Pod Security "restricted" (${violation.check}): ${violation.message}; the apiserver rejects such pods in namespaces that enforce it`,
-      });
-    }
-  });
+  for (const [base, injections] of lists) {
+    if (!Array.isArray(injections)) continue;
+    injections.forEach((injection: unknown, index: number) => {
+      if (!isPlainObject(injection) || injection.podSecurity !== undefined) return;
+      for (const violation of injectedPodSecurityViolations(injection, 'restricted', `${base}[${index}]`)) {
+        warnings.push({
+          path: violation.path,
+          message: `would fail Pod Security "restricted" (${violation.check}): ${violation.message}; the apiserver rejects such pods in namespaces that enforce it`,
+        });
+      }
+    });
+  }
   return warnings;
 }
 
@@ -585,7 +598,14 @@ export function resolveInjectorConfig(input: unknown, subject?: string): Resolve
     annotationPrefix: config.annotationPrefix ?? DEFAULT_ANNOTATION_PREFIX,
     enabled: config.enabled ?? true,
     ...(config.podSecurity !== undefined ? { podSecurity: config.podSecurity } : {}),
-    injections: config.injections.map(resolveInjection),
+    injections: (config.injections ?? []).map(resolveInjection),
+    ...(config.revisions !== undefined
+      ? {
+          revisions: config.revisions.map((revision) => ({ name: revision.name, injections: revision.injections.map(resolveInjection) })),
+          tags: (config.tags ?? []).map((tag) => ({ name: tag.name, revision: tag.revision, ...(tag.default === true ? { default: true } : {}) })),
+          unservedRevision: config.unservedRevision ?? 'warn',
+        }
+      : {}),
   };
 }
 

@@ -3,3 +3,4 @@ export * from './admission-review';
 export * from './mutate';
 export type { PatchOperation } from './pod-patch-builder';
 export { qosClassOf, type QosClass } from './qos';
+export * from './unserved-revision';

@@ -3,8 +3,20 @@
 // can crash the process.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { JSON_WORST_BUDGET_PER_BODY_BYTE, SMALL_BODY_BYTES, UNSCANNED_BODY_BYTES, type ResolvedInjectorConfig } from '../config';
-import { AdmissionRequest, AdmissionResponse, AdmissionReview, BadAdmissionReview, InjectionDecision, MutationResult, decodeAdmissionReview, evaluate } from '../engine';
+import { JSON_WORST_BUDGET_PER_BODY_BYTE, SMALL_BODY_BYTES, UNSCANNED_BODY_BYTES, type ResolvedInjectorConfig, revisionConfig } from '../config';
+import {
+  AdmissionRequest,
+  AdmissionResponse,
+  AdmissionReview,
+  BadAdmissionReview,
+  type EvaluationContext,
+  InjectionDecision,
+  MutationResult,
+  type RevisionChooser,
+  decodeAdmissionReview,
+  evaluate,
+  unservedRevisionAnswer,
+} from '../engine';
 import { jsonString } from './json-text';
 import { reviewText } from './review-text';
 import type { Logger } from './logger';
@@ -59,6 +71,39 @@ interface Admission {
   answer: { text: string; bytes: number } | undefined;
   /** Set by the first stage that fails: the request is refused with it. */
   error: HttpError | undefined;
+  /** Which config answers it: the path the webhook entry calls (admissionRoute). */
+  readonly route: AdmissionRoute;
+}
+
+/**
+ * What the path of a webhook entry asks for: `''` the config as loaded (`/mutate`), `revision:<name>`
+ * one revision of it (`/mutate/revisions/<name>`), `unserved:namespace` or `unserved:workload` the
+ * answer for a `<prefix>/rev` label that names nothing served (`/mutate/unserved/<chooser>`).
+ */
+export type AdmissionRoute = '' | `revision:${string}` | `unserved:${RevisionChooser}`;
+
+const REVISION_PATH = /^\/mutate\/revisions\/([a-z0-9](?:[-a-z0-9]{0,38}[a-z0-9])?)$/;
+
+/** The route of a webhook port request's URL (its query ignored), or undefined when no webhook entry calls it. */
+export function admissionRoute(url: string): AdmissionRoute | undefined {
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  if (path === '/mutate') return '';
+  if (path === '/mutate/unserved/namespace') return 'unserved:namespace';
+  if (path === '/mutate/unserved/workload') return 'unserved:workload';
+  const revision = REVISION_PATH.exec(path);
+  return revision ? `revision:${revision[1]}` : undefined;
+}
+
+/** The engine's answer under `route`: the loaded config, one revision of it, or the unserved-label answer. */
+function evaluateRoute(request: AdmissionRequest, loaded: ResolvedInjectorConfig, route: AdmissionRoute, context: EvaluationContext | undefined): MutationResult {
+  if (route === '') return evaluate(request, loaded, context);
+  if (route.startsWith('revision:')) {
+    const name = route.slice('revision:'.length);
+    const view = revisionConfig(loaded, name);
+    return view ? evaluate(request, view, context) : unservedRevisionAnswer(request, loaded, { revision: name });
+  }
+  return unservedRevisionAnswer(request, loaded, route.slice('unserved:'.length) as RevisionChooser);
 }
 
 function asHttpError(error: unknown): HttpError {
@@ -315,7 +360,8 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
         const span = requestUidSpan(body);
         if (span !== undefined) {
           admission.span = span;
-          admission.key = reviewKey(body, span);
+          // One cache for every revision: the same review under two routes is two answers.
+          admission.key = admission.route === '' ? reviewKey(body, span) : `${admission.route}\n${reviewKey(body, span)}`;
           admission.repeats = repeated.get(admission.key);
           if (admission.repeats !== undefined) {
             admission.uid = span.uid;
@@ -380,7 +426,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       const review = admission.review!;
       // Only when some override reads namespace defaults: otherwise nothing is looked up or made.
       const defaults = context.namespaces?.active ? context.namespaces.lookup(review.request.namespace) : undefined;
-      const result = evaluate(review.request, config, defaults === undefined ? undefined : 'unknown' in defaults ? { namespaceUnknown: defaults.unknown } : { namespaceAnnotations: defaults.annotations });
+      const result = evaluateRoute(review.request, config, admission.route, defaults === undefined ? undefined : 'unknown' in defaults ? { namespaceUnknown: defaults.unknown } : { namespaceAnnotations: defaults.annotations });
       const tail = answers.tail(result.response);
       const answered: Answered = {
         request: requestLogFields(review.request),
@@ -448,8 +494,9 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
     for (const admission of batch) sendStage(admission);
   }
 
-  function answer(res: ServerResponse, started: number, held: number, body: Buffer): void {
+  function answer(res: ServerResponse, started: number, held: number, body: Buffer, route: AdmissionRoute): void {
     const admission: Admission = {
+      route,
       res,
       started,
       held,
@@ -474,7 +521,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
   }
 
   /** `started`: when the request's headers were in (the server's listener reads the clock once). */
-  return function handleAdmission(req: IncomingMessage, res: ServerResponse, started = performance.now()): void {
+  return function handleAdmission(req: IncomingMessage, res: ServerResponse, started = performance.now(), route: AdmissionRoute = ''): void {
     if (!isJsonContentType(req.headers['content-type'])) {
       const got = JSON.stringify(field(req.headers['content-type']) ?? '');
       reject(res, started, 0, new HttpError(415, 'unsupported_media_type', `Content-Type must be application/json, got ${got}`), undefined, false);
@@ -576,7 +623,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       else body = chunks === undefined ? Buffer.alloc(0) : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
       whole = undefined;
       chunks = undefined;
-      answer(res, started, held, body);
+      answer(res, started, held, body, route);
       held = 0;
     });
     // A client that disconnects mid-body, or a body cut off (req.destroy), ends here: its bytes are

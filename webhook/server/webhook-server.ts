@@ -10,7 +10,7 @@ import { TLSSocket } from 'node:tls';
 import * as v8 from 'node:v8';
 import express from 'express';
 import { LogLevel, MemorySizing, RUNTIME_DEFAULTS, ResolvedInjectorConfig, memorySizing, namespaceOverrideKeys } from '../config';
-import { createAdmissionHandler } from './admission-handler';
+import { admissionRoute, createAdmissionHandler } from './admission-handler';
 import { ConnectionCloseReason, ConnectionTable, sentNothing } from './connection-table';
 import { Logger, createLogger } from './logger';
 import { MemoryBudget } from './memory-budget';
@@ -181,7 +181,11 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       configText = text;
       followNamespaces(next);
       metrics.countReload('config', 'success');
-      logger.log('info', first ? 'config loaded' : 'config reloaded', { injections: next.injections.map((i) => i.name), enabled: next.enabled });
+      logger.log('info', first ? 'config loaded' : 'config reloaded', {
+        injections: next.injections.map((i) => i.name),
+        ...(next.revisions ? { revisions: next.revisions.map((revision) => `${revision.name}: ${revision.injections.map((i) => i.name).join(', ')}`) } : {}),
+        enabled: next.enabled,
+      });
     } catch (error) {
       const message = (error as Error).message;
       if (message === configError) return; // the same bad file seen again by the poll
@@ -234,14 +238,14 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     res.writeHead(404, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) }).end(text);
   };
 
-  // The webhook port serves POST /mutate only. Every request reaches this listener once its headers
+  // The webhook port serves POST /mutate (and /mutate/revisions/<name>, /mutate/unserved/<chooser>) only. Every request reaches this listener once its headers
   // are in, before any body is read.
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
     const now = performance.now();
     connections.requestStarted(req, res, now);
     if (draining) res.setHeader('Connection', 'close');
-    const url = req.url ?? '';
-    if (req.method === 'POST' && (url === '/mutate' || url.startsWith('/mutate?'))) handleAdmission(req, res, now);
+    const route = req.method === 'POST' ? admissionRoute(req.url ?? '') : undefined;
+    if (route !== undefined) handleAdmission(req, res, now, route);
     else notFound(req, res);
   };
 
