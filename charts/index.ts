@@ -2,7 +2,7 @@
 export * from './sidecar-injector';
 export * from './sidecar-injector-chart';
 export type { NamespaceReader } from './namespace-reader';
-export type { ContainerMergeProps, InjectedContainer, InjectedEnvVar, InjectedVolume, InjectedVolumeMount, InjectionProps } from './injection-props';
+export type { ContainerMergeProps, InjectedContainer, InjectedEnvVar, InjectedVolume, InjectedVolumeMount, InjectionProps, RevisionProps } from './injection-props';
 export * from './certificates/webhook-certificate';
 export * from './certificates/webhook-certificates';
 export * from './certificates/certificate-store';
@@ -54,6 +54,8 @@ export {
   resolveInjectorConfig,
 } from '../webhook/config/validate-injector-config';
 export type { ConfigIssue } from '../webhook/config/validate-injector-config';
+export { UNSERVED_REVISION_ACTIONS, chosenRevision, defaultRevision, revisionConfig, revisionLabel } from '../webhook/config/revisions';
+export type { InjectionRevision, ResolvedRevision, RevisionTag, UnservedRevisionAction } from '../webhook/config/revisions';
 export { POD_SECURITY_LEVELS, podSecurityViolations } from '../webhook/config/pod-security';
 export type { PodSecurityLevel, PodSecurityViolation } from '../webhook/config/pod-security';
 export { RESOURCE_OVERRIDE_FIELDS, checkOverrideValue, overrideFieldName } from '../webhook/config/container-overrides';

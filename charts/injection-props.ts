@@ -53,6 +53,15 @@ export interface InjectionProps
   readonly merges?: readonly (ContainerMerge | ContainerMergeProps)[];
 }
 
+/** A revision as the construct takes it: a name and a complete set of injections, written as `injections` are. */
+export interface RevisionProps {
+  /** The revision's name, a DNS-1123 label of at most 40 characters (`r1`, `envoy-1-31`): the value of
+   * the `<prefix>/rev` label that chooses it, recorded on every pod it injects (`<prefix>/revision`). */
+  readonly name: string;
+  /** The injections of this revision, validated exactly as the `injections` prop is. */
+  readonly injections: InjectionProps[];
+}
+
 /** The lists of an injection that hold Kubernetes objects, and the schema of their items. */
 const OBJECT_LISTS: ReadonlyArray<readonly [keyof InjectionProps & keyof Injection, InjectedObjectKind]> = [
   ['containers', 'container'],
@@ -93,17 +102,17 @@ export function resolveInjectionProps(injection: InjectionProps): Injection {
  * `injections[index].containers[M].<field>`. Only lists and items that are themselves well-formed
  * are checked; the config validator reports the rest.
  */
-export function injectionSchemaIssues(injection: Injection, index: number): ConfigIssue[] {
+export function injectionSchemaIssues(injection: Injection, index: number, base = 'injections'): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   if (!isPlainObject(injection)) return issues;
-  const at = (base: string, violationPath: string) => (violationPath === '(root)' ? base : `${base}.${violationPath}`);
+  const at = (where: string, violationPath: string) => (violationPath === '(root)' ? where : `${where}.${violationPath}`);
   for (const [list, kind] of OBJECT_LISTS) {
     const items = injection[list];
     if (!Array.isArray(items)) continue;
     items.forEach((item: unknown, itemIndex) => {
       if (!isPlainObject(item)) return;
       for (const violation of kubernetesSchemaViolations(item, kind)) {
-        issues.push({ path: at(`injections[${index}].${list}[${itemIndex}]`, violation.path), message: `${violation.message} (Kubernetes ${kubernetesSchemaVersion()} schema)` });
+        issues.push({ path: at(`${base}[${index}].${list}[${itemIndex}]`, violation.path), message: `${violation.message} (Kubernetes ${kubernetesSchemaVersion()} schema)` });
       }
     });
   }
@@ -112,7 +121,7 @@ export function injectionSchemaIssues(injection: Injection, index: number): Conf
       if (!isPlainObject(merge) || !isPlainObject(merge.fields)) return;
       // The fields go into an existing container, which has a name: only what they set is checked.
       for (const violation of kubernetesSchemaViolations({ name: 'merged', ...merge.fields }, 'container')) {
-        issues.push({ path: at(`injections[${index}].merges[${mergeIndex}].fields`, violation.path), message: `${violation.message} (Kubernetes ${kubernetesSchemaVersion()} schema)` });
+        issues.push({ path: at(`${base}[${index}].merges[${mergeIndex}].fields`, violation.path), message: `${violation.message} (Kubernetes ${kubernetesSchemaVersion()} schema)` });
       }
     });
   }

@@ -3,6 +3,7 @@ import type { k8s } from 'cdk8s-plus-27';
 import {
   ConfigIssue,
   PodSecurityLevel,
+  RevisionTag,
   LOG_LEVELS,
   LogLevel,
   dns1123LabelError,
@@ -13,7 +14,7 @@ import {
   qualifiedNameError,
 } from '../webhook/config';
 import { WebhookCertificate } from './certificates/webhook-certificate';
-import type { InjectionProps } from './injection-props';
+import type { InjectionProps, RevisionProps } from './injection-props';
 import type { WebhookCertificates } from './certificates/webhook-certificates';
 import type { WebhookServer } from './webhook-server';
 import type { AdmissionPolicyApiVersion, InjectorBackend } from './admission-policy/admission-policy-types';
@@ -123,6 +124,17 @@ export interface SidecarInjectorProps {
   /** What to inject, and when: plain Kubernetes JSON or cdk8s's `k8s.*` types, checked against the
    * Kubernetes OpenAPI schema at synth. More can be added with `addInjection()`. @default none */
   readonly injections?: InjectionProps[];
+  /**
+   * Revisions of the injections, served side by side: each a complete set, written and validated as
+   * `injections` is. A namespace, or a pod template, chooses one with the label `<prefix>/rev` set to a
+   * revision's name or a tag's; enabled namespaces without the label get the default tag's revision.
+   * Promoting or rolling back is moving a tag (see docs/revisions.md). Not together with `injections`.
+   * @default none: `injections` is the one set, for every enabled namespace
+   */
+  readonly revisions?: RevisionProps[];
+  /** Names pointing at revisions (`stable`, `canary`); exactly one has `default: true`. Required with
+   * `revisions`. @default none */
+  readonly tags?: RevisionTag[];
   /** Check every injected container, volume, mount, env var and merge against the Kubernetes 1.32
    * OpenAPI schema at synth (unknown fields and wrong types fail synth). Turn off only to inject
    * fields of a Kubernetes release newer than the schema shipped with this package. @default true */

@@ -9,10 +9,12 @@ import {
   PodSecurityLevel,
   RUNTIME_DEFAULTS,
   ResolvedInjectorConfig,
+  RevisionTag,
   injectorConfigIssues,
   injectorConfigWarnings,
   namespaceOverrideKeys,
   resolveInjectorConfig,
+  revisionConfigs,
 } from '../webhook/config';
 import { WebhookCertificate } from './certificates/webhook-certificate';
 import { WebhookCertificates } from './certificates/webhook-certificates';
@@ -21,6 +23,7 @@ import { InjectionAdmissionPolicies } from './admission-policy/injection-admissi
 import { appliedByPolicy, backendSettingsIssues, policyBackendIssues, resolvedInjectionsOf, webhookShareOf } from './admission-policy/injector-backend';
 import { findInjectorClashes, registerInjector } from './injector-clashes';
 import { InjectionProps, injectionSchemaIssues, resolveInjectionProps } from './injection-props';
+import { revisionRouting, revisionedPolicyIssues, resolveRevisionProps, revisionSchemaIssues } from './revision-props';
 import { injectorConfigMap } from './injector-config-map';
 import { webhookNamespace } from './namespace';
 import { NamespaceReader, namespaceReader } from './namespace-reader';
@@ -126,6 +129,10 @@ export class SidecarInjector extends Construct {
   readonly admissionPolicies?: InjectionAdmissionPolicies;
 
   private readonly injections: Injection[] = [];
+  /** The revisions as Kubernetes JSON (`revisions`), or undefined: `injections` is then the one set. */
+  private readonly revisions?: readonly { readonly name: string; readonly injections: readonly Injection[] }[];
+  /** The tags pointing at revisions (`tags`). */
+  private readonly tags?: readonly RevisionTag[];
 
   constructor(scope: Construct, id: string, props: SidecarInjectorProps = {}) {
     super(scope, id);
@@ -157,8 +164,12 @@ export class SidecarInjector extends Construct {
     // Every problem at once: the settings, every injection and clashes with other injectors in the app.
     const issues: ConfigIssue[] = [...settingsIssues(props, this), ...backendSettingsIssues(props)];
     const injections = (props.injections ?? []).map(resolveInjectionProps);
+    this.revisions = resolveRevisionProps(props.revisions);
+    this.tags = props.tags;
     issues.push(...this.injectionIssues(injections, 0));
-    if (issues.length === 0) issues.push(...policyBackendIssues(this.backend, resolvedInjectionsOf(resolveInjectorConfig(this.configInput(injections)), injections), 0));
+    if (this.revisions && this.checkKubernetesSchema) issues.push(...revisionSchemaIssues(this.revisions, new Set(issues.map((issue) => issue.path))));
+    if (issues.length === 0 && this.revisions) issues.push(...revisionedPolicyIssues(this.backend, resolveInjectorConfig(this.configInput(injections))));
+    else if (issues.length === 0) issues.push(...policyBackendIssues(this.backend, resolvedInjectionsOf(resolveInjectorConfig(this.configInput(injections)), injections), 0));
     issues.push(...findInjectorClashes(this, props.createNamespace ?? true));
     if (issues.length > 0) throw new SidecarInjectorPropsError(issues, this.node.path);
     this.injections.push(...injections);
@@ -240,13 +251,15 @@ export class SidecarInjector extends Construct {
       namespace: this.namespaceName,
       caBundle: tls.caBundle,
       annotations: tls.webhookConfigurationAnnotations,
-      targetKinds: () => this.webhookConfig.injections.flatMap((injection) => injection.targetKinds),
+      targetKinds: () => revisionConfigs(this.webhookConfig).flatMap((config) => config.injections.flatMap((injection) => injection.targetKinds)),
       namespaceSelector: props.namespaceSelector,
       objectSelector: props.objectSelector,
       exclusionLabel: this.exclusionLabel,
       timeoutSeconds: this.timeoutSeconds,
       failurePolicy: this.failurePolicy,
-      readinessGatePrefix: () => (this.webhookConfig.injections.some((injection) => injection.readinessGate === true) ? this.annotationPrefix : undefined),
+      readinessGatePrefix: () =>
+        revisionConfigs(this.webhookConfig).some((config) => config.injections.some((injection) => injection.readinessGate === true)) ? this.annotationPrefix : undefined,
+      revisions: () => revisionRouting(this.webhookConfig),
     });
     this.addNamespaceReaderIfNeeded();
     registerInjector(this, props.createNamespace ?? true);
@@ -266,6 +279,9 @@ export class SidecarInjector extends Construct {
    * container or volume another injection adds).
    */
   addInjection(injection: InjectionProps): void {
+    if (this.revisions) {
+      throw new SidecarInjectorPropsError([{ path: `injections[${this.injections.length}]`, message: 'this injector has revisions: every injection belongs to one, so give it in the revision\'s injections' }], this.node.path);
+    }
     const resolved = resolveInjectionProps(injection);
     const issues = this.injectionIssues([resolved], this.injections.length);
     if (issues.length === 0) {
@@ -323,7 +339,15 @@ export class SidecarInjector extends Construct {
   }
 
   private configInput(injections: readonly Injection[]) {
-    const input = { annotationPrefix: this.annotationPrefix, enabled: this.enabled, injections };
+    const input = {
+      annotationPrefix: this.annotationPrefix,
+      enabled: this.enabled,
+      injections,
+      ...(this.revisions !== undefined ? { revisions: this.revisions } : {}),
+      ...(this.tags !== undefined ? { tags: this.tags } : {}),
+      // A label naming nothing served follows the failure policy: under Fail no pod runs without its sidecars.
+      ...(this.revisions !== undefined ? { unservedRevision: this.failurePolicy === 'Fail' ? ('refuse' as const) : ('warn' as const) } : {}),
+    };
     return this.podSecurity === undefined ? input : { ...input, podSecurity: this.podSecurity };
   }
 
@@ -351,8 +375,9 @@ export class SidecarInjector extends Construct {
   }
 
   private synthesizePodAnnotations(): Record<string, string> {
-    return {
-      'checksum/config': sha256(this.configJson()),
-    };
+    // Without the tags: the webhook serves every revision whatever they point at (the webhook entries
+    // do the choosing), so moving a tag restarts no webhook pod.
+    const { tags, ...served } = this.webhookConfig;
+    return { 'checksum/config': sha256(tags === undefined ? this.configJson() : JSON.stringify(served, null, 2) + '\n') };
   }
 }

@@ -2,6 +2,7 @@ import { Lazy } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import { TargetKind, readinessConditionMissingCel } from '../webhook/config';
+import type { RevisionRouting } from './revision-props';
 import { LabelSelectorProps } from './sidecar-injector-props';
 
 /** Namespaces the webhook never sees, whatever the namespace selector says. */
@@ -37,6 +38,8 @@ export interface WebhookConfigurationSettings {
   readonly failurePolicy: 'Ignore' | 'Fail';
   /** Called at synth: the annotation prefix when some injection adds the readiness gate, else undefined. */
   readonly readinessGatePrefix: () => string | undefined;
+  /** Called at synth: how each `<prefix>/rev` value reaches its revision; undefined without revisions. */
+  readonly revisions?: () => RevisionRouting | undefined;
 }
 
 /** The cluster-scoped MutatingWebhookConfiguration that sends matching objects to the webhook's Service. */
@@ -49,6 +52,63 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
   const objectSelector = {
     matchLabels: settings.objectSelector?.matchLabels,
     matchExpressions: [...(settings.objectSelector?.matchExpressions ?? []), { key: settings.exclusionLabel, operator: 'DoesNotExist' }],
+  };
+  const excluded = { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [...ALWAYS_EXCLUDED_NAMESPACES, settings.namespace] };
+  /** An entry like `inject`, to `path`, for `kinds`, with its own selectors. */
+  const entry = (name: string, path: string, kinds: Iterable<TargetKind>, selectors: Pick<k8s.MutatingWebhook, 'namespaceSelector' | 'objectSelector'>): k8s.MutatingWebhook => ({
+    name: `${name}.${serviceHost}`,
+    clientConfig: { ...clientConfig, service: { ...clientConfig.service, path } },
+    rules: webhookRules(new Set(kinds)),
+    ...selectors,
+    sideEffects: 'None',
+    admissionReviewVersions: ['v1', 'v1beta1'],
+    timeoutSeconds: settings.timeoutSeconds,
+    failurePolicy: settings.failurePolicy,
+    reinvocationPolicy: 'IfNeeded',
+    matchPolicy: 'Equivalent',
+  });
+  /** The object selector with the revision label's requirements added. */
+  const objects = (...requirements: k8s.LabelSelectorRequirement[]) => ({ matchLabels: objectSelector.matchLabels, matchExpressions: [...objectSelector.matchExpressions, ...requirements] });
+  /**
+   * With revisions, entries that exclude each other, so the apiserver calls exactly one per object: a pod
+   * template's label chooses first, then its namespace's, then (in the enabled namespaces) the default
+   * tag. A label that names nothing served goes to an entry that warns (or refuses) rather than to none.
+   */
+  const revisionEntries = (routing: RevisionRouting): k8s.MutatingWebhook[] => {
+    const { label } = routing;
+    const entries: k8s.MutatingWebhook[] = [];
+    for (const revision of routing.revisions) {
+      const path = `/mutate/revisions/${revision.name}`;
+      const chosenBy = { key: label, operator: 'In', values: [...revision.choosers] };
+      entries.push(entry(`${revision.name}.workload.inject`, path, revision.targetKinds, { namespaceSelector: { matchExpressions: [excluded] }, objectSelector: objects(chosenBy) }));
+      entries.push(
+        entry(`${revision.name}.namespace.inject`, path, revision.targetKinds, {
+          namespaceSelector: { matchExpressions: [chosenBy, excluded] },
+          objectSelector: objects({ key: label, operator: 'DoesNotExist' }),
+        }),
+      );
+      if (revision.isDefault) {
+        const enabled = namespaceSelector(settings.namespaceSelector, settings.namespace);
+        entries.push(
+          entry(`${revision.name}.default.inject`, path, revision.targetKinds, {
+            namespaceSelector: { matchLabels: enabled.matchLabels, matchExpressions: [...(enabled.matchExpressions ?? []), { key: label, operator: 'DoesNotExist' }] },
+            objectSelector: objects({ key: label, operator: 'DoesNotExist' }),
+          }),
+        );
+      }
+    }
+    const unserved = { key: label, operator: 'NotIn', values: [...routing.served] };
+    entries.push(
+      entry('unserved-workload.inject', '/mutate/unserved/workload', routing.targetKinds, {
+        namespaceSelector: { matchExpressions: [excluded] },
+        objectSelector: objects({ key: label, operator: 'Exists' }, unserved),
+      }),
+      entry('unserved-namespace.inject', '/mutate/unserved/namespace', routing.targetKinds, {
+        namespaceSelector: { matchExpressions: [{ key: label, operator: 'Exists' }, unserved, excluded] },
+        objectSelector: objects({ key: label, operator: 'DoesNotExist' }),
+      }),
+    );
+    return entries;
   };
   const inject: k8s.MutatingWebhook = {
     name: `inject.${serviceHost}`,
@@ -64,11 +124,12 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
     matchPolicy: 'Equivalent',
   };
   // Only when some injection adds the readiness gate (known at synth, after every addInjection()).
-  const sidecarsReady = (prefix: string): k8s.MutatingWebhook => ({
+  // With revisions, every namespace a revision can reach: the condition names only pods with the gate.
+  const sidecarsReady = (prefix: string, revisions: boolean): k8s.MutatingWebhook => ({
     name: `sidecars-ready.${serviceHost}`,
     clientConfig,
     rules: [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods/status'], operations: ['UPDATE'], scope: 'Namespaced' }],
-    namespaceSelector: namespaceSelector(settings.namespaceSelector, settings.namespace),
+    namespaceSelector: revisions ? { matchExpressions: [excluded] } : namespaceSelector(settings.namespaceSelector, settings.namespace),
     objectSelector,
     matchConditions: [{ name: 'readiness-condition-missing', expression: readinessConditionMissingCel(prefix) }],
     sideEffects: 'None',
@@ -86,7 +147,9 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
     webhooks: Lazy.any({
       produce: () => {
         const prefix = settings.readinessGatePrefix();
-        return prefix === undefined ? [inject] : [inject, sidecarsReady(prefix)];
+        const routing = settings.revisions?.();
+        const injecting = routing ? revisionEntries(routing) : [inject];
+        return prefix === undefined ? injecting : [...injecting, sidecarsReady(prefix, routing !== undefined)];
       },
     }),
   });

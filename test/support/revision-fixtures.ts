@@ -9,7 +9,14 @@ export function envoyInjection(image: string): Injection {
   return {
     name: 'envoy',
     trigger: { type: 'always' },
-    containers: [{ name: 'envoy', image, resources: { requests: { cpu: '50m', memory: '64Mi' } } }],
+    containers: [
+      {
+        name: 'envoy',
+        image,
+        resources: { requests: { cpu: '50m', memory: '64Mi' } },
+        securityContext: { runAsNonRoot: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } },
+      },
+    ],
   };
 }
 

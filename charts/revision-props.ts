@@ -1,0 +1,74 @@
+// Revisions in the construct: the `revisions` prop as Kubernetes JSON and checked against the schema,
+// and what the webhook configuration (or the policies) need to route each chooser to its revision.
+import { ConfigIssue, Injection, ResolvedInjectorConfig, TargetKind, defaultRevision, revisionChoosers, revisionConfigs, revisionLabel, servedChoosers } from '../webhook/config';
+import { policyBackendIssues } from './admission-policy/injector-backend';
+import type { InjectorBackend } from './admission-policy/admission-policy-types';
+import { RevisionProps, injectionSchemaIssues, resolveInjectionProps } from './injection-props';
+
+/** The `revisions` prop with each injection as Kubernetes JSON; anything malformed is passed on for the validator to name. */
+export function resolveRevisionProps(revisions: readonly RevisionProps[] | undefined): { name: string; injections: Injection[] }[] | undefined {
+  if (revisions === undefined) return undefined;
+  if (!Array.isArray(revisions)) return revisions as never;
+  return revisions.map((revision) =>
+    revision !== null && typeof revision === 'object' && Array.isArray(revision.injections) ? { ...revision, injections: revision.injections.map(resolveInjectionProps) } : (revision as never),
+  );
+}
+
+/** Schema violations of every revision's injected objects, at `revisions[N].injections[M]...`, skipping paths already reported. */
+export function revisionSchemaIssues(revisions: readonly { readonly injections: readonly Injection[] }[], reported: ReadonlySet<string>): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  if (!Array.isArray(revisions)) return issues;
+  revisions.forEach((revision, revisionIndex) => {
+    if (!Array.isArray(revision?.injections)) return;
+    revision.injections.forEach((injection: Injection, index: number) => {
+      for (const issue of injectionSchemaIssues(injection, index, `revisions[${revisionIndex}].injections`)) if (!reported.has(issue.path)) issues.push(issue);
+    });
+  });
+  return issues;
+}
+
+/** With a policy backend, each revision's injections CEL cannot express, at `revisions[N].injections[M]`. */
+export function revisionedPolicyIssues(backend: InjectorBackend, config: ResolvedInjectorConfig): ConfigIssue[] {
+  return revisionConfigs(config).flatMap((view, index) =>
+    policyBackendIssues(backend, view.injections, 0).map((issue) => ({ ...issue, path: `revisions[${index}].${issue.path}` })),
+  );
+}
+
+/** One revision's place in the routing: the label values that choose it, the kinds it injects, whether it is the default's. */
+export interface RoutedRevision {
+  readonly name: string;
+  /** Its own name, then the names of the tags pointing at it. */
+  readonly choosers: readonly string[];
+  readonly targetKinds: readonly TargetKind[];
+  /** Whether the default tag points at it: enabled namespaces without the label get it. */
+  readonly isDefault: boolean;
+}
+
+/** How the apiserver sends each object to its revision: one entry (or binding) per revision and chooser. */
+export interface RevisionRouting {
+  /** `<prefix>/rev`. */
+  readonly label: string;
+  readonly revisions: readonly RoutedRevision[];
+  /** Every label value served: revision and tag names. */
+  readonly served: readonly string[];
+  /** Every kind some revision injects: what the entries for unserved labels match. */
+  readonly targetKinds: readonly TargetKind[];
+}
+
+/** The routing of `config`'s revisions; undefined when it has none (one entry, `/mutate`, as before). */
+export function revisionRouting(config: ResolvedInjectorConfig): RevisionRouting | undefined {
+  if (!config.revisions) return undefined;
+  const defaultName = defaultRevision(config);
+  const revisions = revisionConfigs(config).map((view) => ({
+    name: view.revision!,
+    choosers: revisionChoosers(config, view.revision!),
+    targetKinds: [...new Set(view.injections.flatMap((injection) => injection.targetKinds))],
+    isDefault: view.revision === defaultName,
+  }));
+  return {
+    label: revisionLabel(config.annotationPrefix),
+    revisions,
+    served: servedChoosers(config),
+    targetKinds: [...new Set(revisions.flatMap((revision) => revision.targetKinds))],
+  };
+}
