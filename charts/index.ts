@@ -22,6 +22,7 @@ export {
   NATIVE_SIDECAR_POSITIONS,
   QOS_POLICIES,
   TARGET_KINDS,
+  UNSERVED_REVISION_ACTIONS,
 } from '../webhook/config/injector-config';
 export type {
   AlwaysTrigger,
@@ -30,6 +31,7 @@ export type {
   ContainerSpec,
   EnvVarSpec,
   Injection,
+  InjectionRevision,
   InjectionTrigger,
   InjectorConfig,
   JsonObject,
@@ -42,7 +44,10 @@ export type {
   RequestedTrigger,
   ResolvedInjection,
   ResolvedInjectorConfig,
+  ResolvedRevision,
+  RevisionTag,
   TargetKind,
+  UnservedRevisionAction,
   VolumeMountSpec,
   VolumeSpec,
 } from '../webhook/config/injector-config';
@@ -54,8 +59,7 @@ export {
   resolveInjectorConfig,
 } from '../webhook/config/validate-injector-config';
 export type { ConfigIssue } from '../webhook/config/validate-injector-config';
-export { UNSERVED_REVISION_ACTIONS, chosenRevision, defaultRevision, revisionConfig, revisionLabel } from '../webhook/config/revisions';
-export type { InjectionRevision, ResolvedRevision, RevisionTag, UnservedRevisionAction } from '../webhook/config/revisions';
+export { chosenRevision, defaultRevision, revisionConfig, revisionLabel } from '../webhook/config/revisions';
 export { POD_SECURITY_LEVELS, podSecurityViolations } from '../webhook/config/pod-security';
 export type { PodSecurityLevel, PodSecurityViolation } from '../webhook/config/pod-security';
 export { RESOURCE_OVERRIDE_FIELDS, checkOverrideValue, overrideFieldName } from '../webhook/config/container-overrides';

@@ -5,7 +5,6 @@
 
 import type { ContainerOverride } from './container-overrides';
 import type { PodSecurityLevel } from './pod-security';
-import type { InjectionRevision, ResolvedRevision, RevisionTag, UnservedRevisionAction } from './revisions';
 
 /** Any JSON value. Injected Kubernetes objects are kept as raw JSON so fields this library does not
  * know yet (the next Kubernetes release's) pass through untouched. */
@@ -234,6 +233,37 @@ export interface Injection {
    */
   readonly overrides?: readonly ContainerOverride[];
 }
+
+/** One complete set of injections under a name, validated exactly as a config's `injections` are. */
+export interface InjectionRevision {
+  /** The revision's name, a DNS-1123 label of at most 40 characters (`r1`, `envoy-1-31`): the value of
+   * `<prefix>/rev` that chooses it, recorded on every pod it injects (`<prefix>/revision`). */
+  readonly name: string;
+  /** The injections of this revision, applied in this order; names are unique within the revision.
+   * Two revisions may add containers of the same name: a pod gets one revision only. */
+  readonly injections: readonly Injection[];
+}
+
+/** A revision with its injections' defaults filled in. */
+export interface ResolvedRevision extends InjectionRevision {
+  readonly injections: readonly ResolvedInjection[];
+}
+
+/** A name that points at a revision: `stable`, `canary`. Promoting or rolling back is moving a tag. */
+export interface RevisionTag {
+  /** The tag's name, a DNS-1123 label of at most 40 characters that is not also a revision's name. */
+  readonly name: string;
+  /** The revision it points at. */
+  readonly revision: string;
+  /** Whether the namespaces the injector is enabled in, and that carry no `<prefix>/rev` label, get this
+   * tag's revision. Exactly one tag is the default. @default false */
+  readonly default?: boolean;
+}
+
+/** What a pod labelled (or in a namespace labelled) with a revision or tag the config does not serve gets. */
+export const UNSERVED_REVISION_ACTIONS = ['warn', 'refuse'] as const;
+/** `warn`: admitted uninjected, with a warning naming the label; `refuse`: denied with that message. */
+export type UnservedRevisionAction = (typeof UNSERVED_REVISION_ACTIONS)[number];
 
 /** The webhook's whole configuration, as written in the ConfigMap's `config.json`: settings and injections. */
 export interface InjectorConfig {

@@ -3,40 +3,8 @@
 // does the choosing (one webhook entry, or policy binding, per revision and chooser), so the webhook
 // never reads a namespace for it. Moving a tag changes those selectors and nothing a pod already runs.
 
-import type { ConfigIssue } from './validate-injector-config';
-import type { Injection, ResolvedInjection, ResolvedInjectorConfig } from './injector-config';
+import { type ResolvedInjectorConfig, UNSERVED_REVISION_ACTIONS, type UnservedRevisionAction } from './injector-config';
 import { dns1123LabelError } from './kubernetes-names';
-
-/** One complete set of injections under a name, validated exactly as a config's `injections` are. */
-export interface InjectionRevision {
-  /** The revision's name, a DNS-1123 label of at most 40 characters (`r1`, `envoy-1-31`): the value of
-   * `<prefix>/rev` that chooses it, recorded on every pod it injects (`<prefix>/revision`). */
-  readonly name: string;
-  /** The injections of this revision, applied in this order; names are unique within the revision.
-   * Two revisions may add containers of the same name: a pod gets one revision only. */
-  readonly injections: readonly Injection[];
-}
-
-/** A revision with its injections' defaults filled in. */
-export interface ResolvedRevision extends InjectionRevision {
-  readonly injections: readonly ResolvedInjection[];
-}
-
-/** A name that points at a revision: `stable`, `canary`. Promoting or rolling back is moving a tag. */
-export interface RevisionTag {
-  /** The tag's name, a DNS-1123 label of at most 40 characters that is not also a revision's name. */
-  readonly name: string;
-  /** The revision it points at. */
-  readonly revision: string;
-  /** Whether the namespaces the injector is enabled in, and that carry no `<prefix>/rev` label, get this
-   * tag's revision. Exactly one tag is the default. @default false */
-  readonly default?: boolean;
-}
-
-/** What a pod labelled (or in a namespace labelled) with a revision or tag the config does not serve gets. */
-export const UNSERVED_REVISION_ACTIONS = ['warn', 'refuse'] as const;
-/** `warn`: admitted uninjected, with a warning naming the label; `refuse`: denied with that message. */
-export type UnservedRevisionAction = (typeof UNSERVED_REVISION_ACTIONS)[number];
 
 /** Longest revision or tag name: it goes into webhook entry and policy names beside other parts. */
 export const MAX_REVISION_NAME_LENGTH = 40;
@@ -47,6 +15,8 @@ export function revisionLabel(prefix: string): string {
 }
 
 type Plain = Record<string, unknown>;
+/** A problem at a path, as the config validator reports it (its ConfigIssue). */
+type Issue = { readonly path: string; readonly message: string };
 const isPlain = (value: unknown): value is Plain => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /**
@@ -54,8 +24,8 @@ const isPlain = (value: unknown): value is Plain => value !== null && typeof val
  * injections are checked by `injectionIssues` (the config validator) and reported under
  * `revisions[N].`. Not called when the config has none of the three fields.
  */
-export function revisionIssues(input: Plain, injectionIssues: (injections: unknown) => ConfigIssue[]): ConfigIssue[] {
-  const issues: ConfigIssue[] = [];
+export function revisionIssues(input: Plain, injectionIssues: (injections: unknown) => Issue[]): Issue[] {
+  const issues: Issue[] = [];
   const add = (path: string, message: string) => issues.push({ path, message });
   const { revisions, tags, unservedRevision } = input;
   if (unservedRevision !== undefined && !UNSERVED_REVISION_ACTIONS.includes(unservedRevision as UnservedRevisionAction)) {
