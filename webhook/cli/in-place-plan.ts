@@ -14,10 +14,12 @@ import {
   type ResolvedInjection,
   type ResolvedInjectorConfig,
   annotationKeys,
+  dns1123LabelError,
   injectionHash,
   parseInjectionHashes,
   parseQuantity,
   readinessConditionType,
+  revisionConfig,
 } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import { pointer } from '../engine/json-pointer';
@@ -26,6 +28,7 @@ import { ownStringMap } from '../engine/pod-patch-builder';
 import { applyPatch, type Operation } from 'fast-json-patch';
 import { type ClusterObjects, type PodStatus, type WorkloadRef, classifyPods, configForPod, workloadOf } from './injection-status';
 import type { InjectorSource } from './injector-source';
+import { podRevision } from './pod-revision';
 import { createRequestFor, decodeResponsePatch } from './preview';
 import { RESTARTABLE_KINDS } from './status-command';
 
@@ -66,6 +69,8 @@ export interface PodInPlacePlan {
   readonly changes: readonly ImageChange[];
   /** The hashes annotation once the images are replaced: each upgraded injection's entry carries the hash configured now. */
   readonly hashesAfter?: string;
+  /** With revisions, the revision the pod records once upgraded, when it is not the one it records now (its tag moved). */
+  readonly revisionAfter?: string;
   /** Whether the pod has the injector's readiness gate, so it can be taken out of its Services' endpoints first. */
   readonly readinessGate: boolean;
 }
@@ -171,7 +176,7 @@ function reinjected(pod: KubernetesObject, namespace: string, chain: readonly st
   }
   const metadata = { ...metadataOf(pod) };
   const annotations = { ...ownStringMap(metadata.annotations) };
-  for (const key of [keys.status, keys.hashes, keys.previousImages]) delete annotations[key];
+  for (const key of [keys.status, keys.hashes, keys.previousImages, keys.revision]) delete annotations[key];
   metadata.annotations = annotations;
   const bare: KubernetesObject = { ...pod, apiVersion: 'v1', kind: 'Pod', metadata, spec };
   delete (bare as Record<string, unknown>).status;
@@ -204,7 +209,9 @@ function lifecycleReason(pod: KubernetesObject): string | undefined {
 
 /** Plans one pod, given what `status` found for it. */
 export function planPod(pod: KubernetesObject, status: PodStatus, chain: readonly string[], source: InjectorSource, options: InPlaceOptions): PodInPlacePlan {
-  const config = source.config;
+  // With revisions, the pod moves to the revision it should run now (its tag's): that revision's injections.
+  const chosen = status.revision?.chosen;
+  const config = (chosen !== undefined ? revisionConfig(source.config, chosen) : undefined) ?? source.config;
   const keys = annotationKeys(config.annotationPrefix);
   const gateType = readinessConditionType(config.annotationPrefix);
   const readinessGates = specOf(pod).readinessGates;
@@ -309,7 +316,8 @@ export function planPod(pod: KubernetesObject, status: PodStatus, chain: readonl
   }
   if (reasons.length > 0) return { ...base, action: 'restart', reasons, changes: [] };
   const hashesAfter = replaceHashEntries(ownStringMap(metadataOf(pod).annotations)[keys.hashes] ?? '', upgraded);
-  return { ...base, action: 'in-place', reasons: [], changes, hashesAfter };
+  const revisionAfter = chosen !== undefined && status.revision?.recorded !== chosen ? { revisionAfter: chosen } : {};
+  return { ...base, action: 'in-place', reasons: [], changes, hashesAfter, ...revisionAfter };
 }
 
 /** A workload's pods, and what `rollout --in-place` does to it as a whole. */
@@ -366,6 +374,8 @@ export interface PreviousImages {
   readonly hashes: string;
   /** Container name to the image it ran before. */
   readonly images: Readonly<Record<string, string>>;
+  /** The revision annotation before, when the upgrade changed it (a move to a tag's new revision). */
+  readonly revision?: string;
 }
 
 /** The longest previous-images annotation read back (it comes with the pod, from whoever wrote it). */
@@ -387,12 +397,13 @@ export function parsePreviousImages(value: string | undefined): PreviousImages |
     if (typeof image !== 'string' || image === '' || /\s/.test(image)) return `the previous-images annotation's image for ${name} is not an image reference`;
     images[name] = image;
   }
-  return { hashes: parsed.hashes, images };
+  if (parsed.revision !== undefined && (typeof parsed.revision !== 'string' || dns1123LabelError(parsed.revision) !== undefined)) return 'the previous-images annotation\'s revision is not a revision name';
+  return { hashes: parsed.hashes, images, ...(typeof parsed.revision === 'string' ? { revision: parsed.revision } : {}) };
 }
 
-/** The annotation's text: JSON with the hashes first, then the images in container order. */
+/** The annotation's text: JSON with the hashes first, then the images in container order, then the revision when it changed. */
 export function formatPreviousImages(previous: PreviousImages): string {
-  return JSON.stringify({ hashes: previous.hashes, images: previous.images });
+  return JSON.stringify({ hashes: previous.hashes, images: previous.images, ...(previous.revision !== undefined ? { revision: previous.revision } : {}) });
 }
 
 /** One RFC 6902 operation of the in-place patch. */
@@ -426,7 +437,10 @@ export function inPlacePatch(pod: KubernetesObject, plan: PodInPlacePlan, prefix
   for (const change of plan.changes) operations.push({ op: 'replace', path: `${pointer('/spec', change.list, change.index)}/image`, value: change.to });
   const hashesKey = annotationPointer(keys.hashes);
   operations.push({ op: 'test', path: hashesKey, value: annotations[keys.hashes] }, { op: 'replace', path: hashesKey, value: plan.hashesAfter });
-  operations.push({ op: 'add', path: annotationPointer(keys.previousImages), value: formatPreviousImages({ hashes: annotations[keys.hashes], images }) });
+  const revisionBefore = annotations[keys.revision];
+  if (plan.revisionAfter !== undefined) operations.push({ op: 'add', path: annotationPointer(keys.revision), value: plan.revisionAfter });
+  const previous = { hashes: annotations[keys.hashes], images, ...(plan.revisionAfter !== undefined && revisionBefore !== undefined ? { revision: revisionBefore } : {}) };
+  operations.push({ op: 'add', path: annotationPointer(keys.previousImages), value: formatPreviousImages(previous) });
   return operations;
 }
 
@@ -454,7 +468,13 @@ export function undoPlan(
 ): { pods: PodUndoPlan[]; unreadable: { namespace: string; name: string; reason: string }[]; otherRuns: { namespace: string; name: string; reason: string }[] } {
   const keys = annotationKeys(prefix);
   const gateType = readinessConditionType(prefix);
-  const configured = config && new Map(config.injections.map((injection) => [injection.name, injectionHash(injection)]));
+  /** The hashes `config` gives a pod: with revisions, those of the revision it should run now. */
+  const configuredFor = (pod: KubernetesObject, namespace: string): Map<string, string> | undefined => {
+    if (!config) return undefined;
+    const chosen = podRevision(config, ownStringMap(metadataOf(pod).labels), ownStringMap(metadataOf(pod).annotations), objects.namespaceLabels.get(namespace))?.chosen;
+    const applies = (chosen !== undefined ? revisionConfig(config, chosen) : undefined) ?? config;
+    return new Map(applies.injections.map((injection) => [injection.name, injectionHash(injection)]));
+  };
   const pods: PodUndoPlan[] = [];
   const unreadable: { namespace: string; name: string; reason: string }[] = [];
   const otherRuns: { namespace: string; name: string; reason: string }[] = [];
@@ -469,6 +489,7 @@ export function undoPlan(
       unreadable.push({ namespace, name, reason: previous });
       continue;
     }
+    const configured = configuredFor(pod, namespace);
     if (configured) {
       const now = parseInjectionHashes(annotations[keys.hashes]) ?? new Map<string, string>();
       const before = parseInjectionHashes(previous.hashes) ?? new Map<string, string>();
@@ -519,6 +540,7 @@ export function undoPatch(pod: KubernetesObject, plan: PodUndoPlan, prefix: stri
   const previousKey = annotationPointer(keys.previousImages);
   operations.push({ op: 'test', path: previousKey, value: annotations[keys.previousImages] });
   operations.push({ op: 'add', path: annotationPointer(keys.hashes), value: plan.previous.hashes });
+  if (plan.previous.revision !== undefined) operations.push({ op: 'add', path: annotationPointer(keys.revision), value: plan.previous.revision });
   operations.push({ op: 'remove', path: previousKey });
   return operations;
 }

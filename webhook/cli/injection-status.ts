@@ -3,12 +3,13 @@
 // annotation beside it which version, and the engine the webhook runs says what it should have got.
 // Pure: pods, namespaces and ReplicaSets in, a classification out (the cluster is read elsewhere).
 
-import { type ResolvedInjectorConfig, type TargetKind, annotationKeys, injectionHash, parseInjectionHashes } from '../config';
+import { type ResolvedInjectorConfig, type TargetKind, annotationKeys, injectionHash, parseInjectionHashes, revisionConfig } from '../config';
 import { evaluate, parseStatus } from '../engine/mutate';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { matchWebhookConfiguration } from '../engine/webhook-match';
 import type { KubernetesObject } from '../engine/admission-review';
 import type { InjectorSource } from './injector-source';
+import { type PodRevision, podRevision } from './pod-revision';
 import { createRequestFor } from './preview';
 
 /** What one injection of one pod is, measured against the current config. */
@@ -44,6 +45,8 @@ export interface PodStatus {
   /** Override annotation values the config ignores for this pod, each with why (the webhook's warnings). A pod
    * that carries good overrides is not outdated for it: only its injections' hashes decide that. */
   readonly ignoredOverrides: readonly string[];
+  /** With revisions: the revision the pod should run now and the one it records; undefined without. */
+  readonly revision?: PodRevision;
 }
 
 /** The pod's own ReplicaSets and Jobs, and the namespaces' labels, as far as they are known. */
@@ -138,22 +141,24 @@ function sentToWebhook(source: InjectorSource, pod: KubernetesObject, namespace:
  */
 function injectionsDueNow(
   source: InjectorSource,
+  config: ResolvedInjectorConfig,
   pod: KubernetesObject,
   namespace: string,
   chain: readonly string[],
   namespaceLabels: Record<string, string> | undefined,
   namespaceAnnotations: Record<string, string> | undefined,
 ): { due: Set<string>; ignoredOverrides: string[] } {
-  if (!source.config.enabled || !sentToWebhook(source, pod, namespace, namespaceLabels)) return { due: new Set(), ignoredOverrides: [] };
-  const keys = annotationKeys(source.config.annotationPrefix);
+  if (!config.enabled || !sentToWebhook(source, pod, namespace, namespaceLabels)) return { due: new Set(), ignoredOverrides: [] };
+  const keys = annotationKeys(config.annotationPrefix);
   const metadata = { ...metadataOf(pod) };
   const annotations = { ...ownStringMap(metadata.annotations) };
   delete annotations[keys.status];
   delete annotations[keys.hashes];
+  delete annotations[keys.revision];
   metadata.annotations = annotations;
   const bare = { ...pod, apiVersion: 'v1', kind: 'Pod', metadata };
   const context = namespaceAnnotations ? { namespaceAnnotations } : { namespaceUnknown: `namespace ${namespace} was not read` };
-  const result = evaluate(createRequestFor(bare, namespace, 'status'), configForPod(source.config, chain), context);
+  const result = evaluate(createRequestFor(bare, namespace, 'status'), configForPod(config, chain), context);
   return {
     due: new Set(result.decisions.filter((decision) => decision.reason === 'injected').map((decision) => decision.injection)),
     ignoredOverrides: result.podWarnings.filter((warning) => warning.reason === 'override-ignored' && warning.override?.reason !== 'namespace-unknown').map((warning) => warning.message),
@@ -164,15 +169,20 @@ function injectionsDueNow(
 export function classifyPods(objects: ClusterObjects, source: InjectorSource): PodStatus[] {
   const config = source.config;
   const keys = annotationKeys(config.annotationPrefix);
-  const configured = new Map(config.injections.map((injection) => [injection.name, injectionHash(injection)]));
   return objects.pods.map((pod) => {
     const metadata = metadataOf(pod);
     const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : 'default';
     const annotations = ownStringMap(metadata.annotations);
     const { chain, ...workload } = workloadOf(pod, namespace, objects.owners);
+    // With revisions, the pod is measured against the revision it should run now (its tag's, today).
+    const revision = podRevision(config, ownStringMap(metadata.labels), annotations, objects.namespaceLabels.get(namespace));
+    const applies = revision === undefined ? config : revision.chosen === undefined ? undefined : revisionConfig(config, revision.chosen);
+    const configured = applies ? configuredHashes(applies) : NOTHING_CONFIGURED;
     const has = parseStatus(annotations[keys.status]);
     const recorded = parseInjectionHashes(annotations[keys.hashes]);
-    const { due, ignoredOverrides } = injectionsDueNow(source, pod, namespace, chain, objects.namespaceLabels.get(namespace), objects.namespaceAnnotations?.get(namespace));
+    const { due, ignoredOverrides } = applies
+      ? injectionsDueNow(source, applies, pod, namespace, chain, objects.namespaceLabels.get(namespace), objects.namespaceAnnotations?.get(namespace))
+      : { due: new Set<string>(), ignoredOverrides: [] };
     const injections: PodInjection[] = [];
     for (const [name, configuredHash] of configured) {
       if (has.has(name)) {
@@ -188,11 +198,23 @@ export function classifyPods(objects: ClusterObjects, source: InjectorSource): P
       const podHash = recorded?.get(name);
       injections.push({ injection: name, state: 'no-longer-configured', ...(podHash ? { podHash } : {}) });
     }
+    const unserved = revision?.unserved !== undefined && (revision.by === 'workload' || sentToWebhook(source, pod, namespace, objects.namespaceLabels.get(namespace)));
     const state: PodStatus['state'] =
-      injections.length === 0 ? 'none'
+      unserved ? 'stale'
+      : injections.length === 0 ? 'none'
       : injections.some((entry) => STALE_STATES.includes(entry.state)) ? 'stale'
       : injections.some((entry) => entry.state === 'version-unknown') ? 'version-unknown'
       : 'up-to-date';
-    return { namespace, name: String(metadata.name ?? metadata.generateName ?? '(no name)'), workload, injections, state, ignoredOverrides };
+    return { namespace, name: String(metadata.name ?? metadata.generateName ?? '(no name)'), workload, injections, state, ignoredOverrides, ...(revision ? { revision } : {}) };
   });
+}
+
+const NOTHING_CONFIGURED: ReadonlyMap<string, string> = new Map();
+const hashesOf = new WeakMap<ResolvedInjectorConfig, ReadonlyMap<string, string>>();
+
+/** Each injection's name and hash as configured, in config order (made once per config or revision). */
+function configuredHashes(config: ResolvedInjectorConfig): ReadonlyMap<string, string> {
+  let hashes = hashesOf.get(config);
+  if (!hashes) hashesOf.set(config, (hashes = new Map(config.injections.map((injection) => [injection.name, injectionHash(injection)]))));
+  return hashes;
 }

@@ -1,7 +1,7 @@
 // `status`: the pods' injections per namespace and workload, for people (a table and what is stale)
 // or for scripts (--output json), and an exit code a pipeline can gate on.
 
-import { injectionHash, type ResolvedInjectorConfig } from '../config';
+import { injectionHash, revisionChoosers, revisionConfigs, type ResolvedInjectorConfig } from '../config';
 import type { InjectionState, PodStatus, WorkloadRef } from './injection-status';
 
 /** Every pod up to date (or carrying no injection and owing none). */
@@ -44,6 +44,13 @@ export interface WorkloadStatus {
   /** Override annotation values the config ignores (out of bounds, unparsable, not offered), each with its pods.
    * Reported, not counted in the exit code: those pods run with the configured values. */
   readonly ignoredOverrides: readonly { readonly message: string; readonly pods: readonly string[] }[];
+  /** Pods whose `<prefix>/rev` label (their own or their namespace's) names nothing served: they run without
+   * the injections they asked for. Counted in the exit code as missing. */
+  readonly unservedRevision: number;
+  /** With revisions: the revisions its pods record (run now) and the ones they should run, each sorted. */
+  readonly revisions?: { readonly running: readonly string[]; readonly chosen: readonly string[] };
+  /** Why some of its pods have no revision, each with its pods. */
+  readonly revisionFindings: readonly { readonly message: string; readonly pods: readonly string[] }[];
 }
 
 export interface Finding {
@@ -54,9 +61,27 @@ export interface Finding {
   readonly pods: readonly string[];
 }
 
-export interface StatusReport {
-  /** The injections configured now, with their hashes. */
+/** One revision as `status` reports it. */
+export interface RevisionStatus {
+  readonly name: string;
+  /** The tags pointing at it now. */
+  readonly tags: readonly string[];
+  /** Whether the default tag is among them. */
+  readonly default: boolean;
   readonly injections: readonly { name: string; hash: string }[];
+  /** Pods that record this revision (it injected them). */
+  readonly running: number;
+  /** Pods that should run it now (their label, their namespace's, or the default tag lead to it). */
+  readonly chosen: number;
+}
+
+export interface StatusReport {
+  /** The injections configured now, with their hashes (empty with revisions: see `revisions`). */
+  readonly injections: readonly { name: string; hash: string }[];
+  /** With revisions: each served revision, its tags, and its pods. */
+  readonly revisions?: readonly RevisionStatus[];
+  /** Revisions that pods still record but the config no longer serves, with those pods (`namespace/name`). */
+  readonly removedRevisions?: readonly { readonly revision: string; readonly pods: readonly string[] }[];
   /** Workloads with at least one pod that has or owes an injection, by namespace then kind and name. */
   readonly workloads: readonly WorkloadStatus[];
   readonly summary: {
@@ -67,6 +92,8 @@ export interface StatusReport {
     readonly missing: number;
     readonly noLongerConfigured: number;
     readonly versionUnknown: number;
+    /** Pods whose revision label names nothing served. */
+    readonly unservedRevision: number;
   };
   readonly exitCode: number;
 }
@@ -80,14 +107,25 @@ const COUNTER: Record<InjectionState, keyof Pick<WorkloadStatus, 'upToDate' | 'o
 };
 
 export function statusReport(pods: readonly PodStatus[], config: ResolvedInjectorConfig): StatusReport {
-  type Counts = { -readonly [key in keyof Omit<WorkloadStatus, 'findings' | 'ignoredOverrides'>]: WorkloadStatus[key] };
-  const byWorkload = new Map<string, { status: Counts; findings: Map<string, Finding & { pods: string[] }>; ignoredOverrides: Map<string, string[]> }>();
-  const summary = { pods: pods.length, podsWithoutInjections: 0, upToDate: 0, outdated: 0, missing: 0, noLongerConfigured: 0, versionUnknown: 0 };
+  type Counts = { -readonly [key in keyof Omit<WorkloadStatus, 'findings' | 'ignoredOverrides' | 'revisions' | 'revisionFindings'>]: WorkloadStatus[key] };
+  type Entry = { status: Counts; findings: Map<string, Finding & { pods: string[] }>; ignoredOverrides: Map<string, string[]>; running: Set<string>; chosen: Set<string>; revisionFindings: Map<string, string[]> };
+  const byWorkload = new Map<string, Entry>();
+  const summary = { pods: pods.length, podsWithoutInjections: 0, upToDate: 0, outdated: 0, missing: 0, noLongerConfigured: 0, versionUnknown: 0, unservedRevision: 0 };
+  const served = new Set((config.revisions ?? []).map((revision) => revision.name));
+  const running = new Map<string, number>();
+  const chosen = new Map<string, number>();
+  const removed = new Map<string, string[]>();
   for (const pod of pods) {
+    const revision = pod.revision;
+    if (revision?.recorded !== undefined) {
+      running.set(revision.recorded, (running.get(revision.recorded) ?? 0) + 1);
+      if (!served.has(revision.recorded)) removed.set(revision.recorded, [...(removed.get(revision.recorded) ?? []), `${pod.namespace}/${pod.name}`]);
+    }
     if (pod.state === 'none') {
       summary.podsWithoutInjections++;
       continue;
     }
+    if (revision?.chosen !== undefined) chosen.set(revision.chosen, (chosen.get(revision.chosen) ?? 0) + 1);
     const key = `${pod.namespace}\u0000${pod.workload.kind}\u0000${pod.workload.name}`;
     let entry = byWorkload.get(key);
     if (!entry) {
@@ -104,11 +142,26 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
           missing: 0,
           noLongerConfigured: 0,
           versionUnknown: 0,
+          unservedRevision: 0,
         },
         findings: new Map(),
         ignoredOverrides: new Map(),
+        running: new Set(),
+        chosen: new Set(),
+        revisionFindings: new Map(),
       };
       byWorkload.set(key, entry);
+    }
+    if (revision?.recorded !== undefined) entry.running.add(revision.recorded);
+    if (revision?.chosen !== undefined) entry.chosen.add(revision.chosen);
+    if (revision?.unserved !== undefined) {
+      entry.status.unservedRevision++;
+      summary.unservedRevision++;
+      entry.revisionFindings.set(revision.unserved, [...(entry.revisionFindings.get(revision.unserved) ?? []), pod.name]);
+    }
+    if (revision?.recorded !== undefined && !served.has(revision.recorded)) {
+      const message = `revision ${revision.recorded}, which injected it, is no longer served`;
+      entry.revisionFindings.set(message, [...(entry.revisionFindings.get(message) ?? []), pod.name]);
     }
     for (const message of pod.ignoredOverrides) {
       const pods = entry.ignoredOverrides.get(message) ?? [];
@@ -138,19 +191,55 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
     }
   }
   const workloads = [...byWorkload.values()]
-    .map(({ status, findings, ignoredOverrides }) => ({ ...status, findings: [...findings.values()], ignoredOverrides: [...ignoredOverrides].map(([message, pods]) => ({ message, pods })) }) as WorkloadStatus)
+    .map(
+      (entry) =>
+        ({
+          ...entry.status,
+          findings: [...entry.findings.values()],
+          ignoredOverrides: [...entry.ignoredOverrides].map(([message, pods]) => ({ message, pods })),
+          ...(config.revisions ? { revisions: { running: [...entry.running].sort(), chosen: [...entry.chosen].sort() } } : {}),
+          revisionFindings: [...entry.revisionFindings].map(([message, pods]) => ({ message, pods })),
+        }) as WorkloadStatus,
+    )
     .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.kind.localeCompare(b.kind) || a.name.localeCompare(b.name));
   const exitCode =
-    summary.missing > 0 ? EXIT_STATUS_MISSING
+    summary.missing + summary.unservedRevision > 0 ? EXIT_STATUS_MISSING
     : summary.outdated + summary.noLongerConfigured > 0 ? EXIT_STATUS_OUTDATED
     : summary.versionUnknown > 0 ? EXIT_STATUS_VERSION_UNKNOWN
     : EXIT_STATUS_UP_TO_DATE;
-  return { injections: config.injections.map((injection) => ({ name: injection.name, hash: injectionHash(injection) })), workloads, summary, exitCode };
+  const revisions = config.revisions
+    ? revisionConfigs(config).map((view) => {
+        const name = view.revision!;
+        const tags = revisionChoosers(config, name).slice(1);
+        return {
+          name,
+          tags,
+          default: (config.tags ?? []).some((tag) => tag.default === true && tag.revision === name),
+          injections: view.injections.map((injection) => ({ name: injection.name, hash: injectionHash(injection) })),
+          running: running.get(name) ?? 0,
+          chosen: chosen.get(name) ?? 0,
+        };
+      })
+    : undefined;
+  return {
+    injections: config.injections.map((injection) => ({ name: injection.name, hash: injectionHash(injection) })),
+    ...(revisions ? { revisions, removedRevisions: [...removed].map(([revision, list]) => ({ revision, pods: list })) } : {}),
+    workloads,
+    summary,
+    exitCode,
+  };
 }
 
 function table(rows: readonly string[][]): string[] {
   const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
   return rows.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]))).join('  ').trimEnd());
+}
+
+/** `r1`, or `r1 -> r2` when its pods run another revision than the one they should now. */
+function revisionCell(workload: WorkloadStatus): string {
+  const running = workload.revisions?.running.join('+') || '-';
+  const chosen = workload.revisions?.chosen.join('+') || '-';
+  return running === chosen ? running : `${running} -> ${chosen}`;
 }
 
 function describeFinding(finding: Finding): string {
@@ -169,15 +258,26 @@ function describeFinding(finding: Finding): string {
 
 /** The human-readable report. */
 export function formatStatus(report: StatusReport, sourceDescription: string): string {
-  const lines = [`config: ${sourceDescription}`, `injections: ${report.injections.map((injection) => `${injection.name}=${injection.hash}`).join(', ') || '(none)'}`, ''];
+  const hashes = (injections: readonly { name: string; hash: string }[]) => injections.map((injection) => `${injection.name}=${injection.hash}`).join(', ') || '(none)';
+  const lines = [`config: ${sourceDescription}`];
+  if (report.revisions) {
+    for (const revision of report.revisions) {
+      const tags = revision.tags.length === 0 ? '' : ` (tag${revision.tags.length === 1 ? '' : 's'} ${revision.tags.join(', ')}${revision.default ? '; the default' : ''})`;
+      lines.push(`revision ${revision.name}${tags}: ${hashes(revision.injections)}; ${revision.running} pods run it, ${revision.chosen} should`);
+    }
+    for (const removed of report.removedRevisions ?? []) lines.push(`revision ${removed.revision}: no longer served, still recorded by ${removed.pods.length} pod${removed.pods.length === 1 ? '' : 's'}: ${removed.pods.join(', ')}`);
+  } else lines.push(`injections: ${hashes(report.injections)}`);
+  lines.push('');
   if (report.workloads.length === 0) {
     lines.push('no pod has or owes an injection');
   } else {
-    const rows = [['NAMESPACE', 'WORKLOAD', 'PODS', 'UP-TO-DATE', 'OUTDATED', 'MISSING', 'NOT-CONFIGURED', 'UNKNOWN']];
+    const revisions = report.revisions !== undefined;
+    const rows = [['NAMESPACE', 'WORKLOAD', ...(revisions ? ['REVISION'] : []), 'PODS', 'UP-TO-DATE', 'OUTDATED', 'MISSING', 'NOT-CONFIGURED', 'UNKNOWN']];
     for (const workload of report.workloads) {
       rows.push([
         workload.namespace,
         `${workload.kind}/${workload.name}`,
+        ...(revisions ? [revisionCell(workload)] : []),
         String(workload.pods),
         String(workload.upToDate),
         String(workload.outdated),
@@ -187,11 +287,12 @@ export function formatStatus(report: StatusReport, sourceDescription: string): s
       ]);
     }
     lines.push(...table(rows));
-    const stale = report.workloads.filter((workload) => workload.findings.length > 0 || workload.ignoredOverrides.length > 0);
+    const stale = report.workloads.filter((workload) => workload.findings.length > 0 || workload.ignoredOverrides.length > 0 || workload.revisionFindings.length > 0);
     if (stale.length > 0) lines.push('');
     for (const workload of stale) {
       const note = workload.restartable || workload.findings.length === 0 ? '' : ` (${workload.kind === 'Pod' ? 'a bare pod' : `a ${workload.kind}`}: rollout does not restart it)`;
       lines.push(`${workload.namespace} ${workload.kind}/${workload.name}${note}:`);
+      for (const finding of workload.revisionFindings) lines.push(`  ${finding.pods.length} pod${finding.pods.length === 1 ? '' : 's'}: ${finding.message}`);
       for (const finding of workload.findings) lines.push(`  ${describeFinding(finding)}`);
       for (const ignored of workload.ignoredOverrides) lines.push(`  override ignored in ${ignored.pods.length} pod${ignored.pods.length === 1 ? '' : 's'}: ${ignored.message}`);
     }
@@ -199,7 +300,8 @@ export function formatStatus(report: StatusReport, sourceDescription: string): s
   const s = report.summary;
   lines.push(
     '',
-    `${s.pods} pods: ${s.upToDate} up to date, ${s.outdated} outdated, ${s.missing} missing an injection, ${s.noLongerConfigured} with one no longer configured, ${s.versionUnknown} version unknown, ${s.podsWithoutInjections} without injections`,
+    `${s.pods} pods: ${s.upToDate} up to date, ${s.outdated} outdated, ${s.missing} missing an injection, ${s.noLongerConfigured} with one no longer configured, ${s.versionUnknown} version unknown, ${s.podsWithoutInjections} without injections` +
+      (report.revisions ? `, ${s.unservedRevision} labelled with a revision not served` : ''),
   );
   return lines.join('\n') + '\n';
 }
