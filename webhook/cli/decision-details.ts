@@ -135,7 +135,9 @@ export function describeAdditions(injection: ResolvedInjection): string {
 }
 
 /** Each injection's decision for `preview`, with its particulars; [] when the engine was not asked. */
-export function decisionDetails(preview: ObjectPreview, config: ResolvedInjectorConfig): DecisionDetail[] {
+export function decisionDetails(preview: ObjectPreview, loaded: ResolvedInjectorConfig): DecisionDetail[] {
+  // With revisions, the revision the object was previewed under.
+  const config = preview.applied ?? loaded;
   if (!preview.result) return [];
   const view = viewOf(preview);
   const after = viewOf(preview, preview.output);

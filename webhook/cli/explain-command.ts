@@ -25,6 +25,8 @@ export interface ObjectExplanation {
   /** Each webhook's verdict; null when no webhook configuration was given (`--config`). */
   readonly webhooks: readonly WebhookMatch[] | null;
   readonly sentToWebhook: boolean;
+  /** With revisions: the revision the object was previewed under and what chose it; null without revisions. */
+  readonly revision: string | null;
   readonly injections: readonly DecisionDetail[];
   readonly injected: readonly string[];
   readonly warnings: readonly string[];
@@ -46,6 +48,7 @@ export function explainObjects(previews: readonly ObjectPreview[], config: Resol
     namespaceLabels: preview.namespaceLabels,
     webhooks: preview.webhooks ?? null,
     sentToWebhook: preview.sentToWebhook,
+    revision: preview.revision ?? null,
     injections: decisionDetails(preview, config),
     injected: injectedNames(preview),
     warnings: preview.result?.response.warnings ?? [],
@@ -79,6 +82,7 @@ export function formatExplanation(previews: readonly ObjectPreview[], config: Re
         }
       }
     }
+    if (explanation.revision !== null) lines.push(`  revision: ${explanation.revision}`);
     if (explanation.injections.length > 0) {
       lines.push('  injections:');
       const nameWidth = Math.max(...explanation.injections.map((decision) => decision.injection.length));

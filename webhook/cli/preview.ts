@@ -4,14 +4,16 @@
 
 import { applyPatch, type Operation } from 'fast-json-patch';
 import type { ResolvedInjectorConfig, TargetKind } from '../config';
-import { TARGET_KINDS } from '../config';
+import { TARGET_KINDS, chosenRevision, revisionConfig, revisionLabel } from '../config';
 import type { AdmissionRequest, GroupVersionKind, KubernetesObject } from '../engine/admission-review';
 import { evaluate, type MutationResult } from '../engine/mutate';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { targetKindOf } from '../engine/pod-template';
+import { type RevisionChooser, unservedRevisionAnswer } from '../engine/unserved-revision';
 import { matchWebhookConfiguration, type WebhookMatch } from '../engine/webhook-match';
 import type { InjectorSource } from './injector-source';
 import type { InputDocument } from './manifest-input';
+import { podRevision } from './pod-revision';
 
 /** The namespace an object without `metadata.namespace` lands in when nothing else is said (as kubectl). */
 export const DEFAULT_OBJECT_NAMESPACE = 'default';
@@ -34,6 +36,9 @@ export interface PreviewOptions {
   readonly namespaceLabels?: Readonly<Record<string, string>>;
   /** Annotations of every object's namespace, for overrides that read namespace defaults. @default {} */
   readonly namespaceAnnotations?: Readonly<Record<string, string>>;
+  /** With revisions, the tag or revision to preview under, whatever the labels choose (`--revision`).
+   * @default the one the webhook entries (or, without them, the labels) choose */
+  readonly revision?: string;
 }
 
 /** What happens to one input object. */
@@ -63,6 +68,10 @@ export interface ObjectPreview {
   readonly patch: readonly Operation[];
   /** The object after the patch (the input object itself when the patch is empty). */
   readonly output: KubernetesObject;
+  /** With revisions: the revision's config the engine was given (undefined: the config as loaded). */
+  readonly applied?: ResolvedInjectorConfig;
+  /** With revisions: which revision applies and what chose it, or why none does. */
+  readonly revision?: string;
 }
 
 export function groupVersionKindOf(object: KubernetesObject): GroupVersionKind {
@@ -184,13 +193,54 @@ function previewObject(
   const request = createRequestFor(object, namespace, `preview-${sequence}`);
   // The namespace as the input's Namespace object and --namespace-annotations describe it (the webhook reads it from the cluster).
   const namespaceAnnotations = { ...inputNamespaces.annotations.get(namespace), ...options.namespaceAnnotations };
-  const result = evaluate(request, config, { namespaceAnnotations });
+  const route = config.revisions ? previewRevision(config, webhookConfiguration, webhooks, ownStringMap(metadata.labels), namespaceLabels, options.revision) : undefined;
+  const applied = route && 'config' in route ? route.config : undefined;
+  const result =
+    route && 'unserved' in route ? unservedRevisionAnswer(request, config, route.unserved)
+    : evaluate(request, applied ?? config, { namespaceAnnotations });
   const patch = decodeResponsePatch(result);
   // Validated like the apiserver applies it: an operation that does not fit the object is an error.
   // Applied to copies: fast-json-patch puts an added value itself into the document, so a later
   // operation into a map an earlier one created would otherwise change the patch diff prints.
   const output = patch.length > 0 ? (applyPatch(structuredClone(object), structuredClone(patch), true, true).newDocument as KubernetesObject) : object;
-  return { ...unchanged, webhooks, sentToWebhook, request, result, patch, output };
+  return { ...unchanged, webhooks, sentToWebhook, request, result, patch, output, ...(applied ? { applied } : {}), ...(route ? { revision: route.description } : {}) };
+}
+
+type PreviewRoute = { config: ResolvedInjectorConfig; description: string } | { unserved: RevisionChooser; description: string };
+
+/**
+ * The revision an object is previewed under: `--revision` when given; else the one whose webhook entry the
+ * apiserver calls (with `--from`); else the one the labels choose, as the entries would.
+ */
+function previewRevision(
+  config: ResolvedInjectorConfig,
+  webhookConfiguration: InjectorSource['webhookConfiguration'],
+  webhooks: readonly WebhookMatch[] | undefined,
+  objectLabels: Record<string, string>,
+  namespaceLabels: Record<string, string>,
+  forced: string | undefined,
+): PreviewRoute {
+  if (forced !== undefined) {
+    const name = chosenRevision(config, forced)!;
+    return { config: revisionConfig(config, name)!, description: `${name} (--revision ${forced})` };
+  }
+  if (webhooks && webhookConfiguration) {
+    const called = webhooks.find((match) => match.called);
+    const entry = (webhookConfiguration.webhooks ?? []).find((webhook) => webhook.name === called?.webhook);
+    const clientConfig = entry?.clientConfig as { service?: { path?: unknown } } | undefined;
+    const path = typeof clientConfig?.service?.path === 'string' ? clientConfig.service.path : '';
+    const revision = /^\/mutate\/revisions\/(.+)$/.exec(path)?.[1];
+    const view = revision === undefined ? undefined : revisionConfig(config, revision);
+    if (view) return { config: view, description: `${revision} (webhook ${called!.webhook})` };
+    const unserved = /^\/mutate\/unserved\/(namespace|workload)$/.exec(path)?.[1] as RevisionChooser | undefined;
+    if (unserved) return { unserved, description: `none: ${unserved === 'workload' ? 'its' : 'its namespace\'s'} ${revisionLabel(config.annotationPrefix)} label names nothing served` };
+  }
+  const chosen = podRevision(config, objectLabels, {}, namespaceLabels);
+  if (chosen?.chosen !== undefined) {
+    const how = chosen.by === 'default' ? 'the default tag' : `${chosen.by === 'workload' ? 'its' : "its namespace's"} label ${chosen.value}`;
+    return { config: revisionConfig(config, chosen.chosen)!, description: `${chosen.chosen} (${how})` };
+  }
+  return { unserved: chosen?.by === 'namespace' ? 'namespace' : 'workload', description: `none: ${chosen?.unserved ?? 'no default tag'}` };
 }
 
 /** The kinds the injector changes, for messages. */

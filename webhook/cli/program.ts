@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { PACKAGE_VERSION } from '../../charts/version';
-import { dns1123LabelError, labelValueError, qualifiedNameError } from '../config';
+import { chosenRevision, dns1123LabelError, labelValueError, qualifiedNameError, servedChoosers } from '../config';
 import { ClusterError, MissingClusterClientError } from './cluster';
 import { EXIT_CLUSTER, addDayTwoCommands } from './day-two-commands';
 import { formatDiff, objectPatches } from './diff-command';
@@ -40,6 +40,7 @@ interface InputOptions {
   readonly namespace: string;
   readonly namespaceLabels?: string;
   readonly namespaceAnnotations?: string;
+  readonly revision?: string;
 }
 
 /** Parses `k=v,k2=v2` for `flag`, each key checked as a qualified name and each value by `valueError`. */
@@ -78,7 +79,8 @@ function withInputOptions(command: Command): Command {
     .option('--config <file>', 'an injector config.json instead of --from (the webhook configuration\'s rules and selectors are then not checked)')
     .option('-n, --namespace <namespace>', 'namespace of objects without metadata.namespace', DEFAULT_OBJECT_NAMESPACE)
     .option('--namespace-labels <k=v,...>', 'labels of the objects\' namespaces, as the namespaceSelector sees them (kubernetes.io/metadata.name=<namespace> is always added, as the apiserver does)')
-    .option('--namespace-annotations <k=v,...>', 'annotations of the objects\' namespaces, for overrides that read namespace defaults (a Namespace object among the manifests gives its own too)');
+    .option('--namespace-annotations <k=v,...>', 'annotations of the objects\' namespaces, for overrides that read namespace defaults (a Namespace object among the manifests gives its own too)')
+    .option('--revision <tag-or-revision>', 'with revisions: preview under this tag or revision, whatever the labels choose (default: the one the webhook entries, or the labels, choose)');
 }
 
 /** Reads the injector and the manifests, and runs every object through the webhook's path. */
@@ -93,7 +95,13 @@ function preview(options: InputOptions, io: CliIo): { previews: ObjectPreview[];
   const source = options.from !== undefined ? loadSynthesized(options.from) : loadConfigFile(options.config!);
   const documents = readManifests(options.filename, io.readStdin);
   const namespaceAnnotations = options.namespaceAnnotations !== undefined ? parseAnnotations(options.namespaceAnnotations) : {};
-  return { previews: previewAll(documents, source, { namespace: options.namespace, namespaceLabels, namespaceAnnotations }), source };
+  if (options.revision !== undefined) {
+    if (!source.config.revisions) throw new UsageError(`--revision "${options.revision}": the config has no revisions`);
+    if (chosenRevision(source.config, options.revision) === undefined) {
+      throw new UsageError(`--revision "${options.revision}" names no revision or tag of the config (served: ${servedChoosers(source.config).join(', ')})`);
+    }
+  }
+  return { previews: previewAll(documents, source, { namespace: options.namespace, namespaceLabels, namespaceAnnotations, revision: options.revision }), source };
 }
 
 /** The command's own name, and the one it answers to as a kubectl plugin (`kubectl sidecar-injector`). */
