@@ -72,3 +72,59 @@ export function revisionRouting(config: ResolvedInjectorConfig): RevisionRouting
     targetKinds: [...new Set(revisions.flatMap((revision) => revision.targetKinds))],
   };
 }
+
+/** A label selector as the webhook entries and policy bindings write it. */
+export interface RoutingSelector {
+  readonly matchLabels?: Readonly<Record<string, string>>;
+  readonly matchExpressions?: readonly { readonly key: string; readonly operator: string; readonly values?: readonly string[] }[];
+}
+
+/** Where one webhook entry (or policy binding) sends objects: who chose, and its selectors. */
+export interface RoutedSelectors {
+  /** `workload`: the pod template's label; `namespace`: the namespace's; `default`: neither, in an enabled namespace. */
+  readonly chooser: 'workload' | 'namespace' | 'default';
+  readonly namespaceSelector: RoutingSelector;
+  readonly objectSelector: RoutingSelector;
+}
+
+/**
+ * The selectors that send each object to exactly one revision, or to the unserved answer: a pod template's
+ * label chooses first (in any namespace but the excluded ones), then its namespace's, then the default tag
+ * in the enabled namespaces. `enabled` is the injector's namespace selector with the exclusions;
+ * `objects` its object selector with the exclusion label; `excluded` the exclusions alone.
+ */
+export function routingSelectors(
+  routing: RevisionRouting,
+  enabled: RoutingSelector,
+  objects: RoutingSelector,
+  excluded: NonNullable<RoutingSelector['matchExpressions']>[number],
+): { revisions: Map<string, RoutedSelectors[]>; unserved: RoutedSelectors[] } {
+  const { label } = routing;
+  const withObjects = (...requirements: NonNullable<RoutingSelector['matchExpressions']>) => ({ matchLabels: objects.matchLabels, matchExpressions: [...(objects.matchExpressions ?? []), ...requirements] });
+  const unlabelled = { key: label, operator: 'DoesNotExist' };
+  const revisions = new Map<string, RoutedSelectors[]>();
+  for (const revision of routing.revisions) {
+    const chosenBy = { key: label, operator: 'In', values: [...revision.choosers] };
+    const selectors: RoutedSelectors[] = [
+      { chooser: 'workload', namespaceSelector: { matchExpressions: [excluded] }, objectSelector: withObjects(chosenBy) },
+      { chooser: 'namespace', namespaceSelector: { matchExpressions: [chosenBy, excluded] }, objectSelector: withObjects(unlabelled) },
+    ];
+    if (revision.isDefault) {
+      selectors.push({
+        chooser: 'default',
+        namespaceSelector: { matchLabels: enabled.matchLabels, matchExpressions: [...(enabled.matchExpressions ?? []), unlabelled] },
+        objectSelector: withObjects(unlabelled),
+      });
+    }
+    revisions.set(revision.name, selectors);
+  }
+  const unserved = { key: label, operator: 'NotIn', values: [...routing.served] };
+  const labelled = { key: label, operator: 'Exists' };
+  return {
+    revisions,
+    unserved: [
+      { chooser: 'workload', namespaceSelector: { matchExpressions: [excluded] }, objectSelector: withObjects(labelled, unserved) },
+      { chooser: 'namespace', namespaceSelector: { matchExpressions: [labelled, unserved, excluded] }, objectSelector: withObjects(unlabelled) },
+    ],
+  };
+}

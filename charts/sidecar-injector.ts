@@ -14,7 +14,9 @@ import {
   injectorConfigWarnings,
   namespaceOverrideKeys,
   resolveInjectorConfig,
+  revisionConfig,
   revisionConfigs,
+  revisionLabel,
 } from '../webhook/config';
 import { WebhookCertificate } from './certificates/webhook-certificate';
 import { WebhookCertificates } from './certificates/webhook-certificates';
@@ -23,14 +25,15 @@ import { InjectionAdmissionPolicies } from './admission-policy/injection-admissi
 import { appliedByPolicy, backendSettingsIssues, policyBackendIssues, resolvedInjectionsOf, webhookShareOf } from './admission-policy/injector-backend';
 import { findInjectorClashes, registerInjector } from './injector-clashes';
 import { InjectionProps, injectionSchemaIssues, resolveInjectionProps } from './injection-props';
-import { revisionRouting, revisionedPolicyIssues, resolveRevisionProps, revisionSchemaIssues } from './revision-props';
+import { type RoutingSelector, revisionRouting, revisionedPolicyIssues, resolveRevisionProps, revisionSchemaIssues, routingSelectors } from './revision-props';
+import { UnservedRevisionPolicy } from './admission-policy/unserved-revision-policy';
 import { injectorConfigMap } from './injector-config-map';
 import { webhookNamespace } from './namespace';
 import { NamespaceReader, namespaceReader } from './namespace-reader';
 import { DEFAULT_WEBHOOK_IMAGE, SidecarInjectorProps, settingsIssues } from './sidecar-injector-props';
 import { SidecarInjectorPropsError } from './sidecar-injector-props-error';
 import { PACKAGE_VERSION } from './version';
-import { mutatingWebhookConfiguration, namespaceSelector } from './webhook-configuration';
+import { ALWAYS_EXCLUDED_NAMESPACES, mutatingWebhookConfiguration, namespaceSelector } from './webhook-configuration';
 import { sha256 } from './webhook-tls';
 import { WebhookServer } from './webhook-server';
 import { webhookDeployment, webhookNetworkPolicy, webhookPodDisruptionBudget, webhookService } from './webhook-workload';
@@ -44,6 +47,14 @@ export {
 } from './sidecar-injector-props';
 export { SidecarInjectorPropsError } from './sidecar-injector-props-error';
 export { ALWAYS_EXCLUDED_NAMESPACES } from './webhook-configuration';
+
+/** With revisions and a policy backend: each revision's policies, and the policy for labels naming nothing served. */
+export interface RevisionPolicies {
+  /** Each revision's MutatingAdmissionPolicies and bindings, by revision name. */
+  readonly revisions: Readonly<Record<string, InjectionAdmissionPolicies>>;
+  /** The ValidatingAdmissionPolicy (and bindings) that warns about, or refuses, a `<prefix>/rev` label naming nothing served. */
+  readonly unserved: UnservedRevisionPolicy;
+}
 
 /** The type of the synth warnings about Pod Security: the metadata entry and the process warning. */
 export const POD_SECURITY_WARNING = 'SidecarInjectorPodSecurity';
@@ -125,8 +136,11 @@ export class SidecarInjector extends Construct {
   readonly backend: InjectorBackend;
   /** The `admissionregistration.k8s.io` version of the policies (`admissionPolicyApiVersion`). */
   readonly admissionPolicyApiVersion: AdmissionPolicyApiVersion;
-  /** The MutatingAdmissionPolicies and bindings, unless `backend` is `webhook`. */
+  /** The MutatingAdmissionPolicies and bindings, unless `backend` is `webhook` (or revisions are given: `revisionPolicies`). */
   readonly admissionPolicies?: InjectionAdmissionPolicies;
+  /** With revisions and a policy backend: each revision's policies and bindings, by revision name, and the
+   * ValidatingAdmissionPolicy for labels naming nothing served. */
+  readonly revisionPolicies?: RevisionPolicies;
 
   private readonly injections: Injection[] = [];
   /** The revisions as Kubernetes JSON (`revisions`), or undefined: `injections` is then the one set. */
@@ -179,6 +193,11 @@ export class SidecarInjector extends Construct {
     const metadata = (name: string) => ({ name, namespace: this.namespaceName, labels });
     this.namespaceReaderSettings = { name: this.name, namespace: this.namespaceName, clusterName: `${this.webhookConfigurationName}-namespace-reader`, labels };
 
+    if (this.backend !== 'webhook' && this.revisions) {
+      this.revisionPolicies = this.makeRevisionPolicies(props, labels);
+      registerInjector(this, props.createNamespace ?? true);
+      return;
+    }
     if (this.backend !== 'webhook') {
       this.admissionPolicies = new InjectionAdmissionPolicies(this, 'AdmissionPolicies', {
         apiVersion: this.admissionPolicyApiVersion,
@@ -263,6 +282,48 @@ export class SidecarInjector extends Construct {
     });
     this.addNamespaceReaderIfNeeded();
     registerInjector(this, props.createNamespace ?? true);
+  }
+
+  /**
+   * The policy backend with revisions: each revision's policies (`<webhookConfigurationName>.<revision>.<shape>`),
+   * bound once per way the revision is chosen, with the webhook entries' selectors; and the
+   * ValidatingAdmissionPolicy that warns about (or refuses) labels naming nothing served.
+   */
+  private makeRevisionPolicies(props: SidecarInjectorProps, labels: Record<string, string>): RevisionPolicies {
+    const config = this.config;
+    const routing = revisionRouting(config)!;
+    const objects: LabelSelector = {
+      matchLabels: props.objectSelector?.matchLabels,
+      matchExpressions: [...(props.objectSelector?.matchExpressions ?? []), { key: this.exclusionLabel, operator: 'DoesNotExist' }],
+    };
+    const excluded = { key: 'kubernetes.io/metadata.name', operator: 'NotIn' as const, values: [...ALWAYS_EXCLUDED_NAMESPACES, this.namespaceName] };
+    const selectors = routingSelectors(routing, namespaceSelector(props.namespaceSelector, this.namespaceName) as RoutingSelector, objects, excluded);
+    const revisions: Record<string, InjectionAdmissionPolicies> = {};
+    for (const revision of routing.revisions) {
+      const policies = new InjectionAdmissionPolicies(this, `AdmissionPolicies-${revision.name}`, {
+        apiVersion: this.admissionPolicyApiVersion,
+        namePrefix: `${this.webhookConfigurationName}.${revision.name}`,
+        config: () => revisionConfig(this.config, revision.name)!,
+        carriedConfig: () => this.config,
+        failurePolicy: this.failurePolicy,
+        bindings: selectors.revisions.get(revision.name)!.map((routed) => ({ suffix: routed.chooser, namespaceSelector: routed.namespaceSelector as LabelSelector, objectSelector: routed.objectSelector as LabelSelector })),
+        podStatusNamespaceSelector: { matchExpressions: [excluded] },
+        objectSelector: objects,
+        labels: { ...labels, [revisionLabel(this.annotationPrefix)]: revision.name },
+      });
+      for (const injection of revisionConfig(config, revision.name)!.injections) policies.addInjection(injection);
+      revisions[revision.name] = policies;
+    }
+    const unserved = new UnservedRevisionPolicy(this, 'UnservedRevisionPolicy', {
+      name: `${this.webhookConfigurationName}.unserved-revision`,
+      annotationPrefix: this.annotationPrefix,
+      served: routing.served,
+      targetKinds: routing.targetKinds,
+      selectors: selectors.unserved,
+      action: this.failurePolicy === 'Fail' ? 'refuse' : 'warn',
+      labels,
+    });
+    return { revisions, unserved };
   }
 
   /** Makes the namespace reader once some injection the webhook applies has an override that reads namespaces. */

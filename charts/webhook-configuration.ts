@@ -2,7 +2,7 @@ import { Lazy } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import { TargetKind, readinessConditionMissingCel } from '../webhook/config';
-import type { RevisionRouting } from './revision-props';
+import { type RevisionRouting, type RoutedSelectors, type RoutingSelector, routingSelectors } from './revision-props';
 import { LabelSelectorProps } from './sidecar-injector-props';
 
 /** Namespaces the webhook never sees, whatever the namespace selector says. */
@@ -67,47 +67,20 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
     reinvocationPolicy: 'IfNeeded',
     matchPolicy: 'Equivalent',
   });
-  /** The object selector with the revision label's requirements added. */
-  const objects = (...requirements: k8s.LabelSelectorRequirement[]) => ({ matchLabels: objectSelector.matchLabels, matchExpressions: [...objectSelector.matchExpressions, ...requirements] });
   /**
    * With revisions, entries that exclude each other, so the apiserver calls exactly one per object: a pod
    * template's label chooses first, then its namespace's, then (in the enabled namespaces) the default
    * tag. A label that names nothing served goes to an entry that warns (or refuses) rather than to none.
    */
   const revisionEntries = (routing: RevisionRouting): k8s.MutatingWebhook[] => {
-    const { label } = routing;
+    const selectors = routingSelectors(routing, namespaceSelector(settings.namespaceSelector, settings.namespace) as RoutingSelector, objectSelector as RoutingSelector, excluded);
     const entries: k8s.MutatingWebhook[] = [];
     for (const revision of routing.revisions) {
-      const path = `/mutate/revisions/${revision.name}`;
-      const chosenBy = { key: label, operator: 'In', values: [...revision.choosers] };
-      entries.push(entry(`${revision.name}.workload.inject`, path, revision.targetKinds, { namespaceSelector: { matchExpressions: [excluded] }, objectSelector: objects(chosenBy) }));
-      entries.push(
-        entry(`${revision.name}.namespace.inject`, path, revision.targetKinds, {
-          namespaceSelector: { matchExpressions: [chosenBy, excluded] },
-          objectSelector: objects({ key: label, operator: 'DoesNotExist' }),
-        }),
-      );
-      if (revision.isDefault) {
-        const enabled = namespaceSelector(settings.namespaceSelector, settings.namespace);
-        entries.push(
-          entry(`${revision.name}.default.inject`, path, revision.targetKinds, {
-            namespaceSelector: { matchLabels: enabled.matchLabels, matchExpressions: [...(enabled.matchExpressions ?? []), { key: label, operator: 'DoesNotExist' }] },
-            objectSelector: objects({ key: label, operator: 'DoesNotExist' }),
-          }),
-        );
+      for (const routed of selectors.revisions.get(revision.name)!) {
+        entries.push(entry(`${revision.name}.${routed.chooser}.inject`, `/mutate/revisions/${revision.name}`, revision.targetKinds, asSelectors(routed)));
       }
     }
-    const unserved = { key: label, operator: 'NotIn', values: [...routing.served] };
-    entries.push(
-      entry('unserved-workload.inject', '/mutate/unserved/workload', routing.targetKinds, {
-        namespaceSelector: { matchExpressions: [excluded] },
-        objectSelector: objects({ key: label, operator: 'Exists' }, unserved),
-      }),
-      entry('unserved-namespace.inject', '/mutate/unserved/namespace', routing.targetKinds, {
-        namespaceSelector: { matchExpressions: [{ key: label, operator: 'Exists' }, unserved, excluded] },
-        objectSelector: objects({ key: label, operator: 'DoesNotExist' }),
-      }),
-    );
+    for (const routed of selectors.unserved) entries.push(entry(`unserved-${routed.chooser}.inject`, `/mutate/unserved/${routed.chooser}`, routing.targetKinds, asSelectors(routed)));
     return entries;
   };
   const inject: k8s.MutatingWebhook = {
@@ -153,6 +126,11 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
       },
     }),
   });
+}
+
+/** A routing's selectors as the webhook entry's fields (the same JSON, in cdk8s's types). */
+function asSelectors(routed: RoutedSelectors): Pick<k8s.MutatingWebhook, 'namespaceSelector' | 'objectSelector'> {
+  return { namespaceSelector: routed.namespaceSelector as k8s.LabelSelector, objectSelector: routed.objectSelector as k8s.LabelSelector };
 }
 
 function webhookRules(kinds: Set<TargetKind>): k8s.RuleWithOperations[] {

@@ -8,4 +8,5 @@ export type { AdmissionPolicyApiVersion, InjectorBackend } from './admission-pol
 export { AdmissionPolicyLimitationError, InjectionAdmissionPolicies } from './injection-admission-policies';
 export type { InjectionAdmissionPoliciesProps, PodStatusPolicyObjects, ShapePolicyObjects } from './injection-admission-policies';
 export { configPolicyLimitations, policyLimitations } from './injection-policy';
-export type { PolicyLimitation, TemplateShape } from './injection-policy';
+export type { PolicyLimitation } from './injection-policy';
+export type { TemplateShape } from './template-shapes';

@@ -1,6 +1,6 @@
 import { ApiObject, Lazy } from 'cdk8s';
 import { Construct } from 'constructs';
-import { ANNOTATIONS_SIZE_LIMIT, POLICY_CONFIG_ANNOTATION, type ResolvedInjection, type ResolvedInjectorConfig } from '../../webhook/config';
+import { ANNOTATIONS_SIZE_LIMIT, POLICY_CONFIG_ANNOTATION, POLICY_TAGS_ANNOTATION, type ResolvedInjection, type ResolvedInjectorConfig } from '../../webhook/config';
 import {
   ADMISSION_POLICY_API_VERSIONS,
   AdmissionPolicyApiVersion,
@@ -8,7 +8,8 @@ import {
   MutatingAdmissionPolicyBindingSpec,
   MutatingAdmissionPolicySpec,
 } from './admission-policy-types';
-import { PolicyLimitation, TemplateShape, policyLimitations, readinessConditionPolicySpec, shapePolicies, shapesOf } from './injection-policy';
+import { PolicyLimitation, policyLimitations, readinessConditionPolicySpec, shapePolicies } from './injection-policy';
+import { type TemplateShape, shapesOf } from './template-shapes';
 
 /** Props of InjectionAdmissionPolicies. */
 export interface InjectionAdmissionPoliciesProps {
@@ -26,6 +27,21 @@ export interface InjectionAdmissionPoliciesProps {
   readonly objectSelector?: LabelSelector;
   /** Labels on every policy and binding. @default none */
   readonly labels?: Record<string, string>;
+  /**
+   * With revisions: one binding per way a revision is chosen (`<policy>.<suffix>`, each with its own
+   * selectors) instead of one binding with `namespaceSelector` and `objectSelector`; the readiness gate's
+   * policy is then bound in every namespace but the excluded ones (`podStatusNamespaceSelector`).
+   * @default one binding per policy
+   */
+  readonly bindings?: readonly { readonly suffix: string; readonly namespaceSelector: LabelSelector; readonly objectSelector: LabelSelector }[];
+  /** The readiness gate policy's namespaces, when `bindings` are given. @default `namespaceSelector` */
+  readonly podStatusNamespaceSelector?: LabelSelector;
+  /**
+   * The config the policies carry for `status --from` (in their annotations): the whole config, its tags
+   * apart (POLICY_TAGS_ANNOTATION), so that moving a tag changes one short line per policy.
+   * @default `config`
+   */
+  readonly carriedConfig?: () => ResolvedInjectorConfig;
 }
 
 /** The policy and binding of one template shape. */
@@ -34,8 +50,10 @@ export interface ShapePolicyObjects {
   readonly shape: TemplateShape;
   /** The MutatingAdmissionPolicy: its injections in the order they were added, in as few mutations as can share one. */
   readonly policy: ApiObject;
-  /** The MutatingAdmissionPolicyBinding that puts it in force. */
+  /** The MutatingAdmissionPolicyBinding that puts it in force (the first of `bindings`). */
   readonly binding: ApiObject;
+  /** Every binding of the policy: one, or with revisions one per way the revision is chosen. */
+  readonly bindings: readonly ApiObject[];
 }
 
 /** The policy and binding that give a pod the readiness gate's condition on its first status write. */
@@ -119,7 +137,7 @@ export class InjectionAdmissionPolicies extends Construct {
     });
     const bindingSpec: MutatingAdmissionPolicyBindingSpec = {
       policyName: name,
-      matchResources: { namespaceSelector: this.props.namespaceSelector ?? {}, objectSelector: this.props.objectSelector ?? {} },
+      matchResources: { namespaceSelector: this.props.podStatusNamespaceSelector ?? this.props.namespaceSelector ?? {}, objectSelector: this.props.objectSelector ?? {} },
     };
     const binding = new ApiObject(this, 'pod-status-binding', { apiVersion, kind: 'MutatingAdmissionPolicyBinding', metadata: { name, labels }, spec: bindingSpec });
     return { policy, binding };
@@ -138,28 +156,34 @@ export class InjectionAdmissionPolicies extends Construct {
     // The whole config rides along for `status --from`, as the webhook's ConfigMap carries it; cdk8s
     // resolves a Lazy annotation value at synth, after every addInjection().
     const configAnnotation = Lazy.any({ produce: () => this.synthesizeConfigAnnotation() }) as unknown as string;
+    const tags = this.props.carriedConfig?.().tags;
+    const annotations = { [POLICY_CONFIG_ANNOTATION]: configAnnotation, ...(tags ? { [POLICY_TAGS_ANNOTATION]: JSON.stringify(tags) } : {}) };
     const policy = new ApiObject(this, `${shape}-policy`, {
       apiVersion,
       kind: 'MutatingAdmissionPolicy',
-      metadata: { name, labels, annotations: { [POLICY_CONFIG_ANNOTATION]: configAnnotation } },
+      metadata: { name, labels, annotations },
       spec: Lazy.any({ produce: spec }),
     });
-    const bindingSpec: MutatingAdmissionPolicyBindingSpec = {
-      policyName: name,
-      matchResources: { namespaceSelector: this.props.namespaceSelector ?? {}, objectSelector: this.props.objectSelector ?? {} },
-    };
-    const binding = new ApiObject(this, `${shape}-binding`, {
-      apiVersion,
-      kind: 'MutatingAdmissionPolicyBinding',
-      metadata: { name, labels },
-      spec: bindingSpec,
-    });
-    return { shape, policy, binding };
+    const bindingOf = (id: string, bindingName: string, namespaceSelector: LabelSelector, objectSelector: LabelSelector) =>
+      new ApiObject(this, id, {
+        apiVersion,
+        kind: 'MutatingAdmissionPolicyBinding',
+        metadata: { name: bindingName, labels },
+        spec: { policyName: name, matchResources: { namespaceSelector, objectSelector } } satisfies MutatingAdmissionPolicyBindingSpec,
+      });
+    if (this.props.bindings) {
+      const bindings = this.props.bindings.map((entry) => bindingOf(`${shape}-binding-${entry.suffix}`, `${name}.${entry.suffix}`, entry.namespaceSelector, entry.objectSelector));
+      return { shape, policy, binding: bindings[0], bindings };
+    }
+    const binding = bindingOf(`${shape}-binding`, name, this.props.namespaceSelector ?? {}, this.props.objectSelector ?? {});
+    return { shape, policy, binding, bindings: [binding] };
   }
 
   /** The config as compact JSON, or an error naming `injections` when the apiserver would refuse its size. */
   private synthesizeConfigAnnotation(): string {
-    const json = JSON.stringify(this.props.config());
+    const carried = this.props.carriedConfig?.() ?? this.props.config();
+    const { tags: _tags, ...withoutTags } = carried;
+    const json = JSON.stringify(carried.tags === undefined ? carried : withoutTags);
     const bytes = Buffer.byteLength(POLICY_CONFIG_ANNOTATION) + Buffer.byteLength(json);
     if (bytes > ANNOTATIONS_SIZE_LIMIT) {
       throw new Error(

@@ -8,7 +8,7 @@ import { Injection, resolveInjectorConfig } from '../../webhook/config';
 import { mutate } from '../../webhook/engine';
 import { POLICY_TEST_INJECTIONS, configPolicyLimitations, injectionPoliciesOf, injectionsOfPolicy, triggerVariants } from '../support/admission-policy-config';
 import { SimulatedPolicy, admitWithPolicies, evaluateGuardCondition, evaluatePolicy, guardContext } from '../support/admission-policy-simulator';
-import { mutationGuards } from '../../charts/admission-policy/injection-policy';
+import { mutationGuards } from '../../charts/admission-policy/mutation-text';
 import { applyResponse, loadReview, podOf, reviewNames } from '../support/recorded-reviews';
 
 const PREFIX = 'sidecar-injector.io';

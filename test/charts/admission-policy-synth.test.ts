@@ -19,7 +19,7 @@ import { admissionPolicyViolations } from '../support/admission-policy-schemas';
 import { celValue, isCelFieldName } from '../../charts/admission-policy/cel-text';
 import { admitWithPolicies, kubernetesCelEnvironment, patchDataExpressions } from '../support/admission-policy-simulator';
 import { podGuaranteedExpression } from '../../charts/admission-policy/qos-cel';
-import { FOLDED_TAIL, TO_JSON_PATCH, bindInOrder, foldedConditions, mutationGuard, mutationGuards, patchData } from '../../charts/admission-policy/injection-policy';
+import { FOLDED_TAIL, TO_JSON_PATCH, bindInOrder, foldedConditions, mutationGuard, mutationGuards, patchData } from '../../charts/admission-policy/mutation-text';
 import { POLICY_TEST_INJECTIONS, injectionPoliciesOf, injectionsOfPolicy } from '../support/admission-policy-config';
 
 const PREFIX = 'sidecar-injector.io';

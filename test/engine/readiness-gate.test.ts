@@ -11,7 +11,7 @@ import { InjectorConfigError } from '../../webhook/config';
 import { evaluate } from '../../webhook/engine';
 import { readinessConditionPolicySpec, shapePolicies } from '../../charts/admission-policy/injection-policy';
 import { ADMISSION_POLICY_API_VERSIONS } from '../../charts/admission-policy/admission-policy-types';
-import { foldedConditions, mutationGuards } from '../../charts/admission-policy/injection-policy';
+import { foldedConditions, mutationGuards } from '../../charts/admission-policy/mutation-text';
 import { admissionPolicyViolations } from '../support/admission-policy-schemas';
 import { admitWithPolicies, kubernetesCelEnvironment, patchDataExpressions, type SimulatedPolicy } from '../support/admission-policy-simulator';
 import { applyResponse, loadReview, podOf } from '../support/recorded-reviews';

@@ -2,7 +2,8 @@
 import type { Injection, ResolvedInjectorConfig } from '../../webhook/config';
 import type { AdmissionPolicyApiVersion } from '../../charts/admission-policy';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
-import { mutationGuard, mutationInjections, shapePolicies } from '../../charts/admission-policy/injection-policy';
+import { shapePolicies } from '../../charts/admission-policy/injection-policy';
+import { mutationGuard, mutationInjections } from '../../charts/admission-policy/mutation-text';
 import type { SimulatedPolicy } from './admission-policy-simulator';
 import { podOf } from './recorded-reviews';
 

@@ -10,7 +10,7 @@ import { applyPatch, Operation } from 'fast-json-patch';
 import { Environment } from '@marcbachmann/cel-js';
 import { parseQuantity } from '../../webhook/config';
 
-import { FOLDED_TAIL, SHARED_SCOPE, foldedConditions, isFolded, mutationGuard, patchData } from '../../charts/admission-policy/injection-policy';
+import { FOLDED_TAIL, SHARED_SCOPE, foldedConditions, isFolded, mutationGuard, patchData } from '../../charts/admission-policy/mutation-text';
 
 /**
  * The CEL of each of a policy's mutations without its JSONPatch{...} constructor: lists of {path, value}

@@ -5,7 +5,7 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CONFIG_FILE_NAME, InjectorConfigError, POLICY_CONFIG_ANNOTATION, ResolvedInjectorConfig, loadInjectorConfig } from '../config';
+import { CONFIG_FILE_NAME, InjectorConfigError, POLICY_CONFIG_ANNOTATION, POLICY_TAGS_ANNOTATION, ResolvedInjectorConfig, loadInjectorConfig, revisionLabel } from '../config';
 import type { MutatingWebhook, MutatingWebhookConfiguration } from '../engine/webhook-match';
 import { InputDocument, InputError, describeLocation, readManifests } from './manifest-input';
 
@@ -101,22 +101,34 @@ function policyInjectors(from: string, documents: InputDocument[]): SynthesizedI
         `${POLICY_CONFIG_ANNOTATION} annotation (synthesized by an older version); synth again, or give --config with the whole config: JSON.stringify(injector.config)`,
     ]);
   }
+  // One injector's policies carry the same config (each revision's too): grouped by it.
   const groups = new Map<string, InputDocument[]>();
   for (const document of carrying) {
-    const name = String(objectOf(document).metadata?.name);
-    const prefix = name.slice(0, Math.max(0, name.lastIndexOf('.')));
-    groups.set(prefix, [...(groups.get(prefix) ?? []), document]);
+    const annotations = objectOf(document).metadata.annotations;
+    const key = `${annotations[POLICY_CONFIG_ANNOTATION]}\u0000${annotations[POLICY_TAGS_ANNOTATION] ?? ''}`;
+    groups.set(key, [...(groups.get(key) ?? []), document]);
   }
-  return [...groups].map(([prefix, members]) => {
+  const validating = documents.filter((document) => isAdmissionRegistration(document, 'ValidatingAdmissionPolicy'));
+  const validatingBindings = documents.filter((document) => isAdmissionRegistration(document, 'ValidatingAdmissionPolicyBinding'));
+  const injectors = [...groups].map(([key, members]) => {
     const first = members[0].object as Record<string, any>;
-    const configText: string = first.metadata.annotations[POLICY_CONFIG_ANNOTATION];
+    const [configOnly, tagsText] = key.split('\u0000');
+    // The tags ride apart (POLICY_TAGS_ANNOTATION): put back, the config is the one the construct holds.
+    const configText = tagsText === '' ? configOnly : JSON.stringify({ ...JSON.parse(configOnly), tags: JSON.parse(tagsText) });
+    let prefix = '';
+    let revisionLabelKey: string | undefined;
+    try {
+      const parsed = JSON.parse(configOnly);
+      prefix = typeof parsed.annotationPrefix === 'string' ? parsed.annotationPrefix : '';
+      if (Array.isArray(parsed.revisions)) revisionLabelKey = revisionLabel(prefix);
+    } catch {
+      // parseConfig names the problem.
+    }
     const webhooks: MutatingWebhook[] = [];
     const used: InputDocument[] = [];
     for (const member of members) {
       const policy = member.object as Record<string, any>;
-      if (policy.metadata.annotations[POLICY_CONFIG_ANNOTATION] !== configText) {
-        throw new InputError([`--from ${from}: ${describeObject(policy)} and ${describeObject(first)} carry different ${POLICY_CONFIG_ANNOTATION}; synth again`]);
-      }
+      const revision = revisionLabelKey === undefined ? undefined : policy.metadata.labels?.[revisionLabelKey];
       for (const binding of bindings.filter((candidate) => objectOf(candidate).spec?.policyName === policy.metadata.name)) {
         const matchResources = objectOf(binding).spec?.matchResources ?? {};
         webhooks.push({
@@ -125,17 +137,43 @@ function policyInjectors(from: string, documents: InputDocument[]): SynthesizedI
           matchPolicy: policy.spec?.matchConstraints?.matchPolicy,
           namespaceSelector: matchResources.namespaceSelector,
           objectSelector: matchResources.objectSelector,
+          // Where the webhook entry of the same selectors would send it: the revision the policy applies.
+          ...(typeof revision === 'string' ? { clientConfig: { service: { path: `/mutate/revisions/${revision}` } } } : {}),
         });
         used.push(binding);
+      }
+    }
+    // With revisions, the policy for labels naming nothing served, named after the same prefix.
+    const namePrefix = String(first.metadata.name).split('.').slice(0, revisionLabelKey === undefined ? -1 : -2).join('.');
+    for (const policy of revisionLabelKey === undefined ? [] : validating.filter((document) => objectOf(document).metadata?.name === `${namePrefix}.unserved-revision`)) {
+      for (const binding of validatingBindings.filter((candidate) => objectOf(candidate).spec?.policyName === objectOf(policy).metadata.name)) {
+        const chooser = String(objectOf(binding).metadata?.name).split('.').pop();
+        const matchResources = objectOf(binding).spec?.matchResources ?? {};
+        webhooks.push({
+          name: `${objectOf(binding).metadata?.name} (ValidatingAdmissionPolicyBinding)`,
+          rules: objectOf(policy).spec?.matchConstraints?.resourceRules ?? [],
+          matchPolicy: objectOf(policy).spec?.matchConstraints?.matchPolicy,
+          namespaceSelector: matchResources.namespaceSelector,
+          objectSelector: matchResources.objectSelector,
+          clientConfig: { service: { path: `/mutate/unserved/${chooser}` } },
+        });
+        used.push(policy, binding);
       }
     }
     return {
       configText,
       subject: `${describeLocation(members[0])}: ${describeObject(first)} annotation ${POLICY_CONFIG_ANNOTATION}`,
-      webhookConfiguration: { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', metadata: { name: prefix }, webhooks },
+      webhookConfiguration: { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', metadata: { name: namePrefix }, webhooks },
       description: `${[...members, ...used].map((document) => `${describeObject(document.object!)} (${document.source})`).join(', ')}`,
+      first: members[0],
     };
   });
+  // Policies of one name prefix whose configs differ: synthesized at different times, not two injectors.
+  for (const injector of injectors) {
+    const other = injectors.find((candidate) => candidate !== injector && candidate.webhookConfiguration.metadata?.name === injector.webhookConfiguration.metadata?.name);
+    if (other) throw new InputError([`--from ${from}: ${describeObject(injector.first.object!)} and ${describeObject(other.first.object!)} carry different ${POLICY_CONFIG_ANNOTATION}; synth again`]);
+  }
+  return injectors.map(({ first: _first, ...injector }) => injector);
 }
 
 /** The webhook backend's injectors: each ConfigMap with a config.json and the configuration calling its namespace. */

@@ -321,6 +321,12 @@ export const CONFIG_FILE_NAME = 'config.json';
  */
 export const POLICY_CONFIG_ANNOTATION = 'sidecar-injector.io/config.json';
 
+/**
+ * Beside POLICY_CONFIG_ANNOTATION, with revisions: the config's `tags` as JSON, kept apart so that moving a
+ * tag changes one short line per policy; `status --from` puts them back into the config.
+ */
+export const POLICY_TAGS_ANNOTATION = 'sidecar-injector.io/tags.json';
+
 /** The most bytes (keys plus values) the apiserver accepts in one object's annotations. */
 export const ANNOTATIONS_SIZE_LIMIT = 256 * 1024;
 
