@@ -3,6 +3,7 @@ export * from './sidecar-injector';
 export * from './sidecar-injector-chart';
 export type { NamespaceReader } from './namespace-reader';
 export type { ContainerMergeProps, InjectedContainer, InjectedEnvVar, InjectedVolume, InjectedVolumeMount, InjectionProps, RevisionProps } from './injection-props';
+export type { RoutedSelectors, RoutingRequirement, RoutingSelector } from './revision-props';
 export * from './certificates/webhook-certificate';
 export * from './certificates/webhook-certificates';
 export * from './certificates/certificate-store';

@@ -75,15 +75,29 @@ export function revisionRouting(config: ResolvedInjectorConfig): RevisionRouting
 
 /** A label selector as the webhook entries and policy bindings write it. */
 export interface RoutingSelector {
+  /** Labels that must all be present with these values. @default none */
   readonly matchLabels?: Readonly<Record<string, string>>;
-  readonly matchExpressions?: readonly { readonly key: string; readonly operator: string; readonly values?: readonly string[] }[];
+  /** Requirements that must all hold. @default none */
+  readonly matchExpressions?: readonly RoutingRequirement[];
+}
+
+/** One requirement of a RoutingSelector, as Kubernetes writes it. */
+export interface RoutingRequirement {
+  /** The label key. */
+  readonly key: string;
+  /** `In`, `NotIn`, `Exists` or `DoesNotExist`. */
+  readonly operator: string;
+  /** The values for `In` and `NotIn`. @default none */
+  readonly values?: readonly string[];
 }
 
 /** Where one webhook entry (or policy binding) sends objects: who chose, and its selectors. */
 export interface RoutedSelectors {
   /** `workload`: the pod template's label; `namespace`: the namespace's; `default`: neither, in an enabled namespace. */
   readonly chooser: 'workload' | 'namespace' | 'default';
+  /** The namespaces the entry (or binding) applies in. */
   readonly namespaceSelector: RoutingSelector;
+  /** The objects the entry (or binding) applies to. */
   readonly objectSelector: RoutingSelector;
 }
 
@@ -97,10 +111,10 @@ export function routingSelectors(
   routing: RevisionRouting,
   enabled: RoutingSelector,
   objects: RoutingSelector,
-  excluded: NonNullable<RoutingSelector['matchExpressions']>[number],
+  excluded: RoutingRequirement,
 ): { revisions: Map<string, RoutedSelectors[]>; unserved: RoutedSelectors[] } {
   const { label } = routing;
-  const withObjects = (...requirements: NonNullable<RoutingSelector['matchExpressions']>) => ({ matchLabels: objects.matchLabels, matchExpressions: [...(objects.matchExpressions ?? []), ...requirements] });
+  const withObjects = (...requirements: RoutingRequirement[]) => ({ matchLabels: objects.matchLabels, matchExpressions: [...(objects.matchExpressions ?? []), ...requirements] });
   const unlabelled = { key: label, operator: 'DoesNotExist' };
   const revisions = new Map<string, RoutedSelectors[]>();
   for (const revision of routing.revisions) {

@@ -11,6 +11,16 @@ import {
 import { PolicyLimitation, policyLimitations, readinessConditionPolicySpec, shapePolicies } from './injection-policy';
 import { type TemplateShape, shapesOf } from './template-shapes';
 
+/** One binding of each policy, with revisions: who chooses the revision, and the binding's selectors. */
+export interface PolicyBindingSelectors {
+  /** The binding's name is `<policy>.<suffix>`: `workload`, `namespace` or `default`. */
+  readonly suffix: string;
+  /** The namespaces the binding applies in. */
+  readonly namespaceSelector: LabelSelector;
+  /** The objects the binding applies to. */
+  readonly objectSelector: LabelSelector;
+}
+
 /** Props of InjectionAdmissionPolicies. */
 export interface InjectionAdmissionPoliciesProps {
   /** `admissionregistration.k8s.io` version to emit. @default 'v1' */
@@ -33,7 +43,7 @@ export interface InjectionAdmissionPoliciesProps {
    * policy is then bound in every namespace but the excluded ones (`podStatusNamespaceSelector`).
    * @default one binding per policy
    */
-  readonly bindings?: readonly { readonly suffix: string; readonly namespaceSelector: LabelSelector; readonly objectSelector: LabelSelector }[];
+  readonly bindings?: readonly PolicyBindingSelectors[];
   /** The readiness gate policy's namespaces, when `bindings` are given. @default `namespaceSelector` */
   readonly podStatusNamespaceSelector?: LabelSelector;
   /**

@@ -18,7 +18,8 @@ import type { AdmissionPolicyApiVersion, MutatingAdmissionPolicySpec, Variable }
 import { celValue } from './cel-text';
 import { mutationGroups, readsWhatALaterOneAdds } from './mutation-groups';
 import { TO_JSON_PATCH, foldedPatch, op } from './mutation-text';
-import { PolicyWriter, anchored, groupPatchData } from './policy-writer';
+import { groupPatchData } from './group-patch';
+import { PolicyWriter, anchored } from './policy-writer';
 import { TEMPLATE_SHAPES, type TemplateShape, policyResourceRules, shapesOf } from './template-shapes';
 
 

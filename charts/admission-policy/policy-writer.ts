@@ -1,15 +1,17 @@
 // One injection as CEL: its conditions (trigger, opt-out, not already injected), the values it binds, and
-// the JSONPatch adds that do what the webhook's engine does for it; and a run of injections sharing one
-// mutation (groupPatchData). With revisions, the revision recorded beside the status (revisionAdd).
+// the JSONPatch adds that do what the webhook's engine does for it. A run of injections sharing one
+// mutation is group-patch.ts. With revisions, the revision recorded beside the status (revisionAdd).
 
-import { ContainerMerge, ContainerSpec, JsonObject, JsonValue, ResolvedInjection, ResolvedInjectorConfig, TargetKind, annotationKeys, injectionHashEntry, placeholdersIn, readinessConditionType } from '../../webhook/config';
+import { ContainerSpec, JsonObject, JsonValue, ResolvedInjection, ResolvedInjectorConfig, TargetKind, annotationKeys, injectionHashEntry, placeholdersIn } from '../../webhook/config';
 import type { MatchCondition, Variable } from './admission-policy-types';
-import { PlaceholderExpressions, celFieldPresent, celFieldSelect, celString, celStringList, celTemplateString, celValue, jsonPointerToken } from './cel-text';
+import { PlaceholderExpressions, celString, celStringList, celTemplateString, celValue, jsonPointerToken } from './cel-text';
 import { withLimitsAtRequests } from '../../webhook/engine/qos';
 import { podGuaranteedExpression, podLevelResourcesExpression } from './qos-cel';
 import { nonGuaranteedContainers } from './mutation-groups';
 import { overrideMarks } from './override-cel';
-import { SHARED_SCOPE, bindInOrder, concat, guardedPatch, op, when } from './mutation-text';
+import { bindInOrder, concat, guardedPatch, op, when } from './mutation-text';
+import { isObject, mergePatchOps } from './merge-cel';
+import { firstIndexExpression, nativeSidecarCondition, readinessGateAdd } from './pod-spec-cel';
 import { type ShapeDefinition, TEMPLATE_SHAPES, type TemplateShape } from './template-shapes';
 
 
@@ -18,21 +20,6 @@ const POD_MAPS = { labels: 'podLabels', annotations: 'podAnnotations' } as const
 
 export function anchored(pattern: string): string {
   return `^(?:${pattern})$`;
-}
-
-/** Every path from the root of `fields` to a value (objects are walked, everything else is a leaf). */
-function fieldPaths(fields: JsonObject, prefix: string[] = []): string[][] {
-  const paths: string[][] = [];
-  for (const [key, value] of Object.entries(fields)) {
-    const path = [...prefix, key];
-    paths.push(path);
-    if (isObject(value)) paths.push(...fieldPaths(value, path));
-  }
-  return paths;
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 export class PolicyWriter {
@@ -376,7 +363,7 @@ export class PolicyWriter {
     ];
     // Native sidecars: the injection's containers, as init containers with restartPolicy Always,
     // in the pods that `nativeSidecars` names; appended before the injection's own init containers.
-    const native = this.nativeSidecarCondition();
+    const native = nativeSidecarCondition(this.injection, this.shape);
     if (native !== 'false') add('nativeSidecars', native);
     const first = native !== 'false' && injection.nativeSidecarPosition === 'first';
     // qos 'preserve-guaranteed': in a Guaranteed pod, the injected containers' limits are their requests.
@@ -423,7 +410,7 @@ export class PolicyWriter {
           // index, so in reverse order.
           const sidecars = itemAdds([...(injection.containers ?? [])].reverse(), 'variables.nativeSidecars && ', asNative);
           const inserts = this.earlierFirstInserts(' + ');
-          add('firstIndex', inserts === '' ? this.firstIndexExpression() : `(${this.firstIndexExpression()})${inserts}`);
+          add('firstIndex', inserts === '' ? firstIndexExpression(this.template, this.config, this.injection) : `(${firstIndexExpression(this.template, this.config, this.injection)})${inserts}`);
           const firstPointer = `${celString(`${this.pointer}/spec/${field}/`)} + string(variables.firstIndex)`;
           if (this.grouped) {
             contentOps.push(...itemOps(itemAdds(items, ''), appendPointer), ...itemOps(sidecars, firstPointer));
@@ -472,7 +459,7 @@ export class PolicyWriter {
     // Merges: fields set inside the user's containers (and init containers) of the given names.
     (injection.merges ?? []).forEach((merge) => {
       for (const list of ['containers', 'initContainers'] as const) {
-        contentOps.push(...this.mergeOps(merge, list, containerPointer, value));
+        contentOps.push(...mergePatchOps(this.template, merge, list, containerPointer, value));
       }
     });
     add('contentPatch', concat(contentOps));
@@ -490,7 +477,7 @@ export class PolicyWriter {
     // has it (mutation-groups.ts), so each sees the gates earlier mutations added and reads the pod's
     // own from the object; it makes the list when the pod has none (in a shared mutation too, where no
     // other injection appends to it).
-    const gate = injection.readinessGate === true ? this.readinessGateAdd() : undefined;
+    const gate = injection.readinessGate === true ? readinessGateAdd(this.template, this.pointer, this.config.annotationPrefix) : undefined;
     const changed = 'size(variables.contentPatch) + size(variables.labelPatch) + size(variables.annotationPatch) > 0';
     if (this.grouped) {
       if (gate) add('changed', changed);
@@ -519,153 +506,4 @@ export class PolicyWriter {
     );
     return vars;
   }
-
-  /**
-   * CEL: where this injection's first-placed native sidecars go among the init containers: after
-   * those that earlier injections (in config order, listed in the status annotation) placed first.
-   */
-  private firstIndexExpression(): string {
-    const t = this.template;
-    const own = this.config.injections.indexOf(this.injection);
-    const earlier = this.config.injections
-      .slice(0, own < 0 ? 0 : own)
-      .filter((other) => (other.nativeSidecars ?? 'never') !== 'never' && other.nativeSidecarPosition === 'first' && (other.containers ?? []).length > 0)
-      .map((other) => `(${celString(other.name)} in variables.statusNames ? ${celStringList((other.containers ?? []).map((c) => c.name))} : [])`);
-    if (earlier.length === 0) return '0';
-    return `has(${t}.spec.initContainers) ? size(${t}.spec.initContainers.filter(c, c.name in ${concat(earlier)})) : 0`;
-  }
-
-  /** CEL: whether the pod (template) has the readiness gate, and the add that gives it the gate. */
-  private readinessGateAdd(): { present: string; add: string } {
-    const t = this.template;
-    const type = celString(readinessConditionType(this.config.annotationPrefix));
-    const gate = `{"conditionType": ${type}}`;
-    const append = op(celString(`${this.pointer}/spec/readinessGates/-`), gate);
-    const create = op(celString(`${this.pointer}/spec/readinessGates`), `[${gate}]`);
-    return {
-      present: `(has(${t}.spec.readinessGates) && ${t}.spec.readinessGates.exists(g, g.conditionType == ${type}))`,
-      add: `has(${t}.spec.readinessGates) ? ${append} : ${create}`,
-    };
-  }
-
-  /** CEL: this object's pod gets the injection's containers as native sidecars ('false' when never). */
-  private nativeSidecarCondition(): string {
-    const mode = this.injection.nativeSidecars ?? 'never';
-    if (mode === 'never' || (this.injection.containers ?? []).length === 0) return 'false';
-    if (mode === 'always') return 'true';
-    // 'jobs': the pod template of a Job or CronJob, or a Pod a batch Job owns.
-    switch (this.shape) {
-      case 'cronjobs':
-        return 'true';
-      case 'workloads':
-        return 'request.kind.kind == "Job"';
-      case 'pods':
-        return 'has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, o.kind == "Job" && o.apiVersion.startsWith("batch/"))';
-    }
-  }
-
-  /**
-   * One merge into one container list. `skip`: every nested object of `fields` must exist in the
-   * container, or the merge leaves that container alone. `create`: a missing nested object is added
-   * whole. A leaf that already has the value is not patched (so reinvocation finds nothing to do).
-   */
-  private mergeOps(
-    merge: ContainerMerge,
-    list: 'containers' | 'initContainers',
-    containerPointer: (list: 'containers' | 'initContainers', c: string) => string,
-    value: (json: unknown) => string,
-  ): string[] {
-    const t = this.template;
-    const selected = `(has(${t}.spec.${list}) ? ${t}.spec.${list} : []).filter(c, !(c.name in variables.injectedContainers) && c.name in ${celStringList(merge.containerNames)})`;
-    const ops: string[] = [];
-    // A key that is no CEL identifier (`nvidia.com/gpu`) is a map key: indexed, and tested with `in`.
-    const access = (path: string[]) => path.reduce(celFieldSelect, 'c');
-    const present = (path: string[]) => celFieldPresent(access(path.slice(0, -1)), path[path.length - 1]);
-    const pointerOf = (path: string[]) => `${containerPointer(list, 'c')} + ${celString('/' + path.map(jsonPointerToken).join('/'))}`;
-    const hasAll = (paths: string[][]) => paths.map(present);
-    const leafUnchanged = (path: string[], leaf: JsonValue) => `(${present(path)} && ${access(path)} == ${value(leaf)})`;
-    const emit = (conditions: string[], path: string[], patchValue: JsonValue) => {
-      ops.push(`${selected}.filter(c, ${conditions.join(' && ')}).map(c, ${op(pointerOf(path), value(patchValue))})`);
-    };
-
-    const objectPaths = fieldPaths(merge.fields).filter((path) => isObject(valueAt(merge.fields, path)));
-    if ((merge.whenMissing ?? 'skip') === 'skip') {
-      const guard = hasAll(objectPaths);
-      for (const path of fieldPaths(merge.fields)) {
-        const leaf = valueAt(merge.fields, path);
-        if (isObject(leaf)) continue;
-        emit([...guard, `!${leafUnchanged(path, leaf)}`], path, leaf);
-      }
-    } else {
-      for (const path of fieldPaths(merge.fields)) {
-        const node = valueAt(merge.fields, path);
-        const parents = hasAll(objectPaths.filter((candidate) => candidate.length < path.length && candidate.every((key, index) => path[index] === key)));
-        if (isObject(node)) emit([...parents, `!${present(path)}`], path, node);
-        else emit([...parents, `!${leafUnchanged(path, node)}`], path, node);
-      }
-    }
-    return ops;
-  }
-}
-
-/**
- * One mutation for injections that can share it (mutation-groups.ts): each one's adds, computed from
- * the object as admitted, then once for all of them the lists they append to, the metadata maps and
- * the status annotation, which lists those that changed something, in order.
- */
-export function groupPatchData(writers: readonly PolicyWriter[]): string {
-  writers.forEach((writer, index) => {
-    writer.grouped = true;
-    writer.earlier = writers.slice(0, index).map((earlier, member) => ({ variable: `m${member}`, injection: earlier.injectionOf }));
-  });
-  const { template: t, pointer, statusKey } = writers[0].place;
-  const vars: Variable[] = [...writers[0].sharedVariables(), ...writers.map((writer, index) => ({ name: `m${index}`, expression: writer.sectionsExpression() }))];
-  const add = (name: string, expression: string) => vars.push({ name, expression });
-  // Only the parts that can hold adds of a kind are read: labels and annotations of the injections that set some.
-  const holds = (writer: PolicyWriter, index: number) =>
-    index === 0 || Object.keys(writer.injectionOf[index === 1 ? 'labels' : 'annotations'] ?? {}).length > 0;
-  const section = (index: number) => {
-    const parts = writers.flatMap((writer, member) => (holds(writer, index) ? [`variables.m${member}[${index}]`] : []));
-    return parts.length === 0 ? '[]' : parts.join(' + ');
-  };
-  add('contentPatch', section(0));
-  add('labelPatch', section(1));
-  add('annotationPatch', section(2));
-  // The injections that added anything, in order, each as [name, name=hash], for the status and the hashes.
-  add('applied', writers.map((_, member) => `variables.m${member}[3]`).join(' + '));
-  // A list the pod lacks is made before the first item is appended, when an injection that appends to it did.
-  const appendsTo: Record<string, (injection: ResolvedInjection) => boolean> = {
-    containers: (injection) => (injection.containers ?? []).length > 0 && (injection.nativeSidecars ?? 'never') !== 'always',
-    initContainers: (injection) => (injection.initContainers ?? []).length > 0 || ((injection.nativeSidecars ?? 'never') !== 'never' && (injection.containers ?? []).length > 0),
-    volumes: (injection) => (injection.volumes ?? []).length > 0,
-    imagePullSecrets: (injection) => (injection.imagePullSecrets ?? []).length > 0,
-  };
-  const lists = Object.entries(appendsTo).flatMap(([field, appends]) => {
-    const parts = writers.flatMap((writer, member) => (appends(writer.injectionOf) ? [`variables.m${member}[0]`] : []));
-    if (parts.length === 0) return [];
-    const adds = parts.length === 1 ? parts[0] : `(${parts.join(' + ')})`;
-    return [when(`!has(${t}.spec.${field}) && ${adds}.exists(p, string(p.path).startsWith(${celString(`${pointer}/spec/${field}/`)}))`, op(celString(`${pointer}/spec/${field}`), '[]'))];
-  });
-  const metadata = `${pointer}/metadata`;
-  const ensureMetadata = [
-    when(`!has(${t}.metadata)`, op(celString(metadata), '{}')),
-    when(`size(variables.labelPatch) > 0 && !(has(${t}.metadata) && has(${t}.metadata.labels))`, op(celString(`${metadata}/labels`), '{}')),
-    when(`!(has(${t}.metadata) && has(${t}.metadata.annotations))`, op(celString(`${metadata}/annotations`), '{}')),
-  ];
-  const status = op(celString(`${metadata}/annotations/${jsonPointerToken(statusKey)}`), `(variables.statusNames + variables.applied.map(a, a[0])).join(",")`);
-  // Each injection's hash as configured, computed at synth, for those that changed something, in order.
-  const hashes = writers[0].hashesPlace;
-  const hashesOp = op(celString(`${metadata}/annotations/${jsonPointerToken(hashes.key)}`), `(${hashes.existing} + variables.applied.map(a, a[1])).join(",")`);
-  add(
-    'patch',
-    `size(variables.applied) == 0 ? [] : ` +
-      `${[...lists, 'variables.contentPatch', ...ensureMetadata].join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]${writers[0].revisionAdd}`,
-  );
-  return `(// injections ${JSON.stringify(writers.map((writer) => writer.name))}\n${bindInOrder(vars, 'patch', SHARED_SCOPE)})`;
-}
-
-function valueAt(fields: JsonObject, path: string[]): JsonValue {
-  let current: JsonValue = fields;
-  for (const key of path) current = (current as JsonObject)[key];
-  return current;
 }

@@ -14,6 +14,7 @@ import { policyResourceRules } from './template-shapes';
 export interface UnservedRevisionPolicyProps {
   /** Name of the policy; its bindings are `<name>.workload` and `<name>.namespace`. */
   readonly name: string;
+  /** The injector's annotation prefix: the label is `<prefix>/rev`, the opt-out `<prefix>/inject: "false"`. */
   readonly annotationPrefix: string;
   /** Every label value served (revision and tag names), for the message. */
   readonly served: readonly string[];
@@ -23,6 +24,7 @@ export interface UnservedRevisionPolicyProps {
   readonly selectors: readonly RoutedSelectors[];
   /** `warn` admits with a warning, `refuse` denies. */
   readonly action: 'warn' | 'refuse';
+  /** Labels on the policy and its bindings. @default none */
   readonly labels?: Record<string, string>;
 }
 

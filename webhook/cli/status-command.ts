@@ -46,11 +46,11 @@ export interface WorkloadStatus {
   readonly ignoredOverrides: readonly { readonly message: string; readonly pods: readonly string[] }[];
   /** Pods whose `<prefix>/rev` label (their own or their namespace's) names nothing served: they run without
    * the injections they asked for. Counted in the exit code as missing. */
-  readonly unservedRevision: number;
+  readonly unservedRevision?: number;
   /** With revisions: the revisions its pods record (run now) and the ones they should run, each sorted. */
   readonly revisions?: { readonly running: readonly string[]; readonly chosen: readonly string[] };
   /** Why some of its pods have no revision, each with its pods. */
-  readonly revisionFindings: readonly { readonly message: string; readonly pods: readonly string[] }[];
+  readonly revisionFindings?: readonly { readonly message: string; readonly pods: readonly string[] }[];
 }
 
 export interface Finding {
@@ -92,8 +92,8 @@ export interface StatusReport {
     readonly missing: number;
     readonly noLongerConfigured: number;
     readonly versionUnknown: number;
-    /** Pods whose revision label names nothing served. */
-    readonly unservedRevision: number;
+    /** With revisions: pods whose revision label names nothing served. */
+    readonly unservedRevision?: number;
   };
   readonly exitCode: number;
 }
@@ -155,7 +155,7 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
     if (revision?.recorded !== undefined) entry.running.add(revision.recorded);
     if (revision?.chosen !== undefined) entry.chosen.add(revision.chosen);
     if (revision?.unserved !== undefined) {
-      entry.status.unservedRevision++;
+      entry.status.unservedRevision = (entry.status.unservedRevision ?? 0) + 1;
       summary.unservedRevision++;
       entry.revisionFindings.set(revision.unserved, [...(entry.revisionFindings.get(revision.unserved) ?? []), pod.name]);
     }
@@ -221,9 +221,16 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
         };
       })
     : undefined;
+  if (!revisions) {
+    // Without revisions the report keeps the shape scripts already read: no revision fields at all.
+    const { unservedRevision: _unserved, ...plainSummary } = summary;
+    const plainWorkloads = workloads.map(({ unservedRevision: _count, revisionFindings: _findings, ...workload }) => workload as WorkloadStatus);
+    return { injections: config.injections.map((injection) => ({ name: injection.name, hash: injectionHash(injection) })), workloads: plainWorkloads, summary: plainSummary as StatusReport['summary'], exitCode };
+  }
   return {
     injections: config.injections.map((injection) => ({ name: injection.name, hash: injectionHash(injection) })),
-    ...(revisions ? { revisions, removedRevisions: [...removed].map(([revision, list]) => ({ revision, pods: list })) } : {}),
+    revisions,
+    removedRevisions: [...removed].map(([revision, list]) => ({ revision, pods: list })),
     workloads,
     summary,
     exitCode,
@@ -287,12 +294,12 @@ export function formatStatus(report: StatusReport, sourceDescription: string): s
       ]);
     }
     lines.push(...table(rows));
-    const stale = report.workloads.filter((workload) => workload.findings.length > 0 || workload.ignoredOverrides.length > 0 || workload.revisionFindings.length > 0);
+    const stale = report.workloads.filter((workload) => workload.findings.length > 0 || workload.ignoredOverrides.length > 0 || (workload.revisionFindings ?? []).length > 0);
     if (stale.length > 0) lines.push('');
     for (const workload of stale) {
       const note = workload.restartable || workload.findings.length === 0 ? '' : ` (${workload.kind === 'Pod' ? 'a bare pod' : `a ${workload.kind}`}: rollout does not restart it)`;
       lines.push(`${workload.namespace} ${workload.kind}/${workload.name}${note}:`);
-      for (const finding of workload.revisionFindings) lines.push(`  ${finding.pods.length} pod${finding.pods.length === 1 ? '' : 's'}: ${finding.message}`);
+      for (const finding of workload.revisionFindings ?? []) lines.push(`  ${finding.pods.length} pod${finding.pods.length === 1 ? '' : 's'}: ${finding.message}`);
       for (const finding of workload.findings) lines.push(`  ${describeFinding(finding)}`);
       for (const ignored of workload.ignoredOverrides) lines.push(`  override ignored in ${ignored.pods.length} pod${ignored.pods.length === 1 ? '' : 's'}: ${ignored.message}`);
     }
@@ -301,7 +308,7 @@ export function formatStatus(report: StatusReport, sourceDescription: string): s
   lines.push(
     '',
     `${s.pods} pods: ${s.upToDate} up to date, ${s.outdated} outdated, ${s.missing} missing an injection, ${s.noLongerConfigured} with one no longer configured, ${s.versionUnknown} version unknown, ${s.podsWithoutInjections} without injections` +
-      (report.revisions ? `, ${s.unservedRevision} labelled with a revision not served` : ''),
+      (report.revisions ? `, ${s.unservedRevision ?? 0} labelled with a revision not served` : ''),
   );
   return lines.join('\n') + '\n';
 }
