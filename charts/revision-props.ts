@@ -105,36 +105,40 @@ export interface RoutedSelectors {
  * The selectors that send each object to exactly one revision, or to the unserved answer: a pod template's
  * label chooses first (in any namespace but the excluded ones), then its namespace's, then the default tag
  * in the enabled namespaces. `enabled` is the injector's namespace selector with the exclusions;
- * `objects` its object selector with the exclusion label; `excluded` the exclusions alone.
+ * `objects` its object selector with the exclusion label; `excluded` the exclusions alone. The default's
+ * entry is one of its own (`default`), whatever revision it sends to, so moving the default tag changes
+ * where it points and the tag's place in the choosers' lists, nothing else.
  */
 export function routingSelectors(
   routing: RevisionRouting,
   enabled: RoutingSelector,
   objects: RoutingSelector,
   excluded: RoutingRequirement,
-): { revisions: Map<string, RoutedSelectors[]>; unserved: RoutedSelectors[] } {
+): { default?: { readonly revision: string; readonly selectors: RoutedSelectors }; revisions: Map<string, RoutedSelectors[]>; unserved: RoutedSelectors[] } {
   const { label } = routing;
   const withObjects = (...requirements: RoutingRequirement[]) => ({ matchLabels: objects.matchLabels, matchExpressions: [...(objects.matchExpressions ?? []), ...requirements] });
   const unlabelled = { key: label, operator: 'DoesNotExist' };
   const revisions = new Map<string, RoutedSelectors[]>();
   for (const revision of routing.revisions) {
     const chosenBy = { key: label, operator: 'In', values: [...revision.choosers] };
-    const selectors: RoutedSelectors[] = [
+    revisions.set(revision.name, [
       { chooser: 'workload', namespaceSelector: { matchExpressions: [excluded] }, objectSelector: withObjects(chosenBy) },
       { chooser: 'namespace', namespaceSelector: { matchExpressions: [chosenBy, excluded] }, objectSelector: withObjects(unlabelled) },
-    ];
-    if (revision.isDefault) {
-      selectors.push({
-        chooser: 'default',
-        namespaceSelector: { matchLabels: enabled.matchLabels, matchExpressions: [...(enabled.matchExpressions ?? []), unlabelled] },
-        objectSelector: withObjects(unlabelled),
-      });
-    }
-    revisions.set(revision.name, selectors);
+    ]);
   }
+  const defaultRevision = routing.revisions.find((revision) => revision.isDefault);
+  const defaultRoute = defaultRevision && {
+    revision: defaultRevision.name,
+    selectors: {
+      chooser: 'default' as const,
+      namespaceSelector: { matchLabels: enabled.matchLabels, matchExpressions: [...(enabled.matchExpressions ?? []), unlabelled] },
+      objectSelector: withObjects(unlabelled),
+    },
+  };
   const unserved = { key: label, operator: 'NotIn', values: [...routing.served] };
   const labelled = { key: label, operator: 'Exists' };
   return {
+    ...(defaultRoute ? { default: defaultRoute } : {}),
     revisions,
     unserved: [
       { chooser: 'workload', namespaceSelector: { matchExpressions: [excluded] }, objectSelector: withObjects(labelled, unserved) },

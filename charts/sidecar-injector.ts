@@ -1,3 +1,4 @@
+import { ApiObject } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import {
@@ -50,8 +51,10 @@ export { ALWAYS_EXCLUDED_NAMESPACES } from './webhook-configuration';
 
 /** With revisions and a policy backend: each revision's policies, and the policy for labels naming nothing served. */
 export interface RevisionPolicies {
-  /** Each revision's MutatingAdmissionPolicies and bindings, by revision name. */
+  /** Each revision's MutatingAdmissionPolicies and bindings (a pod template's label, a namespace's), by revision name. */
   readonly revisions: Readonly<Record<string, InjectionAdmissionPolicies>>;
+  /** The bindings of the default tag's revision in the enabled namespaces, one per template shape (`<name>.default.<shape>`). */
+  readonly defaultBindings: readonly ApiObject[];
   /** The ValidatingAdmissionPolicy (and bindings) that warns about, or refuses, a `<prefix>/rev` label naming nothing served. */
   readonly unserved: UnservedRevisionPolicy;
 }
@@ -314,6 +317,23 @@ export class SidecarInjector extends Construct {
       for (const injection of revisionConfig(config, revision.name)!.injections) policies.addInjection(injection);
       revisions[revision.name] = policies;
     }
+    // The default tag's bindings, one per shape, named for the role and pointing at its revision's
+    // policies: moving the default tag changes their policyName, nothing else.
+    const defaultRoute = selectors.default;
+    const defaultBindings = defaultRoute
+      ? revisions[defaultRoute.revision].objects.map(
+          ({ shape, policy }) =>
+            new ApiObject(this, `DefaultRevisionBinding-${shape}`, {
+              apiVersion: `admissionregistration.k8s.io/${this.admissionPolicyApiVersion}`,
+              kind: 'MutatingAdmissionPolicyBinding',
+              metadata: { name: `${this.webhookConfigurationName}.default.${shape}`, labels },
+              spec: {
+                policyName: policy.metadata.name!,
+                matchResources: { namespaceSelector: defaultRoute.selectors.namespaceSelector as LabelSelector, objectSelector: defaultRoute.selectors.objectSelector as LabelSelector },
+              },
+            }),
+        )
+      : [];
     const unserved = new UnservedRevisionPolicy(this, 'UnservedRevisionPolicy', {
       name: `${this.webhookConfigurationName}.unserved-revision`,
       annotationPrefix: this.annotationPrefix,
@@ -323,7 +343,7 @@ export class SidecarInjector extends Construct {
       action: this.failurePolicy === 'Fail' ? 'refuse' : 'warn',
       labels,
     });
-    return { revisions, unserved };
+    return { revisions, defaultBindings, unserved };
   }
 
   /** Makes the namespace reader once some injection the webhook applies has an override that reads namespaces. */

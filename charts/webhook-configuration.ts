@@ -75,6 +75,11 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
   const revisionEntries = (routing: RevisionRouting): k8s.MutatingWebhook[] => {
     const selectors = routingSelectors(routing, namespaceSelector(settings.namespaceSelector, settings.namespace) as RoutingSelector, objectSelector as RoutingSelector, excluded);
     const entries: k8s.MutatingWebhook[] = [];
+    const defaultRoute = selectors.default;
+    if (defaultRoute) {
+      const revision = routing.revisions.find((candidate) => candidate.name === defaultRoute.revision)!;
+      entries.push(entry('default.inject', `/mutate/revisions/${revision.name}`, revision.targetKinds, asSelectors(defaultRoute.selectors)));
+    }
     for (const revision of routing.revisions) {
       for (const routed of selectors.revisions.get(revision.name)!) {
         entries.push(entry(`${revision.name}.${routed.chooser}.inject`, `/mutate/revisions/${revision.name}`, revision.targetKinds, asSelectors(routed)));

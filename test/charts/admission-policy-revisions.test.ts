@@ -40,10 +40,10 @@ test('each revision is its own policies, bound per chooser; the unserved label i
     'MutatingAdmissionPolicy/sidecar-injector.sidecar-injector.r1.pods',
     'MutatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.r1.pods.workload',
     'MutatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.r1.pods.namespace',
-    'MutatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.r1.pods.default',
     'MutatingAdmissionPolicy/sidecar-injector.sidecar-injector.r2.pods',
     'MutatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.r2.pods.workload',
     'MutatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.r2.pods.namespace',
+    'MutatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.default.pods',
     'ValidatingAdmissionPolicy/sidecar-injector.sidecar-injector.unserved-revision',
     'ValidatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.unserved-revision.workload',
     'ValidatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.unserved-revision.namespace',
@@ -133,7 +133,7 @@ test('status --from and inject --from read the policies back, tags included; a t
     'MutatingAdmissionPolicy/sidecar-injector.sidecar-injector.r2.pods',
     'MutatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.r2.pods.workload',
     'MutatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.r2.pods.namespace',
-    'MutatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.r2.pods.default',
+    'MutatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.default.pods',
   ]);
   const policyBefore = before.find((m) => m.metadata.name === 'sidecar-injector.sidecar-injector.r2.pods')!;
   const policyAfter = after.find((m) => m.metadata.name === 'sidecar-injector.sidecar-injector.r2.pods')!;

@@ -39,7 +39,7 @@ test('r1 and r2 side by side: valid objects, both revisions in the ConfigMap, on
   assert.equal(config.unservedRevision, 'warn');
   const webhooks = findManifest(manifests, 'MutatingWebhookConfiguration').webhooks;
   assert.deepEqual(webhooks.map((webhook: any) => webhook.name.split('.sidecar-injector.sidecar-injector.svc')[0]), [
-    'r1.workload.inject', 'r1.namespace.inject', 'r1.default.inject', 'r2.workload.inject', 'r2.namespace.inject', 'unserved-workload.inject', 'unserved-namespace.inject',
+    'default.inject', 'r1.workload.inject', 'r1.namespace.inject', 'r2.workload.inject', 'r2.namespace.inject', 'unserved-workload.inject', 'unserved-namespace.inject',
   ]);
   assert.deepEqual(findManifest(manifests, 'Deployment').spec.replicas, 2, 'one Deployment serves every revision');
 });
@@ -74,6 +74,36 @@ test('promotion moves the default tag: only the ConfigMap and the webhook config
   const rev = 'sidecar-injector.io/rev';
   assert.deepEqual(calledPaths(webhooks, 'shop', { injection: 'enabled' }, {}), ['/mutate/revisions/r2']);
   assert.deepEqual(calledPaths(webhooks, 'shop', { [rev]: 'r1' }, {}), ['/mutate/revisions/r1'], 'r1 stays selectable by name until removed');
+});
+
+/** The lines removed and added between two texts (a longest-common-subsequence line diff). */
+function changedLines(before: string, after: string): string[] {
+  const a = before.split('\n');
+  const b = after.split('\n');
+  const common: number[][] = Array.from({ length: a.length + 1 }, () => new Array(b.length + 1).fill(0));
+  for (let i = a.length - 1; i >= 0; i--) for (let j = b.length - 1; j >= 0; j--) common[i][j] = a[i] === b[j] ? common[i + 1][j + 1] + 1 : Math.max(common[i + 1][j], common[i][j + 1]);
+  const changed: string[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (i < a.length && j < b.length && a[i] === b[j]) (i++, j++);
+    else if (j < b.length && (i === a.length || common[i][j + 1] >= common[i + 1][j])) changed.push(`+${b[j++]}`);
+    else changed.push(`-${a[i++]}`);
+  }
+  return changed;
+}
+
+test('the promotion diff a GitOps reviewer sees: the tag, where the default entry points, and the tag in the two lists', () => {
+  for (const backend of ['webhook', 'admissionPolicy'] as const) {
+    const changed = changedLines(synthChart(REVISIONED('r1', { backend })).yamlText, synthChart(REVISIONED('r2', { backend })).yamlText);
+    const expected =
+      backend === 'webhook'
+        ? ['-          "revision": "r1",', '+          "revision": "r2",', '-        path: /mutate/revisions/r1', '+        path: /mutate/revisions/r2', '-            - stable', '-            - stable', '+            - stable', '+            - stable']
+        : ['-  policyName: sidecar-injector.sidecar-injector.r1.pods', '+  policyName: sidecar-injector.sidecar-injector.r2.pods', '-            - stable', '-            - stable', '+            - stable', '+            - stable'];
+    const tagLines = changed.filter((line) => line.includes('tags.json'));
+    assert.deepEqual([...changed.filter((line) => !line.includes('tags.json'))].sort(), [...expected].sort(), `${backend}:\n${changed.join('\n')}`);
+    assert.equal(tagLines.length, backend === 'webhook' ? 0 : 4, 'the policy backend: one tags line per policy, removed and added');
+  }
 });
 
 test('under failurePolicy Fail a label naming nothing served is refused', () => {
