@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { App } from 'cdk8s';
-import { Injection, SidecarInjectorChart, WebhookCertificate, WebhookCertificates, WebhookServer } from '../charts';
+import { Injection, RevisionProps, RevisionTag, SidecarInjectorChart, WebhookCertificate, WebhookCertificates, WebhookServer } from '../charts';
 import type { AdmissionPolicyApiVersion, InjectorBackend } from '../charts/admission-policy';
 import { DEFAULT_INJECTIONS } from './default-injections';
 
@@ -27,6 +27,10 @@ export interface DefaultAppOptions {
   readonly admissionPolicyApiVersion?: AdmissionPolicyApiVersion;
   /** The injections, for a variant of the app (a version bump rehearsed on a cluster). @default DEFAULT_INJECTIONS */
   readonly injections?: Injection[];
+  /** Revisions instead of `injections`, for a variant of the app (a canary rehearsed on a cluster). @default none */
+  readonly revisions?: RevisionProps[];
+  /** The tags of `revisions`. @default none */
+  readonly tags?: RevisionTag[];
 }
 
 /**
@@ -42,7 +46,7 @@ export function buildDefaultApp(options: DefaultAppOptions): App {
     : WebhookCertificates.generated({ storeDirectory: options.certificateStore ?? '.certs', now: options.now, separateSecretFile: true });
   new SidecarInjectorChart(app, 'sidecar-injector', {
     namespace: DEFAULT_NAMESPACE,
-    injections: options.injections ?? DEFAULT_INJECTIONS,
+    ...(options.revisions ? { revisions: options.revisions, tags: options.tags } : { injections: options.injections ?? DEFAULT_INJECTIONS }),
     certificates,
     server: WebhookServer.fromBundle(),
     backend: options.backend,

@@ -4,12 +4,8 @@
 // with the policies instead of the webhook (the webhook's own pods and faults are then not part of it).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { policyApiVersionFor, policyApiserverFlags } from '../e2e/support/control-plane';
-import { NodeCluster, NODE_NAME, findNodeBinaries, minorVersion } from './support/node-cluster';
+import type { NodeCluster } from './support/node-cluster';
 import {
   Pod,
   cli,
@@ -23,148 +19,42 @@ import {
   isReady,
   kubectl,
   listPods,
-  npmSynth,
-  REPO_ROOT,
   secondsBetween,
   waitForPod,
 } from './support/node-checks';
 import { runFaultLoad } from './support/fault-load';
-
-const binaries = findNodeBinaries();
-const skip = typeof binaries === 'string' ? binaries : false;
-if (skip) console.log(`npm run e2e:node ${skip}`);
-
-const BACKEND = process.env.INJECTOR_BACKEND === 'admissionPolicy' ? 'admissionPolicy' : 'webhook';
-const WEBHOOK = BACKEND === 'webhook';
-const INJECTOR_NAMESPACE = 'sidecar-injector';
-/** The Envoy version of the default app (dist/). */
-const ENVOY_FIRST = '1.20.3';
-/** The Envoy version the day-two step bumps to (a stand-in image of it is imported). */
-const ENVOY_NEXT = '1.21.0';
-/** The version `rollout --in-place` upgrades to; and one no image exists for. */
-const ENVOY_IN_PLACE = '1.22.0';
-const ENVOY_MISSING = '9.9.9';
-/** Envoy's resources in the overrides variant, and what it offers (issue 39). */
-const ENVOY_OVERRIDE_RESOURCES = { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '256Mi' } };
-const ENVOY_OVERRIDES = [
-  { annotation: 'envoy.example.com/cpu-request', container: 'envoy', resource: 'requests.cpu', max: '1' },
-  { annotation: 'envoy.example.com/memory-request', container: 'envoy', resource: 'requests.memory', max: '256Mi', fromNamespace: true },
-];
-/** One image under two tags: `v1.31` sorts before `v1.31.0`, and containerd 1.6 reports an image by its first tag. */
-const ENVOY_PINNED = '1.31.0';
-const ENVOY_FLOATING = '1.31';
-
-const RESTRICTED = { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } };
-/** An app that stops at once on SIGTERM, as a well-behaved app does. */
-const SERVE_FOREVER = ['sh', '-c', 'trap "exit 0" TERM; while :; do sleep 1; done'];
-const app = (name = 'app', extra: Record<string, unknown> = {}) => ({ name, image: 'busybox:1.36', command: SERVE_FOREVER, securityContext: RESTRICTED, ...extra });
+import {
+  BACKEND,
+  ENABLED,
+  ENVOY_FLOATING,
+  ENVOY_IN_PLACE,
+  ENVOY_MISSING,
+  ENVOY_NEXT,
+  ENVOY_PINNED,
+  INJECTOR_NAMESPACE,
+  WEBHOOK,
+  app,
+  apply,
+  applyConfig,
+  cleanUp,
+  dist,
+  echoDeployment,
+  kubectlAsync,
+  namespace,
+  podFacts,
+  progress,
+  shown,
+  skip,
+  startSuite,
+  stopSuite,
+  variant,
+} from './support/node-suite';
 
 let cluster: NodeCluster;
-const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sidecar-injector-e2e-node-'));
-const dist = path.join(work, 'dist');
-const certs = path.join(work, 'certs');
-let policyEnv: NodeJS.ProcessEnv = {};
-const began = performance.now();
-const progress = (line: string) => console.log(`[e2e:node ${((performance.now() - began) / 1000).toFixed(1).padStart(6)} s] ${line}`);
-
 before(async () => {
-  if (skip) return;
-  const bins = binaries as Exclude<typeof binaries, string>;
-  const minor = minorVersion(bins.kubeApiserver);
-  let apiserverFlags: string[] = [];
-  if (!WEBHOOK) {
-    const apiVersion = policyApiVersionFor(`v1.${minor}`);
-    policyEnv = { INJECTOR_BACKEND: 'admissionPolicy', INJECTOR_POLICY_API_VERSION: apiVersion };
-    apiserverFlags = minor >= 36 ? [] : policyApiserverFlags(apiVersion);
-  }
-  cluster = await NodeCluster.start(bins, { dir: path.join(work, 'cluster'), envoyVersions: [ENVOY_FIRST, ENVOY_NEXT, ENVOY_IN_PLACE, ENVOY_PINNED], envoyAliases: { [ENVOY_PINNED]: [ENVOY_FLOATING] }, apiserverFlags, progress });
-  const version = await cluster.plane.ok('GET', '/version');
-  const node = await cluster.plane.ok('GET', `/api/v1/nodes/${NODE_NAME}`);
-  progress(`kube-apiserver /version ${version.gitVersion}; kubelet ${node.status.nodeInfo.kubeletVersion}, ${node.status.nodeInfo.containerRuntimeVersion}, kube-proxy ${cluster.versions.kubeProxy}; backend ${BACKEND}`);
-  progress(`npm run synth${WEBHOOK ? '' : ` (${Object.entries(policyEnv).map(([k, v]) => `${k}=${v}`).join(' ')})`} → ${dist}`);
-  npmSynth(dist, certs, policyEnv);
-  progress(kubectl(cluster, ['apply', '-f', dist]).trim().split('\n').join('; '));
-  if (WEBHOOK) kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
-  else await policiesInForce(dist);
+  if (!skip) cluster = await startSuite();
 });
-
-after(async () => {
-  await cluster?.stop();
-  if (!process.env.E2E_NODE_KEEP) fs.rmSync(work, { recursive: true, force: true });
-});
-
-function namespace(name: string, labels: Record<string, string> = {}): void {
-  kubectl(cluster, ['apply', '-f', '-'], JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Namespace',
-    metadata: { name, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', ...labels } },
-  }));
-}
-
-const apply = (object: Record<string, unknown>) => kubectl(cluster, ['apply', '-f', '-'], JSON.stringify(object));
-/** Deletes a test's namespaces and waits until they are gone: the node has 2 CPUs, and every Envoy requests 100m of them. */
-const cleanUp = (...namespaces: string[]) => kubectl(cluster, ['delete', 'namespace', ...namespaces, '--timeout=180s']);
-const ENABLED = { injection: 'enabled' };
-
-/** A Deployment of 3 replicas of the app, injected as its namespace says. */
-function echoDeployment(ns: string, name: string): void {
-  apply({
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name, namespace: ns },
-    spec: { replicas: 3, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [app('app')] } } },
-  });
-}
-
-interface PodFacts {
-  readonly name: string;
-  readonly uid: string;
-  readonly ready: boolean;
-  readonly appRestarts: number;
-  /** The app process's start time (clock ticks after boot, /proc/1/stat): unchanged unless it restarted. */
-  readonly appProcessStart: string;
-  readonly envoyRestarts: number;
-  /** The image the kubelet reports running (the last container's, while a new one cannot be pulled). */
-  readonly envoyImage: string;
-  readonly envoyImageId: string;
-  /** The image the pod's spec asks for. */
-  readonly envoySpecImage: string;
-}
-
-async function podFacts(ns: string, selector: string): Promise<PodFacts[]> {
-  const pods = await listPods(cluster, ns, selector);
-  return pods.map((pod) => {
-    const appStatus = containerStatus(pod, 'app')!;
-    const envoy = containerStatus(pod, 'envoy')!;
-    const stat = exec(cluster, ns, pod.metadata.name, 'app', ['cat', '/proc/1/stat']).stdout;
-    return {
-      name: pod.metadata.name,
-      uid: pod.metadata.uid,
-      ready: isReady(pod),
-      appRestarts: appStatus.restartCount,
-      appProcessStart: stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19],
-      envoyRestarts: envoy.restartCount,
-      envoyImage: envoy.image,
-      envoyImageId: envoy.imageID,
-      envoySpecImage: pod.spec.containers.find((c: any) => c.name === 'envoy').image,
-    };
-  });
-}
-
-/** A command's output as the docs show it. */
-function shown(command: string, run: { status: number | null; stdout: string; stderr: string }): void {
-  progress(`$ npx cdk8s-sidecar-injector ${command}; echo "exit $?"\n${run.stdout}${run.stderr}exit ${run.status}`);
-}
-
-function kubectlAsync(args: readonly string[]): Promise<{ status: number | null; stdout: string }> {
-  return new Promise((resolve) => {
-    const child = spawn('kubectl', ['--kubeconfig', cluster.kubeconfig, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stdout += chunk));
-    child.on('close', (status) => resolve({ status, stdout }));
-  });
-}
+after(stopSuite);
 
 describe(`the default app on a node (${BACKEND})`, { skip }, () => {
   if (WEBHOOK) {
@@ -602,147 +492,4 @@ describe(`the default app on a node (${BACKEND})`, { skip }, () => {
     progress(`traffic during rollout --in-place:\n  ${results.join('\n  ')}`);
   });
 
-  test("overrides: the Deployment's cpu request and the namespace's memory request reach the running Envoy; bad values run with the defaults and kubectl prints the warning; a ResourceQuota on limits admits the pod; status exits 0", async () => {
-    const overridden = variant(ENVOY_FIRST, { overrides: true });
-    await applyConfig(overridden);
-    namespace('tuned', ENABLED);
-    kubectl(cluster, ['annotate', 'namespace', 'tuned', 'envoy.example.com/memory-request=256Mi', '--overwrite']);
-    if (WEBHOOK) {
-      // The webhook learns the annotation from its namespace watch: a dry run shows when it has.
-      const probe = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe', namespace: 'tuned' }, spec: { containers: [app('app')] } };
-      await cluster.until('the namespace default seen by the webhook', async () => {
-        const made = await cluster.plane.ok('POST', '/api/v1/namespaces/tuned/pods?dryRun=All', probe);
-        return made.spec.containers.find((c: any) => c.name === 'envoy')?.resources?.requests?.memory === '256Mi';
-      }, 60_000);
-    }
-    const deployment = (name: string, ns: string, annotations: Record<string, string>, appResources?: object) => ({
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name, namespace: ns },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: name } },
-        template: { metadata: { labels: { app: name }, annotations }, spec: { containers: [app('app', appResources ? { resources: appResources } : {})] } },
-      },
-    });
-    const envoyOf = async (ns: string, name: string) => {
-      kubectl(cluster, ['-n', ns, 'rollout', 'status', `deploy/${name}`, '--timeout=180s']);
-      const [pod] = (await listPods(cluster, ns, `app=${name}`)).filter((candidate) => !candidate.metadata.deletionTimestamp);
-      const ready = await waitForPod(cluster, ns, pod.metadata.name, 'Ready', isReady);
-      return { pod: ready, envoy: ready.spec.containers.find((c: any) => c.name === 'envoy'), running: containerStatus(ready, 'envoy') };
-    };
-
-    apply(deployment('plain', 'tuned', {}));
-    apply(deployment('api', 'tuned', { 'envoy.example.com/cpu-request': '250m' }));
-    const plain = await envoyOf('tuned', 'plain');
-    const api = await envoyOf('tuned', 'api');
-    assert.deepEqual(api.envoy.resources, { requests: { cpu: '250m', memory: '256Mi' }, limits: { cpu: '1', memory: '256Mi' } }, describePod(api.pod));
-    assert.ok(api.running?.state?.running, describePod(api.pod));
-    assert.equal(api.pod.status.qosClass, plain.pod.status.qosClass, 'the QoS class as without the override');
-    progress(`overrides: api's Envoy runs with ${JSON.stringify(api.envoy.resources)} (QoS ${api.pod.status.qosClass}); plain's with ${JSON.stringify(plain.envoy.resources)}`);
-
-    // Out of bounds and unparsable: admitted with the defaults, and kubectl prints the apiserver's warning.
-    for (const [name, value, reason] of [['big', '5', /"5" is above the maximum 1/], ['garbled', 'lots', /"lots" is not a quantity/]] as const) {
-      const applied = cluster.kubectl(['apply', '-f', '-'], JSON.stringify(deployment(name, 'tuned', { 'envoy.example.com/cpu-request': value })));
-      assert.equal(applied.status, 0, applied.stderr);
-      if (WEBHOOK) {
-        assert.match(applied.stderr, /Warning: annotation envoy\.example\.com\/cpu-request ignored \(injection "envoy"\): /, applied.stderr);
-        assert.match(applied.stderr, reason, applied.stderr);
-      }
-      const { envoy, pod } = await envoyOf('tuned', name);
-      assert.equal(envoy.resources.requests.cpu, '100m', describePod(pod));
-      progress(`overrides: ${name} (${value}): kubectl apply printed ${JSON.stringify(applied.stderr.trim())}; Envoy runs with requests.cpu ${envoy.resources.requests.cpu}`);
-    }
-
-    // A namespace whose ResourceQuota covers limits: every container needs them, Envoy's included.
-    namespace('quota', ENABLED);
-    apply({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'limits', namespace: 'quota' }, spec: { hard: { 'limits.cpu': '4', 'limits.memory': '4Gi' } } });
-    apply(deployment('api', 'quota', { 'envoy.example.com/cpu-request': '250m' }, { requests: { cpu: '50m', memory: '32Mi' }, limits: { cpu: '100m', memory: '64Mi' } }));
-    const quota = await envoyOf('quota', 'api');
-    assert.equal(quota.envoy.resources.requests.cpu, '250m', describePod(quota.pod));
-
-    const status = await cli(cluster, ['status', '--from', overridden, '-n', 'tuned']);
-    shown('status --from dist-overrides/ -n tuned', status);
-    assert.equal(status.status, 0, describeRun(status));
-    assert.match(status.stdout, /override ignored in 1 pod: annotation envoy\.example\.com\/cpu-request ignored/, 'the ignored values are named');
-    cleanUp('tuned', 'quota');
-  });
-
 });
-
-/**
- * Waits until the apiserver injects what `outdir`'s config says: it loads policies asynchronously, so a
- * pod created right after `kubectl apply` may meet none, or the policies it replaced. Server-side dry
- * runs of a pod in an enabled namespace (Envoy's image, its readiness gate) and of a Deployment with
- * wait-for-it's annotation (the workloads' policy), until both get the config's injections.
- */
-async function policiesInForce(outdir: string): Promise<void> {
-  const { version, gated } = variants.get(outdir) ?? { version: ENVOY_FIRST, gated: false };
-  const image = `envoyproxy/envoy:v${version}`;
-  kubectl(cluster, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'policy-probe', labels: ENABLED } }));
-  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe' }, spec: { containers: [app('app')] } };
-  const deployment = {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name: 'probe', annotations: { 'com.foreach/wait-for-it': 'db:5432' } },
-    spec: { selector: { matchLabels: { app: 'probe' } }, template: { metadata: { labels: { app: 'probe' } }, spec: { containers: [app('app')] } } },
-  };
-  let seen = '';
-  await cluster.until(`the policies of ${path.basename(outdir)} in force (envoy ${image}${gated ? ', readiness gate' : ''}, wait-for-it)`, async () => {
-    const made = await cluster.plane.ok('POST', '/api/v1/namespaces/policy-probe/pods?dryRun=All', pod);
-    const workload = await cluster.plane.ok('POST', '/apis/apps/v1/namespaces/policy-probe/deployments?dryRun=All', deployment);
-    const got = made.spec.containers.find((c: any) => c.name === 'envoy')?.image;
-    const gates = made.spec.readinessGates?.length ?? 0;
-    const waits = (workload.spec.template.spec.initContainers ?? []).some((c: any) => c.name === 'wait-for-it');
-    seen = `envoy ${got}, ${gates} readiness gates, wait-for-it ${waits}`;
-    return got === image && gates > 0 === gated && waits;
-  }, 120_000).catch((error: Error) => {
-    throw new Error(`${error.message}; the last dry run: ${seen}`);
-  });
-}
-
-/** What each variant's config injects that its tests change. */
-const variants = new Map<string, { version: string; gated: boolean }>();
-
-/** The default app with Envoy's image at `version` (and `readinessGate`), synthesized to a directory of its own with the same certificates. */
-function variant(version: string, options: { readinessGate?: boolean; overrides?: boolean } = {}): string {
-  const outdir = path.join(work, `dist-envoy-${version}${options.readinessGate ? '-gated' : ''}${options.overrides ? '-overrides' : ''}`);
-  variants.set(outdir, { version, gated: options.readinessGate === true });
-  if (fs.existsSync(outdir)) return outdir;
-  // With overrides, Envoy also gets a cpu limit: a namespace whose ResourceQuota covers limits.cpu
-  // admits only pods whose every container sets one.
-  const container = { image: `envoyproxy/envoy:v${version}`, ...(options.overrides ? { resources: ENVOY_OVERRIDE_RESOURCES } : {}) };
-  const injection = { ...(options.readinessGate ? { readinessGate: true } : {}), ...(options.overrides ? { overrides: ENVOY_OVERRIDES } : {}) };
-  const script = path.join(work, 'variant.ts');
-  fs.writeFileSync(
-    script,
-    [
-      `import { synthDefaultApp } from ${JSON.stringify(path.join(__dirname, '../../app/default-app'))};`,
-      `import { DEFAULT_INJECTIONS } from ${JSON.stringify(path.join(__dirname, '../../app/default-injections'))};`,
-      `const injections = DEFAULT_INJECTIONS.map((i) => i.name !== 'envoy' ? i : { ...i, ...${JSON.stringify(injection)}, containers: i.containers!.map((c) => ({ ...c, ...${JSON.stringify(container)} })) });`,
-      `synthDefaultApp({ outdir: ${JSON.stringify(outdir)}, certificateStore: ${JSON.stringify(certs)}, injections, backend: ${JSON.stringify(policyEnv.INJECTOR_BACKEND)}, admissionPolicyApiVersion: ${JSON.stringify(policyEnv.INJECTOR_POLICY_API_VERSION)} });`,
-      '',
-    ].join('\n'),
-  );
-  const result = spawnSync(process.execPath, ['--import', 'tsx', script], { cwd: REPO_ROOT, encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`synth of the variant exited ${result.status}:\n${result.stderr}${result.stdout}`);
-  return outdir;
-}
-
-/**
- * Applies a synthesized output and waits until the injector serves it: the rollout done and the old
- * replicas gone (a replica being replaced still answers the admissions on its pooled connections while
- * it drains, with the config it has).
- */
-async function applyConfig(outdir: string): Promise<void> {
-  progress(`apply ${path.basename(outdir)}: ${kubectl(cluster, ['apply', '-f', outdir]).trim().split('\n').filter((line) => !line.endsWith('unchanged')).join('; ')}`);
-  if (!WEBHOOK) {
-    await policiesInForce(outdir);
-    return;
-  }
-  kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
-  await cluster.until('only the new injector replicas', async () => {
-    const pods = await listPods(cluster, INJECTOR_NAMESPACE, 'app.kubernetes.io/name=sidecar-injector');
-    return pods.length === 2 && new Set(pods.map((pod) => pod.metadata.labels['pod-template-hash'])).size === 1;
-  }, 120_000);
-}
