@@ -3,7 +3,7 @@
 // revision the loaded config lacks, or a path no entry calls, is answered and never crashes the server.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { InProcessWebhook, httpsRequest, startInProcess } from '../support/webhook-harness';
+import { InProcessWebhook, httpsRequest, opsRequest, startInProcess } from '../support/webhook-harness';
 import { decodePatch, loadReview } from '../support/recorded-reviews';
 import { testCertificate } from '../support/test-certificate';
 import { ENVOY_V1, ENVOY_V2, revisionedConfig } from '../support/revision-fixtures';
@@ -51,6 +51,28 @@ describe('revisions in the webhook', () => {
     }
     // Still serving.
     assert.equal(envoyImage((await post('/mutate/revisions/r2', body('f'))).json().response), ENVOY_V2);
+  });
+
+  test('each unserved answer is counted by who chose, never by the label the request carries', async () => {
+    const metrics = (await opsRequest(webhook.opsPort, '/metrics')).text;
+    assert.match(metrics, /^sidecar_injector_unserved_revision_total\{chooser="namespace"\} 1$/m);
+    assert.match(metrics, /^sidecar_injector_unserved_revision_total\{chooser="missing-revision"\} 1$/m);
+    assert.doesNotMatch(metrics, /chooser="r9"/);
+  });
+
+  test('under unservedRevision refuse the answer is a 403 refusal with the message', async () => {
+    const refusing = await startInProcess({ ...revisionedConfig(), unservedRevision: 'refuse' }, testCertificate());
+    try {
+      const review = loadReview('pod-create-sleep');
+      review.request.object.metadata.labels = { 'sidecar-injector.io/rev': 'canery' };
+      const answer = (await httpsRequest(refusing.port, '/mutate/unserved/workload', JSON.stringify(review), { ca: testCertificate().caCertificate })).json().response;
+      assert.equal(answer.allowed, false);
+      assert.equal(answer.status.code, 403);
+      assert.match(answer.status.message, /^label sidecar-injector\.io\/rev="canery" names no revision or tag this injector serves \(served: r1, r2, stable, canary\): refused$/);
+      assert.match((await opsRequest(refusing.opsPort, '/metrics')).text, /^sidecar_injector_unserved_revision_total\{chooser="workload"\} 1$/m);
+    } finally {
+      await refusing.stop();
+    }
   });
 
   test('routes are read from the path alone, the query ignored', () => {

@@ -85,7 +85,7 @@ export interface PodWarning {
 
 /** Everything {@link evaluate} works out for one admission request. */
 export interface MutationResult {
-  /** The AdmissionResponse to send: always allowed, with the base64 JSON patch and any warnings. */
+  /** The AdmissionResponse to send: allowed, with the base64 JSON patch and any warnings (refused only for an unserved revision label under `refuse`). */
   readonly response: AdmissionResponse;
   /** One decision per configured injection, in config order (none for a pod's status write, which no injection decides). */
   readonly decisions: readonly InjectionDecision[];
@@ -95,6 +95,8 @@ export interface MutationResult {
   readonly podWarnings: readonly PodWarning[];
   /** Each offered override field of the injections applied now: its value and where it came from. */
   readonly overrides: readonly OverrideOutcome[];
+  /** Set on the answer for a revision label naming nothing served (unservedRevisionAnswer): who chose. */
+  readonly unserved?: 'namespace' | 'workload' | 'missing-revision';
 }
 
 /** What the engine is told beside the request: what the AdmissionReview does not carry. */

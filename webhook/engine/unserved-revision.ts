@@ -24,7 +24,8 @@ const NOTHING: MutationResult['overrides'] = Object.freeze([]);
  * whose pods an injection could change, is admitted silently: it would get nothing anyway.
  */
 export function unservedRevisionAnswer(request: AdmissionRequest, config: ResolvedInjectorConfig, chooser: RevisionChooser | MissingRevision): MutationResult {
-  const answer = (response: AdmissionResponse): MutationResult => ({ response, decisions: [], patch: [], podWarnings: [], overrides: NOTHING });
+  const unserved = typeof chooser === 'object' ? 'missing-revision' : chooser;
+  const answer = (response: AdmissionResponse, counted = false): MutationResult => ({ response, decisions: [], patch: [], podWarnings: [], overrides: NOTHING, ...(counted ? { unserved } : {}) });
   const kind = targetKindOf(request.kind);
   const object = request.object;
   if (request.subResource !== undefined || !kind || !isJsonObject(object) || request.operation === 'DELETE') return answer({ uid: request.uid, allowed: true });
@@ -35,9 +36,9 @@ export function unservedRevisionAnswer(request: AdmissionRequest, config: Resolv
   if (annotations[keys.inject]?.trim().toLowerCase() === 'false') return answer({ uid: request.uid, allowed: true });
   const message = unservedRevisionMessage(request, config, chooser);
   if (config.unservedRevision === 'refuse') {
-    return answer({ uid: request.uid, allowed: false, status: { code: 403, message } });
+    return answer({ uid: request.uid, allowed: false, status: { code: 403, message } }, true);
   }
-  return answer({ uid: request.uid, allowed: true, warnings: [message] });
+  return answer({ uid: request.uid, allowed: true, warnings: [message] }, true);
 }
 
 /** What the warning (or refusal) says: which label, its value when the object carries it, and what is served. */

@@ -429,6 +429,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       const result = evaluateRoute(review.request, config, admission.route, defaults === undefined ? undefined : 'unknown' in defaults ? { namespaceUnknown: defaults.unknown } : { namespaceAnnotations: defaults.annotations });
       const tail = answers.tail(result.response);
       const answered: Answered = {
+        ...(result.unserved !== undefined ? { unserved: result.unserved } : {}),
         request: requestLogFields(review.request),
         decisions: result.decisions,
         podWarnings: result.podWarnings,
@@ -467,6 +468,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       return;
     }
     metrics.countDecisions(answered.decisions);
+    if (answered.unserved !== undefined) metrics.countUnservedRevision(answered.unserved);
     for (const warning of answered.podWarnings) {
       metrics.countPodWarning(warning.injection, warning.reason);
       if (warning.override) metrics.countIgnoredOverride(warning.injection, warning.override.annotation, warning.override.reason);

@@ -69,6 +69,9 @@ const MAX_DECISION_COUNTERS = 1024;
 
 const OUTCOME_INDEX = Object.fromEntries(REQUEST_OUTCOMES.map((outcome, i) => [outcome, i])) as Record<RequestOutcome, number>;
 
+/** Who chose a revision nobody serves: the namespace's label, the object's, or a webhook entry whose revision the loaded config lacks. */
+export type UnservedRevisionChooser = 'namespace' | 'workload' | 'missing-revision';
+
 export class WebhookMetrics {
   readonly registry = new Registry();
   /** Answers per outcome, in REQUEST_OUTCOMES order. */
@@ -84,6 +87,8 @@ export class WebhookMetrics {
   lastConfigReloadSuccessful = 1;
   /** Reviews answered from the review they repeat (countRepeatedReview). */
   repeatedReviews = 0;
+  /** Admissions whose revision label names nothing served, by who chose (a fixed word, never the request's label). */
+  readonly unservedRevisions: Record<UnservedRevisionChooser, number> = { namespace: 0, workload: 0, 'missing-revision': 0 };
 
   constructor(budget?: MemoryBudget, logger?: Pick<Logger, 'droppedLines'>) {
     const registers = [this.registry];
@@ -108,6 +113,18 @@ export class WebhookMetrics {
       collect() {
         this.reset();
         this.inc(metrics.repeatedReviews);
+      },
+    });
+    new Counter({
+      name: 'sidecar_injector_unserved_revision_total',
+      help:
+        'Admissions whose <prefix>/rev label (the namespace\'s or the object\'s) named no revision or tag the config serves, ' +
+        'or that reached a revision the loaded config lacks ("missing-revision"): admitted with a warning, or refused (unservedRevision).',
+      labelNames: ['chooser'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [chooser, count] of Object.entries(metrics.unservedRevisions)) if (count > 0) this.inc({ chooser }, count);
       },
     });
     this.duration = new PlainHistogram('sidecar_injector_admission_duration_seconds', 'Time from request received to response written.', LATENCY_BUCKETS);
@@ -202,6 +219,11 @@ export class WebhookMetrics {
         },
       });
     }
+  }
+
+  /** An admission answered for a revision label that names nothing served. */
+  countUnservedRevision(chooser: UnservedRevisionChooser): void {
+    this.unservedRevisions[chooser]++;
   }
 
   /** An admission review answered with the answer to an earlier one it repeats (repeated-reviews.ts). */

@@ -91,6 +91,8 @@ export interface Answered {
   readonly warnings: readonly string[] | undefined;
   /** The answer's text after the uid, and its length in bytes. */
   readonly tail: { readonly text: string; readonly bytes: number };
+  /** Set when the answer is the one for a revision label naming nothing served: who chose. */
+  readonly unserved?: 'namespace' | 'workload' | 'missing-revision';
 }
 
 /** Bounds: part of the server's own memory (MEMORY_RESERVED_BYTES), whatever requests carry. */
