@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { InjectionDecision } from '../../webhook/engine';
-import { type AdmissionLogFields, admissionLogWriter } from '../../webhook/server/admission-handler';
+import { type AdmissionLogFields, admissionLogWriter } from '../../webhook/server/admission-log';
 
 const decision = (injection: string, reason: InjectionDecision['reason']): InjectionDecision => Object.freeze({ injection, reason });
 const ENVOY = decision('envoy', 'injected');

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { AdmissionResponse, MutationResult } from '../../webhook/engine';
-import { AnswerTexts } from '../../webhook/server/admission-handler';
+import { AnswerTexts } from '../../webhook/server/answer-texts';
 
 const result = (response: AdmissionResponse): MutationResult => ({ response, decisions: [], patch: [], podWarnings: [], overrides: [] });
 const expected = (apiVersion: string, response: AdmissionResponse) => JSON.stringify({ apiVersion, kind: 'AdmissionReview', response });

@@ -3,27 +3,18 @@
 // can crash the process.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { JSON_WORST_BUDGET_PER_BODY_BYTE, SMALL_BODY_BYTES, UNSCANNED_BODY_BYTES, type ResolvedInjectorConfig, revisionConfig } from '../config';
-import {
-  AdmissionRequest,
-  AdmissionResponse,
-  AdmissionReview,
-  BadAdmissionReview,
-  type EvaluationContext,
-  InjectionDecision,
-  MutationResult,
-  type RevisionChooser,
-  decodeAdmissionReview,
-  evaluate,
-  unservedRevisionAnswer,
-} from '../engine';
-import { jsonString } from './json-text';
+import { JSON_WORST_BUDGET_PER_BODY_BYTE, SMALL_BODY_BYTES, UNSCANNED_BODY_BYTES, type ResolvedInjectorConfig } from '../config';
+import { AdmissionRequest, AdmissionReview, BadAdmissionReview, decodeAdmissionReview } from '../engine';
 import { reviewText } from './review-text';
 import type { Logger } from './logger';
 import { type MemoryBudget, JsonShapeScanner } from './memory-budget';
 import type { RequestOutcome, WebhookMetrics } from './metrics';
 import type { NamespaceDefaultsTable } from './namespace-defaults';
-import { type Answered, type RequestLogFields, RepeatedReviews, type UidSpan, requestUidSpan, reviewKey, uidIsSpan } from './repeated-reviews';
+import { type Answered, RepeatedReviews, type UidSpan, requestUidSpan, reviewKey, uidIsSpan } from './repeated-reviews';
+
+import { type AdmissionRoute, evaluateRoute } from './admission-routes';
+import { AnswerTexts } from './answer-texts';
+import { admissionLogFields, admissionLogWriter, field, requestLogFields } from './admission-log';
 
 /** Large enough for any object the apiserver stores (its etcd limit is ~1.5 MiB, requests up to 3 MiB). */
 export const MAX_BODY_BYTES = 7 * 1024 * 1024;
@@ -75,37 +66,6 @@ interface Admission {
   readonly route: AdmissionRoute;
 }
 
-/**
- * What the path of a webhook entry asks for: `''` the config as loaded (`/mutate`), `revision:<name>`
- * one revision of it (`/mutate/revisions/<name>`), `unserved:namespace` or `unserved:workload` the
- * answer for a `<prefix>/rev` label that names nothing served (`/mutate/unserved/<chooser>`).
- */
-export type AdmissionRoute = '' | `revision:${string}` | `unserved:${RevisionChooser}`;
-
-const REVISION_PATH = /^\/mutate\/revisions\/([a-z0-9](?:[-a-z0-9]{0,38}[a-z0-9])?)$/;
-
-/** The route of a webhook port request's URL (its query ignored), or undefined when no webhook entry calls it. */
-export function admissionRoute(url: string): AdmissionRoute | undefined {
-  const query = url.indexOf('?');
-  const path = query === -1 ? url : url.slice(0, query);
-  if (path === '/mutate') return '';
-  if (path === '/mutate/unserved/namespace') return 'unserved:namespace';
-  if (path === '/mutate/unserved/workload') return 'unserved:workload';
-  const revision = REVISION_PATH.exec(path);
-  return revision ? `revision:${revision[1]}` : undefined;
-}
-
-/** The engine's answer under `route`: the loaded config, one revision of it, or the unserved-label answer. */
-function evaluateRoute(request: AdmissionRequest, loaded: ResolvedInjectorConfig, route: AdmissionRoute, context: EvaluationContext | undefined): MutationResult {
-  if (route === '') return evaluate(request, loaded, context);
-  if (route.startsWith('revision:')) {
-    const name = route.slice('revision:'.length);
-    const view = revisionConfig(loaded, name);
-    return view ? evaluate(request, view, context) : unservedRevisionAnswer(request, loaded, { revision: name });
-  }
-  return unservedRevisionAnswer(request, loaded, route.slice('unserved:'.length) as RevisionChooser);
-}
-
 function asHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
   let message: string;
@@ -142,174 +102,6 @@ function sendText(res: ServerResponse, status: number, text: string, extraHeader
   res.writeHead(status, headers).end(text);
 }
 
-/** A log field from untrusted input: strings only, bounded. */
-function field(value: unknown): string | undefined {
-  if (typeof value !== 'string' || value === '') return undefined;
-  return value.length > 253 ? value.slice(0, 250) + '...' : value;
-}
-
-/**
- * The AdmissionReview answers, written as text: the base64 patch and the warnings go in as they are
- * instead of through a second JSON.stringify of the whole envelope. Everything after the uid is the
- * same for every request with the same patch and warnings (the engine hands out the same patch string
- * for a patch seen before, and its warnings are few and mostly the same), so that part is kept, with
- * its byte length, in a small cache: an answer is then three strings joined, and its Content-Length is
- * added up instead of counted by walking 1.6 KB of text.
- */
-export class AnswerTexts {
-  private readonly tails = new Map<string, { warnings: readonly string[] | undefined; text: string; bytes: number }[]>();
-  private entries = 0;
-  private bytes = 0;
-  /** Bounds of what is kept: it is part of the server's own memory (MEMORY_RESERVED_BYTES), never
-   * request memory, so it stays small; past either bound it starts over empty. */
-  private static readonly MAX_ENTRIES = 256;
-  private static readonly MAX_BYTES = 1024 * 1024;
-  private static readonly MAX_TAIL_BYTES = 64 * 1024;
-
-  /** Tails kept, and their bytes (for tests of the bounds). */
-  get size(): number {
-    return this.entries;
-  }
-
-  get keptBytes(): number {
-    return this.bytes;
-  }
-
-  /** The answer's text and its length in bytes. */
-  answer(apiVersion: string, result: MutationResult): { text: string; bytes: number } {
-    return AnswerTexts.joined(apiVersion, result.response.uid, this.tail(result.response));
-  }
-
-  /** An answer from its uid and its tail (`tail`, kept from the answer to a review it repeats). */
-  static joined(apiVersion: string, uid: string, tail: { readonly text: string; readonly bytes: number }): { text: string; bytes: number } {
-    const head = `{"apiVersion":"${apiVersion}","kind":"AdmissionReview","response":{"uid":${jsonString(uid)}`;
-    return { text: head + tail.text, bytes: Buffer.byteLength(head) + tail.bytes };
-  }
-
-  /** Everything of an answer after its uid, with its length in bytes. */
-  tail(response: AdmissionResponse): { text: string; bytes: number } {
-    if (response.allowed !== true || response.status !== undefined) return AnswerTexts.measured(AnswerTexts.tailText(response));
-    const key = response.patch ?? '';
-    const warnings = response.warnings;
-    const known = this.tails.get(key);
-    if (known !== undefined) for (const entry of known) if (sameWarnings(entry.warnings, warnings)) return entry;
-    const entry = { warnings: warnings && [...warnings], ...AnswerTexts.measured(AnswerTexts.tailText(response)) };
-    if (entry.bytes > AnswerTexts.MAX_TAIL_BYTES) return entry;
-    if (this.entries >= AnswerTexts.MAX_ENTRIES || this.bytes + entry.bytes > AnswerTexts.MAX_BYTES) {
-      this.tails.clear();
-      this.entries = 0;
-      this.bytes = 0;
-      this.tails.set(key, [entry]);
-    } else if (known === undefined) this.tails.set(key, [entry]);
-    else known.push(entry);
-    this.entries++;
-    this.bytes += entry.bytes;
-    return entry;
-  }
-
-  private static tailText(response: AdmissionResponse): string {
-    let text = `,"allowed":${response.allowed}`;
-    if (response.patch !== undefined) text += `,"patchType":"JSONPatch","patch":"${response.patch}"`;
-    if (response.warnings !== undefined) text += `,"warnings":${JSON.stringify(response.warnings)}`;
-    if (response.status !== undefined) text += `,"status":${JSON.stringify(response.status)}`;
-    return text + '}}';
-  }
-
-  private static measured(text: string): { text: string; bytes: number } {
-    return { text, bytes: Buffer.byteLength(text) };
-  }
-}
-
-function sameWarnings(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
-  if (a === undefined || b === undefined) return a === b;
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-/** The JSON list of the injections a result injected (config names: DNS labels, nothing to escape,
- * but written through jsonString all the same). */
-function injectedNamesJson(decisions: readonly InjectionDecision[]): string {
-  let text = '';
-  for (const decision of decisions) if (decision.reason === 'injected') text += (text === '' ? '' : ',') + jsonString(decision.injection);
-  return `[${text}]`;
-}
-
-/** `,"key":<JSON>` for a defined value, nothing for undefined (as JSON.stringify leaves it out). */
-function member(key: string, value: string | undefined): string {
-  return value === undefined ? '' : `,"${key}":${jsonString(value)}`;
-}
-
-/** What the line logged for each admission says, taken when the admission is answered. Only short
- * strings (bounded by `field`), numbers and the result's decisions: the logger keeps it until the
- * line is written, and none of the request may stay alive that long. */
-export interface AdmissionLogFields {
-  readonly uid: string | undefined;
-  readonly kind: string | undefined;
-  readonly namespace: string | undefined;
-  readonly name: string | undefined;
-  readonly operation: string | undefined;
-  readonly dryRun: boolean;
-  readonly decisions: readonly InjectionDecision[];
-  readonly warnings: number;
-  readonly elapsedMs: number;
-}
-
-function requestLogFields(request: AdmissionRequest): RequestLogFields {
-  const meta = (request.object?.metadata ?? {}) as Record<string, unknown>;
-  return {
-    kind: field(request.kind.kind),
-    namespace: field(request.namespace),
-    name: field(request.name) ?? field(meta.name) ?? field(meta.generateName),
-    operation: field(request.operation),
-    dryRun: request.dryRun === true,
-  };
-}
-
-function admissionLogFields(answered: Answered, uid: string | undefined, elapsedMs: number): AdmissionLogFields {
-  const { kind, namespace, name, operation, dryRun } = answered.request;
-  return { uid, kind, namespace, name, operation, dryRun, decisions: answered.decisions, warnings: answered.warnings?.length ?? 0, elapsedMs };
-}
-
-/** The members of an admission line from kind to injected, and the fields they were written from. */
-interface WorkloadMembers {
-  readonly fields: AdmissionLogFields;
-  readonly text: string;
-}
-
-function sameWorkload(a: AdmissionLogFields, b: AdmissionLogFields): boolean {
-  if (a.kind !== b.kind || a.namespace !== b.namespace || a.name !== b.name || a.operation !== b.operation || a.dryRun !== b.dryRun) return false;
-  // Decisions are the engine's own objects, one per injection and reason: compared by identity.
-  const x = a.decisions;
-  const y = b.decisions;
-  if (x.length !== y.length) return false;
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
-  return true;
-}
-
-/**
- * Writes the admission line's fields as JSON members without an object (when the logger flushes).
- * Admissions come in runs of one workload (a ReplicaSet's pods, each named by its generateName, and
- * the same injections), so the members from kind to injected are those of the line before more often
- * than not: they are kept for that one line and reused. One entry of short strings (`field` bounds
- * them), whatever the requests carry.
- */
-export function admissionLogWriter(): (fields: AdmissionLogFields) => string {
-  let last: WorkloadMembers | undefined;
-  return (fields) => {
-    let workload = last;
-    if (workload === undefined || !sameWorkload(workload.fields, fields)) {
-      const text =
-        member('kind', fields.kind) +
-        member('namespace', fields.namespace) +
-        member('name', fields.name) +
-        member('operation', fields.operation) +
-        `,"dryRun":${fields.dryRun},"injected":${injectedNamesJson(fields.decisions)}`;
-      last = workload = { fields, text };
-    }
-    return `${member('uid', fields.uid)}${workload.text},"warnings":${fields.warnings},"durationMs":${Math.round(fields.elapsedMs * 1e3) / 1e3}`;
-  };
-}
 
 export function createAdmissionHandler(context: AdmissionHandlerContext) {
   const { metrics, logger, budget } = context;
