@@ -1,7 +1,6 @@
 // The one validator of InjectorConfig. The construct runs it at synth (so bad props fail `cdk8s synth`),
 // the webhook runs it on every config it loads (so a hand-edited ConfigMap cannot break admission).
 
-import { RE2JS } from 're2js';
 import {
   DEFAULT_ANNOTATION_PREFIX,
   Injection,
@@ -23,30 +22,14 @@ import {
   dns1123LabelError,
   dns1123SubdomainError,
   envVarNameError,
-  labelValueError,
   qualifiedNameError,
 } from './kubernetes-names';
 import { PLACEHOLDERS, isPlaceholderName, placeholdersIn } from './placeholders';
+import { type ConfigIssue, InjectorConfigError, IssueCollector, type Plain, describe, isPlainObject, notOneOf } from './config-issues';
+import { isEmpty, validateStringMap, validateTrigger } from './validate-trigger';
 
-/** One problem, at a path written the way the props are: `injections[1].containers[0].name`. */
-export interface ConfigIssue {
-  /** Where the problem is, such as `injections[1].containers[0].name` (`(file)` for the file as a whole). */
-  readonly path: string;
-  /** What is wrong there and what is expected, such as `must be no more than 63 characters (got 70)`. */
-  readonly message: string;
-}
-
-/** Thrown when an injector config is not valid; its message lists every issue, one per line, as `path: message`. */
-export class InjectorConfigError extends Error {
-  constructor(
-    /** Every problem found, in the order of the config. */
-    readonly issues: readonly ConfigIssue[],
-    subject = 'injector config',
-  ) {
-    super(`invalid ${subject}:\n${issues.map((issue) => `  ${issue.path}: ${issue.message}`).join('\n')}`);
-    this.name = 'InjectorConfigError';
-  }
-}
+export { type ConfigIssue, InjectorConfigError } from './config-issues';
+export { compileValuePattern, labelSelectorRequirementIssues } from './validate-trigger';
 
 const INJECTION_FIELDS = new Set([
   'name', 'trigger', 'targetKinds', 'containers', 'initContainers', 'volumes', 'volumeMounts', 'env',
@@ -57,33 +40,6 @@ const CONFIG_FIELDS = new Set(['annotationPrefix', 'enabled', 'podSecurity', 'in
 const ADDING_FIELDS = [
   'containers', 'initContainers', 'volumes', 'volumeMounts', 'env', 'imagePullSecrets', 'labels', 'annotations', 'merges',
 ] as const;
-
-type Plain = Record<string, unknown>;
-
-function isPlainObject(value: unknown): value is Plain {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-function describe(value: unknown): string {
-  if (value === undefined) return 'nothing (the field is missing)';
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return 'an object';
-  if (typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') return `a ${typeof value}`;
-  return `${typeof value} ${JSON.stringify(value)}`;
-}
-
-/** The reason a value is not one of `allowed`, for a missing value as well as a wrong one. */
-function notOneOf(value: unknown, allowed: readonly string[]): string {
-  return value === undefined ? `is missing: must be one of ${allowed.join(', ')}` : `${describe(value)} is not one of ${allowed.join(', ')}`;
-}
-
-class IssueCollector {
-  readonly issues: ConfigIssue[] = [];
-  add(path: string, message: string): void {
-    this.issues.push({ path, message });
-  }
-}
 
 /** Every problem with `input`, an InjectorConfig as JSON; [] when it is valid. */
 export function injectorConfigIssues(input: unknown): ConfigIssue[] {
@@ -306,125 +262,6 @@ function validateResources(resources: unknown, path: string, out: IssueCollector
   }
 }
 
-function isEmpty(value: unknown): boolean {
-  if (value === undefined) return true;
-  if (Array.isArray(value)) return value.length === 0;
-  if (isPlainObject(value)) return Object.keys(value).length === 0;
-  return false;
-}
-
-function validateTrigger(trigger: unknown, path: string, out: IssueCollector): string | undefined {
-  if (!isPlainObject(trigger)) {
-    out.add(path, `must be an object with a type (always, annotation, labelSelector, requested), got ${describe(trigger)}`);
-    return undefined;
-  }
-  const known: Record<string, string[]> = {
-    always: ['type'],
-    requested: ['type'],
-    annotation: ['type', 'key', 'valuePattern'],
-    labelSelector: ['type', 'matchLabels', 'matchExpressions'],
-  };
-  const type = trigger.type;
-  if (typeof type !== 'string' || !(type in known)) {
-    out.add(`${path}.type`, notOneOf(type, Object.keys(known)));
-    return undefined;
-  }
-  for (const key of Object.keys(trigger)) {
-    if (!known[type].includes(key)) out.add(`${path}.${key}`, `not a field of a ${type} trigger`);
-  }
-  if (type === 'annotation') {
-    if (typeof trigger.key !== 'string') {
-      out.add(`${path}.key`, `must be an annotation key, got ${describe(trigger.key)}`);
-    } else {
-      const error = qualifiedNameError(trigger.key);
-      if (error) out.add(`${path}.key`, `"${trigger.key}" is not a valid annotation key: ${error}`);
-    }
-    if (trigger.valuePattern !== undefined) {
-      if (typeof trigger.valuePattern !== 'string') {
-        out.add(`${path}.valuePattern`, `must be a regular expression string, got ${describe(trigger.valuePattern)}`);
-      } else {
-        const error = valuePatternError(trigger.valuePattern);
-        if (error) out.add(`${path}.valuePattern`, error);
-      }
-    }
-  }
-  if (type === 'labelSelector') {
-    validateStringMap(trigger.matchLabels, `${path}.matchLabels`, out, true, undefined);
-    const expressions = trigger.matchExpressions;
-    if (expressions !== undefined && !Array.isArray(expressions)) {
-      out.add(`${path}.matchExpressions`, `must be a list, got ${describe(expressions)}`);
-    }
-    const list = Array.isArray(expressions) ? expressions : [];
-    list.forEach((expression: unknown, index: number) => {
-      validateRequirement(expression, `${path}.matchExpressions[${index}]`, out);
-    });
-    if (isEmpty(trigger.matchLabels) && list.length === 0) {
-      out.add(path, 'a labelSelector trigger needs matchLabels or matchExpressions (use type "always" to match everything)');
-    }
-  }
-  return type;
-}
-
-/**
- * Compiles a trigger's `valuePattern` with RE2 semantics (linear-time matching, the syntax of
- * Kubernetes CEL's `matches()`), for a match of the whole value. Throws on a pattern RE2 rejects.
- */
-export function compileValuePattern(pattern: string): { matches(value: string): boolean } {
-  const compiled = RE2JS.compile(pattern);
-  // A pattern without a metacharacter ("true", "enabled") matches only itself: a whole-value match is
-  // then a string comparison, without running RE2's matcher on every admission.
-  if (!RE2_METACHARACTER.test(pattern)) return { matches: (value) => value === pattern };
-  return { matches: (value) => compiled.matches(value) };
-}
-
-/** Characters with a meaning in RE2 syntax; a pattern with none of them is a literal. */
-const RE2_METACHARACTER = /[\\.+*?()|[\]{}^$]/;
-
-function valuePatternError(pattern: string): string | undefined {
-  try {
-    compileValuePattern(pattern);
-    return undefined;
-  } catch (error) {
-    const reason = (error as Error).message.replace(/^error parsing regexp: /, '');
-    return `is not a valid regular expression in RE2 syntax (the syntax of Kubernetes CEL's matches(); no backreferences or lookaround, so matching stays linear in time): ${reason}`;
-  }
-}
-
-/** Problems with one label selector requirement ({key, operator, values}), at `path`. */
-export function labelSelectorRequirementIssues(expression: unknown, path: string): ConfigIssue[] {
-  const out = new IssueCollector();
-  validateRequirement(expression, path, out);
-  return out.issues;
-}
-
-function validateRequirement(expression: unknown, path: string, out: IssueCollector): void {
-  if (!isPlainObject(expression)) {
-    out.add(path, `must be an object with key and operator, got ${describe(expression)}`);
-    return;
-  }
-  if (typeof expression.key !== 'string' || qualifiedNameError(expression.key)) {
-    const reason = typeof expression.key === 'string' ? qualifiedNameError(expression.key) : describe(expression.key);
-    out.add(`${path}.key`, `must be a valid label key: ${reason}`);
-  }
-  const operator = expression.operator;
-  const values = expression.values;
-  if (operator === 'In' || operator === 'NotIn') {
-    if (!Array.isArray(values) || values.length === 0) {
-      out.add(`${path}.values`, `must be a non-empty list for operator ${operator}`);
-    } else {
-      values.forEach((value: unknown, index: number) => {
-        const error = typeof value === 'string' ? labelValueError(value) : `must be a string, got ${describe(value)}`;
-        if (error) out.add(`${path}.values[${index}]`, error);
-      });
-    }
-  } else if (operator === 'Exists' || operator === 'DoesNotExist') {
-    if (values !== undefined && !(Array.isArray(values) && values.length === 0)) {
-      out.add(`${path}.values`, `must be empty for operator ${operator}`);
-    }
-  } else {
-    out.add(`${path}.operator`, notOneOf(operator, ['In', 'NotIn', 'Exists', 'DoesNotExist']));
-  }
-}
 
 function validateNamedList(
   list: unknown,
@@ -479,32 +316,6 @@ function validateContainers(list: unknown, path: string, out: IssueCollector, in
   });
 }
 
-function validateStringMap(
-  map: unknown,
-  path: string,
-  out: IssueCollector,
-  labels: boolean,
-  reserved: { inject: string; status: string; hashes: string } | undefined,
-): void {
-  if (map === undefined) return;
-  if (!isPlainObject(map)) {
-    out.add(path, `must be a map of strings, got ${describe(map)}`);
-    return;
-  }
-  for (const [key, value] of Object.entries(map)) {
-    const keyError = qualifiedNameError(key);
-    if (keyError) out.add(`${path}["${key}"]`, `is not a valid ${labels ? 'label' : 'annotation'} key: ${keyError}`);
-    if (reserved && (key === reserved.inject || key === reserved.status || key === reserved.hashes)) {
-      out.add(`${path}["${key}"]`, 'is reserved for the injector itself');
-    }
-    if (typeof value !== 'string') {
-      out.add(`${path}["${key}"]`, `must be a string, got ${describe(value)}`);
-    } else if (labels && !value.includes('{{')) {
-      const valueError = labelValueError(value);
-      if (valueError) out.add(`${path}["${key}"]`, `label value "${value}" ${valueError}`);
-    }
-  }
-}
 
 function validateMerges(list: unknown, path: string, out: IssueCollector): void {
   if (list === undefined) return;
