@@ -5,16 +5,9 @@ import {
   PlaceholderRenderError,
   ResolvedInjection,
   ResolvedInjectorConfig,
-  TARGET_KINDS,
-  type TargetKind,
-  annotationKeys,
-  compileValuePattern,
-  containsPlaceholder,
-  injectionHashEntry,
   labelValueError,
   mapJsonStrings,
   initialReadinessCondition,
-  readinessConditionType,
   renderPlaceholders,
   type PlaceholderValues,
 } from '../config';
@@ -22,94 +15,13 @@ import type { AdmissionRequest, AdmissionResponse } from './admission-review';
 import { matchesLabelSelector } from './label-selector';
 import { ContainerPlacement, PatchOperation, PodPatchBuilder, RenderedInjection, ownStringMap } from './pod-patch-builder';
 import { Json, isJsonObject } from './json-object';
-import { PatchEncoder, markStable } from './patch-encoding';
 import { PodTemplate, findPodTemplate, targetKindOf } from './pod-template';
 import { QosClass, QosTally, hasPodLevelResources, qosClassOf, withLimitsAtRequests } from './qos';
-import { type IgnoredOverride, type OverrideOutcome, applyOverrides, ignoredOverrideWarning, notOfferedWarning, staleTemplateOverrides } from './container-overrides';
+import { type OverrideOutcome, applyOverrides, ignoredOverrideWarning, notOfferedWarning, staleTemplateOverrides } from './container-overrides';
+import type { EvaluationContext, InjectionDecision, MutationResult, PodWarning, DecisionReason } from './decisions';
+import { type PreparedInjection, RENDERED_FIELDS, preparedOf } from './prepared-config';
 
-/** Why an injection did or did not change an object: logged at debug level and counted by label. */
-export type DecisionReason =
-  | 'disabled'
-  | 'out-of-scope'
-  | 'opted-out'
-  | 'already-injected'
-  | 'trigger-not-met'
-  | 'render-failed'
-  | 'no-change'
-  | 'injected';
-
-/** What became of one injection for one admission request. */
-export interface InjectionDecision {
-  /** The injection's `name`. */
-  readonly injection: string;
-  /** Why it did or did not change the object. */
-  readonly reason: DecisionReason;
-}
-
-/**
- * A way an injection makes the pod worse, named so the server can count it (a metric label) next to
- * the warning the response carries.
- */
-export type PodWarningReason = 'qos-class-changed' | 'job-never-completes' | 'override-ignored';
-
-/** A warning about what one injection did to the pod, with a reason to count it by. */
-export interface PodWarning {
-  /** The `name` of the injection that caused it. */
-  readonly injection: string;
-  /** The kind of harm: `qos-class-changed` or `job-never-completes`. */
-  readonly reason: PodWarningReason;
-  /** The warning's text; in the response's `warnings` when `shown`. */
-  readonly message: string;
-  /**
-   * Whether the client sees it (the response's `warnings`): only what a user can act on, a class
-   * lowered (Guaranteed to Burstable) or a Job kept from finishing. A class raised (a plain BestEffort
-   * pod that a sidecar's requests make Burstable) is counted, not shown.
-   */
-  readonly shown: boolean;
-  /** For `override-ignored`: the offered annotation (`(not offered)` for a key no override offers) and why. */
-  readonly override?: {
-    /** The annotation key as the config offers it; `(not offered)` for one it does not (never a key from the request). */
-    readonly annotation: string;
-    /** Why the value was not used; `namespace-unknown` when the namespace's defaults could not be read,
-     * `template-injected-before` when a workload's template kept the values of its first injection. */
-    readonly reason: IgnoredOverride['reason'] | 'namespace-unknown' | 'template-injected-before';
-  };
-  /** For `qos-class-changed`: the class before and after this injection. */
-  readonly qosClass?: {
-    /** The pod's QoS class before the injection. */
-    readonly before: QosClass;
-    /** The pod's QoS class after the injection. */
-    readonly after: QosClass;
-  };
-}
-
-/** Everything {@link evaluate} works out for one admission request. */
-export interface MutationResult {
-  /** The AdmissionResponse to send: allowed, with the base64 JSON patch and any warnings (refused only for an unserved revision label under `refuse`). */
-  readonly response: AdmissionResponse;
-  /** One decision per configured injection, in config order (none for a pod's status write, which no injection decides). */
-  readonly decisions: readonly InjectionDecision[];
-  /** The JSON patch as operations (the decoded form of `response.patch`); empty when nothing changes. */
-  readonly patch: readonly PatchOperation[];
-  /** Every class change and Job warning, to count; those `shown` are also in `response.warnings`. */
-  readonly podWarnings: readonly PodWarning[];
-  /** Each offered override field of the injections applied now: its value and where it came from. */
-  readonly overrides: readonly OverrideOutcome[];
-  /** Set on the answer for a revision label naming nothing served (unservedRevisionAnswer): who chose. */
-  readonly unserved?: 'namespace' | 'workload' | 'missing-revision';
-}
-
-/** What the engine is told beside the request: what the AdmissionReview does not carry. */
-export interface EvaluationContext {
-  /**
-   * The annotations of the request's namespace that overrides with `fromNamespace` read (the webhook
-   * keeps only those keys); undefined when not known.
-   */
-  readonly namespaceAnnotations?: Readonly<Record<string, string>>;
-  /** Why the namespace's annotations are not known (no list yet, a full table): its defaults are then
-   * not applied, and the answer says so. */
-  readonly namespaceUnknown?: string;
-}
+export type { DecisionReason, EvaluationContext, InjectionDecision, MutationResult, PodWarning, PodWarningReason } from './decisions';
 
 const NO_CONTEXT: EvaluationContext = Object.freeze({});
 const NO_OVERRIDES: readonly OverrideOutcome[] = Object.freeze([]);
@@ -392,23 +304,6 @@ function qosWarningOf(injection: ResolvedInjection, before: QosClass, after: Qos
   return warning;
 }
 
-/** Every DecisionReason (the compiler checks that none is missing). */
-const DECISION_REASONS = Object.keys({
-  disabled: true,
-  'out-of-scope': true,
-  'opted-out': true,
-  'already-injected': true,
-  'trigger-not-met': true,
-  'render-failed': true,
-  'no-change': true,
-  injected: true,
-} satisfies Record<DecisionReason, true>) as DecisionReason[];
-
-/** The decisions an injection can get, made once each: the same answer on every request allocates nothing. */
-function decisionsOf(injection: ResolvedInjection): Readonly<Record<DecisionReason, InjectionDecision>> {
-  return Object.freeze(Object.fromEntries(DECISION_REASONS.map((reason) => [reason, Object.freeze({ injection: injection.name, reason })]))) as Record<DecisionReason, InjectionDecision>;
-}
-
 /** The same decision for every injection, and nothing to change. */
 function decidedAll(request: AdmissionRequest, config: ResolvedInjectorConfig, reason: DecisionReason, warnings: string[] = []): MutationResult {
   return {
@@ -438,14 +333,6 @@ function placementFor(injection: ResolvedInjection, jobPod: boolean): ContainerP
   const mode = injection.nativeSidecars ?? 'never';
   if (!(mode === 'always' || (mode === 'jobs' && jobPod))) return PLACEMENTS.regular;
   return injection.nativeSidecarPosition === 'first' ? PLACEMENTS.nativeFirst : PLACEMENTS.nativeLast;
-}
-
-function addsContainers(injection: ResolvedInjection): boolean {
-  return (injection.containers?.length ?? 0) > 0 || (injection.initContainers?.length ?? 0) > 0;
-}
-
-function mergesResources(injection: ResolvedInjection): boolean {
-  return (injection.merges ?? []).some((merge) => merge.fields.resources !== undefined);
 }
 
 /** `a` overlaid with `b`, without a prototype (a label called "constructor" is just a label). */
@@ -531,99 +418,6 @@ function triggerMet(
       return value;
     }
   }
-}
-
-const RENDERED_FIELDS = [
-  'containers', 'initContainers', 'volumes', 'volumeMounts', 'env', 'imagePullSecrets', 'labels', 'annotations', 'merges',
-] as const;
-
-/** What evaluate() works out once per config rather than on every request. */
-interface PreparedConfig {
-  readonly keys: ReturnType<typeof annotationKeys>;
-  /** The kinds some injection targets: other kinds are out of scope for all. */
-  readonly targetKinds: ReadonlySet<string>;
-  /** The config's injections, in order, with what is worked out once for each. */
-  readonly injections: readonly PreparedInjection[];
-  /** This config's patches seen before, by their operations. */
-  readonly encoder: PatchEncoder;
-  /** The readiness gate that injections with `readinessGate` add (stable: a patch cache key). */
-  readonly readinessGate: Json & { conditionType: string };
-  /** Whether any injection adds it (most configs: none, and the admission skips the check). */
-  readonly anyReadinessGate: boolean;
-  /** The `prefix/` of every override annotation: a pod annotation under one that no override offers is warned about. */
-  readonly overridePrefixes: ReadonlySet<string>;
-  /** The annotation keys overrides offer. */
-  readonly offeredKeys: ReadonlySet<string>;
-  /** Every annotation key the config names (offered, triggers, added, the injector's own): never "not offered". */
-  readonly knownKeys: ReadonlySet<string>;
-}
-
-/** One injection of a config, with what evaluate() would otherwise work out on every request. */
-interface PreparedInjection {
-  readonly injection: ResolvedInjection;
-  /** Its place in the config's injections (and in the decisions). */
-  readonly index: number;
-  /** Whether it targets each kind (its targetKinds, as a lookup). */
-  readonly targetsKind: Readonly<Record<TargetKind, boolean>>;
-  /** Its rendered fields hold a placeholder. */
-  readonly templated: boolean;
-  /** It adds containers or merges resources (then the QoS class may change). */
-  readonly changesContainers: boolean;
-  /** It merges resources into existing containers (then the QoS is tallied again). */
-  readonly mergesResources: boolean;
-  /** Its trigger's valuePattern, compiled. */
-  readonly valuePattern?: { matches(value: string): boolean };
-  /** The decisions it can get. */
-  readonly decisions: Readonly<Record<DecisionReason, InjectionDecision>>;
-  /** `name=hash` of the injection as configured, for the hashes annotation. */
-  readonly hashEntry: string;
-  /** It offers overrides: its containers are merged with annotation values before they go in. */
-  readonly offersOverrides: boolean;
-}
-
-const preparedCache = new WeakMap<ResolvedInjectorConfig, PreparedConfig>();
-
-/** The config is never changed in place (a reload brings a new object), so this is made once per config. */
-function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
-  let prepared = preparedCache.get(config);
-  if (!prepared) {
-    prepared = {
-      keys: annotationKeys(config.annotationPrefix),
-      targetKinds: new Set(config.injections.flatMap((injection) => injection.targetKinds)),
-      injections: config.injections.map((injection, index) => ({
-        injection,
-        index,
-        targetsKind: Object.fromEntries(TARGET_KINDS.map((kind) => [kind, injection.targetKinds.includes(kind)])) as Record<TargetKind, boolean>,
-        templated: RENDERED_FIELDS.some((field) => containsPlaceholder(injection[field])),
-        changesContainers: addsContainers(injection) || mergesResources(injection),
-        mergesResources: mergesResources(injection),
-        valuePattern: injection.trigger.type === 'annotation' && injection.trigger.valuePattern !== undefined ? compileValuePattern(injection.trigger.valuePattern) : undefined,
-        decisions: decisionsOf(injection),
-        hashEntry: injectionHashEntry(injection),
-        offersOverrides: (injection.overrides?.length ?? 0) > 0,
-      })),
-      encoder: new PatchEncoder(),
-      readinessGate: Object.freeze({ conditionType: readinessConditionType(config.annotationPrefix) }),
-      anyReadinessGate: config.injections.some((injection) => injection.readinessGate === true),
-      ...overrideKeysOf(config),
-    };
-    // Its objects are what patches add (or, templated, what renders them): keys of the encoder's cache.
-    markStable(config.injections);
-    markStable(prepared.readinessGate);
-    preparedCache.set(config, prepared);
-  }
-  return prepared;
-}
-
-function overrideKeysOf(config: ResolvedInjectorConfig): Pick<PreparedConfig, 'overridePrefixes' | 'offeredKeys' | 'knownKeys'> {
-  const offeredKeys = new Set(config.injections.flatMap((injection) => (injection.overrides ?? []).map((override) => override.annotation)));
-  const knownKeys = new Set<string>([...offeredKeys, ...Object.values(annotationKeys(config.annotationPrefix))]);
-  for (const injection of config.injections) {
-    if (injection.trigger.type === 'annotation') knownKeys.add(injection.trigger.key);
-    for (const key of Object.keys(injection.annotations ?? {})) knownKeys.add(key);
-  }
-  const overridePrefixes = new Set([...offeredKeys].map((key) => key.slice(0, key.indexOf('/') + 1)));
-  return { overridePrefixes, offeredKeys, knownKeys };
 }
 
 /** An injection with placeholders, rendered for one object. */

@@ -5,7 +5,7 @@
 import { type ResolvedInjectorConfig, annotationKeys, revisionLabel, servedChoosers } from '../config';
 import type { AdmissionRequest, AdmissionResponse } from './admission-review';
 import { isJsonObject } from './json-object';
-import type { MutationResult } from './mutate';
+import type { MutationResult } from './decisions';
 import { ownStringMap } from './pod-patch-builder';
 import { findPodTemplate, targetKindOf } from './pod-template';
 
