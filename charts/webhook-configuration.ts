@@ -1,23 +1,12 @@
 import { Lazy } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { TargetKind, readinessConditionMissingCel } from '../webhook/config';
+import { TargetKind, readinessConditionMissingCel, targetKindRules } from '../webhook/config';
 import { type RevisionRouting, type RoutedSelectors, type RoutingSelector, routingSelectors } from './revision-props';
 import { LabelSelectorProps } from './sidecar-injector-props';
 
 /** Namespaces the webhook never sees, whatever the namespace selector says. */
 export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
-
-/** The Kubernetes resource (plural) and API group of each target kind, for the webhook's rules. */
-const RESOURCE_OF_KIND: Record<TargetKind, { group: string; resource: string }> = {
-  Pod: { group: '', resource: 'pods' },
-  Deployment: { group: 'apps', resource: 'deployments' },
-  StatefulSet: { group: 'apps', resource: 'statefulsets' },
-  DaemonSet: { group: 'apps', resource: 'daemonsets' },
-  ReplicaSet: { group: 'apps', resource: 'replicasets' },
-  Job: { group: 'batch', resource: 'jobs' },
-  CronJob: { group: 'batch', resource: 'cronjobs' },
-};
 
 /** What the MutatingWebhookConfiguration is made from. */
 export interface WebhookConfigurationSettings {
@@ -54,11 +43,11 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
     matchExpressions: [...(settings.objectSelector?.matchExpressions ?? []), { key: settings.exclusionLabel, operator: 'DoesNotExist' }],
   };
   const excluded = { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [...ALWAYS_EXCLUDED_NAMESPACES, settings.namespace] };
-  /** An entry like `inject`, to `path`, for `kinds`, with its own selectors. */
+  /** A webhook entry calling `path` for `kinds`, with its own selectors. */
   const entry = (name: string, path: string, kinds: Iterable<TargetKind>, selectors: Pick<k8s.MutatingWebhook, 'namespaceSelector' | 'objectSelector'>): k8s.MutatingWebhook => ({
     name: `${name}.${serviceHost}`,
     clientConfig: { ...clientConfig, service: { ...clientConfig.service, path } },
-    rules: webhookRules(new Set(kinds)),
+    rules: targetKindRules(kinds),
     ...selectors,
     sideEffects: 'None',
     admissionReviewVersions: ['v1', 'v1beta1'],
@@ -88,19 +77,6 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
     for (const routed of selectors.unserved) entries.push(entry(`unserved-${routed.chooser}.inject`, `/mutate/unserved/${routed.chooser}`, routing.targetKinds, asSelectors(routed)));
     return entries;
   };
-  const inject: k8s.MutatingWebhook = {
-    name: `inject.${serviceHost}`,
-    clientConfig,
-    rules: Lazy.any({ produce: () => webhookRules(new Set(settings.targetKinds())) }),
-    namespaceSelector: namespaceSelector(settings.namespaceSelector, settings.namespace),
-    objectSelector,
-    sideEffects: 'None',
-    admissionReviewVersions: ['v1', 'v1beta1'],
-    timeoutSeconds: settings.timeoutSeconds,
-    failurePolicy: settings.failurePolicy,
-    reinvocationPolicy: 'IfNeeded',
-    matchPolicy: 'Equivalent',
-  };
   // Only when some injection adds the readiness gate (known at synth, after every addInjection()).
   // With revisions, every namespace a revision can reach: the condition names only pods with the gate.
   const sidecarsReady = (prefix: string, revisions: boolean): k8s.MutatingWebhook => ({
@@ -126,7 +102,9 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
       produce: () => {
         const prefix = settings.readinessGatePrefix();
         const routing = settings.revisions?.();
-        const injecting = routing ? revisionEntries(routing) : [inject];
+        const injecting = routing
+          ? revisionEntries(routing)
+          : [entry('inject', '/mutate', settings.targetKinds(), { namespaceSelector: namespaceSelector(settings.namespaceSelector, settings.namespace), objectSelector })];
         return prefix === undefined ? injecting : [...injecting, sidecarsReady(prefix, routing !== undefined)];
       },
     }),
@@ -138,20 +116,6 @@ function asSelectors(routed: RoutedSelectors): Pick<k8s.MutatingWebhook, 'namesp
   return { namespaceSelector: routed.namespaceSelector as k8s.LabelSelector, objectSelector: routed.objectSelector as k8s.LabelSelector };
 }
 
-function webhookRules(kinds: Set<TargetKind>): k8s.RuleWithOperations[] {
-  const rules: k8s.RuleWithOperations[] = [];
-  if (kinds.has('Pod')) {
-    // Pods cannot change their containers after creation: CREATE only.
-    rules.push({ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'], scope: 'Namespaced' });
-  }
-  for (const group of ['apps', 'batch']) {
-    const resources = [...kinds].filter((kind) => kind !== 'Pod' && RESOURCE_OF_KIND[kind].group === group).map((kind) => RESOURCE_OF_KIND[kind].resource);
-    if (resources.length > 0) {
-      rules.push({ apiGroups: [group], apiVersions: ['v1'], resources, operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' });
-    }
-  }
-  return rules;
-}
 
 /** The namespaces the webhook sees: `selector` (default `injection: enabled`) minus the excluded ones. */
 export function namespaceSelector(selector: LabelSelectorProps | undefined, ownNamespace: string): k8s.LabelSelector {

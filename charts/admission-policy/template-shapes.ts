@@ -1,7 +1,7 @@
 // Where the pod template sits in the objects a policy matches (a Pod, `spec.template`, a CronJob's
 // `spec.jobTemplate.spec.template`), and the resource rules of each: one policy per shape.
 
-import { ResolvedInjection, TargetKind } from '../../webhook/config';
+import { ResolvedInjection, TargetKind, targetKindRules } from '../../webhook/config';
 import type { NamedRuleWithOperations } from './admission-policy-types';
 
 
@@ -41,32 +41,14 @@ export const TEMPLATE_SHAPES: Readonly<Record<TemplateShape, ShapeDefinition>> =
   },
 };
 
-const RESOURCE_OF_KIND: Record<TargetKind, { group: string; resource: string }> = {
-  Pod: { group: '', resource: 'pods' },
-  Deployment: { group: 'apps', resource: 'deployments' },
-  StatefulSet: { group: 'apps', resource: 'statefulsets' },
-  DaemonSet: { group: 'apps', resource: 'daemonsets' },
-  ReplicaSet: { group: 'apps', resource: 'replicasets' },
-  Job: { group: 'batch', resource: 'jobs' },
-  CronJob: { group: 'batch', resource: 'cronjobs' },
-};
 
 /** The template shapes an injection's target kinds use. */
 export function shapesOf(injection: ResolvedInjection): TemplateShape[] {
   return (Object.keys(TEMPLATE_SHAPES) as TemplateShape[]).filter((shape) => TEMPLATE_SHAPES[shape].kinds.some((kind) => injection.targetKinds.includes(kind)));
 }
 
-/** The resource rules of a policy matching `kinds`, as the webhook's: pods on CREATE, workloads on CREATE and UPDATE. */
+/** The resource rules of a policy matching `kinds`: the webhook's rules (targetKindRules). */
 export function policyResourceRules(kinds: readonly TargetKind[]): NamedRuleWithOperations[] {
-  const rules: NamedRuleWithOperations[] = [];
-  if (kinds.includes('Pod')) {
-    // Pods cannot change their containers after creation: CREATE only, as the webhook.
-    rules.push({ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'], scope: 'Namespaced' });
-  }
-  for (const group of ['apps', 'batch']) {
-    const resources = kinds.filter((kind) => kind !== 'Pod' && RESOURCE_OF_KIND[kind].group === group).map((kind) => RESOURCE_OF_KIND[kind].resource);
-    if (resources.length > 0) rules.push({ apiGroups: [group], apiVersions: ['v1'], resources, operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' });
-  }
-  return rules;
+  return targetKindRules(kinds);
 }
 

@@ -20,18 +20,10 @@ import { type SimulatedRequest, admitWithPolicies, kubernetesCelEnvironment } fr
 import { assertValidManifest } from '../support/openapi-validator';
 import { applyResponse } from '../support/recorded-reviews';
 import { describeManifest, makeTempDir, namespaceLabels, selectorMatches, synthChart } from '../support/synth-helpers';
-import { ENVOY_V1, ENVOY_V2, envoyInjection, revisionedConfig } from '../support/revision-fixtures';
+import { ENVOY_V2, revisionedConfig, revisionedProps } from '../support/revision-fixtures';
 
 const REV = 'sidecar-injector.io/rev';
-const props = (defaultOn: 'r1' | 'r2' = 'r1', failurePolicy: 'Ignore' | 'Fail' = 'Ignore'): SidecarInjectorProps => ({
-  backend: 'admissionPolicy',
-  failurePolicy,
-  revisions: [
-    { name: 'r1', injections: [envoyInjection(ENVOY_V1)] },
-    { name: 'r2', injections: [envoyInjection(ENVOY_V2)] },
-  ],
-  tags: [{ name: 'stable', revision: defaultOn, default: true }, { name: 'canary', revision: 'r2' }],
-});
+const props = (defaultOn: 'r1' | 'r2' = 'r1', failurePolicy: 'Ignore' | 'Fail' = 'Ignore'): SidecarInjectorProps => revisionedProps(defaultOn, { backend: 'admissionPolicy', failurePolicy });
 const pod = (labels: Record<string, string> = {}): any => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'shop', labels }, spec: { containers: [{ name: 'app', image: 'app:1' }] } });
 
 test('each revision is its own policies, bound per chooser; the unserved label is a ValidatingAdmissionPolicy; all valid', () => {

@@ -7,19 +7,9 @@ import { test } from 'node:test';
 import { SidecarInjectorPropsError, type SidecarInjectorProps } from '../../charts';
 import { assertValidManifest } from '../support/openapi-validator';
 import { buildChart, describeManifest, findManifest, namespaceLabels, selectorMatches, synthChart } from '../support/synth-helpers';
-import { ENVOY_V1, ENVOY_V2, envoyInjection } from '../support/revision-fixtures';
+import { ENVOY_V1, ENVOY_V2, envoyInjection, revisionedProps } from '../support/revision-fixtures';
 
-const REVISIONED = (defaultOn: 'r1' | 'r2' = 'r1', extra: Partial<SidecarInjectorProps> = {}): SidecarInjectorProps => ({
-  revisions: [
-    { name: 'r1', injections: [envoyInjection(ENVOY_V1)] },
-    { name: 'r2', injections: [envoyInjection(ENVOY_V2)] },
-  ],
-  tags: [
-    { name: 'stable', revision: defaultOn, default: true },
-    { name: 'canary', revision: 'r2' },
-  ],
-  ...extra,
-});
+const REVISIONED = revisionedProps;
 
 /** The paths of the webhook entries the apiserver would call for a pod with `podLabels` in namespace `namespace` labelled `nsLabels`. */
 function calledPaths(webhooks: any[], namespace: string, nsLabels: Record<string, string>, podLabels: Record<string, string>): string[] {

@@ -11,7 +11,7 @@ import { classifyPods } from '../../webhook/cli/injection-status';
 import type { InjectorSource } from '../../webhook/cli/injector-source';
 import { createRequestFor } from '../../webhook/cli/preview';
 import { type PodClient, describeUpgrade, upgradePod } from '../../webhook/cli/in-place-rollout';
-import { FakeCluster } from '../support/fake-cluster';
+import { FAKE_CLUSTER_IN_PLACE_OPTIONS, FakeCluster } from '../support/fake-cluster';
 import { applyResponse } from '../support/recorded-reviews';
 
 const PREFIX = 'sidecar-injector.io';
@@ -22,19 +22,7 @@ const NEW = resolveInjectorConfig({ injections: [envoy('envoyproxy/envoy:v1.31.1
 const BAD = resolveInjectorConfig({ injections: [envoy('envoyproxy/envoy:v9.9.9-missing')] });
 const source = (config: ResolvedInjectorConfig): InjectorSource => ({ config, description: 'test config' });
 
-const OPTIONS: InPlaceCommandOptions = {
-  dryRun: false,
-  maxUnavailable: 1,
-  maxConcurrent: 1,
-  continueAfterCanary: false,
-  undo: false,
-  drain: 'auto',
-  drainGraceMs: 0,
-  timeoutMs: 60_000,
-  pollMs: 1000,
-  nativeSidecars: 'restart',
-  includeUnknown: false,
-};
+const OPTIONS = FAKE_CLUSTER_IN_PLACE_OPTIONS;
 
 /** `replicas` pods of Deployment `app`, injected under `config`, running in the fake cluster. */
 function deployment(cluster: FakeCluster, app: string, replicas: number, config: ResolvedInjectorConfig, gate = false): string[] {

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type ResolvedInjectorConfig, resolveInjectorConfig, revisionConfig } from '../../webhook/config';
 import { evaluate } from '../../webhook/engine';
-import { type InPlaceCommandOptions, runInPlaceCommand } from '../../webhook/cli/in-place-command';
+import { runInPlaceCommand } from '../../webhook/cli/in-place-command';
 import { type ClusterObjects, classifyPods } from '../../webhook/cli/injection-status';
 import { createRequestFor } from '../../webhook/cli/preview';
 import { formatStatus, statusReport } from '../../webhook/cli/status-command';
-import { FakeCluster } from '../support/fake-cluster';
+import { FAKE_CLUSTER_IN_PLACE_OPTIONS, FakeCluster } from '../support/fake-cluster';
 import { applyResponse } from '../support/recorded-reviews';
 import { ENVOY_V1, ENVOY_V2, envoyInjection, revisionedConfig } from '../support/revision-fixtures';
 
@@ -53,19 +53,7 @@ function fleet(): FakeCluster {
   return cluster;
 }
 
-const OPTIONS: InPlaceCommandOptions = {
-  dryRun: false,
-  maxUnavailable: 1,
-  maxConcurrent: 1,
-  continueAfterCanary: false,
-  undo: false,
-  drain: 'auto',
-  drainGraceMs: 0,
-  timeoutMs: 60_000,
-  pollMs: 1000,
-  nativeSidecars: 'restart',
-  includeUnknown: false,
-};
+const OPTIONS = FAKE_CLUSTER_IN_PLACE_OPTIONS;
 
 async function inPlace(cluster: FakeCluster, config: ResolvedInjectorConfig, undo = false) {
   let stdout = '';

@@ -9,7 +9,23 @@ import { applyPatch, type Operation } from 'fast-json-patch';
 import { createHash } from 'node:crypto';
 import type { KubernetesObject } from '../../webhook/engine/admission-review';
 import type { GuardedOperation } from '../../webhook/cli/in-place-plan';
+import type { InPlaceCommandOptions } from '../../webhook/cli/in-place-command';
 import { type Clock, type PodClient, type PodEndpoint, normalizeImage } from '../../webhook/cli/in-place-rollout';
+
+/** `rollout --in-place` options as the tests against this fake cluster run it: one pod at a time, no drain wait. */
+export const FAKE_CLUSTER_IN_PLACE_OPTIONS: InPlaceCommandOptions = {
+  dryRun: false,
+  maxUnavailable: 1,
+  maxConcurrent: 1,
+  continueAfterCanary: false,
+  undo: false,
+  drain: 'auto',
+  drainGraceMs: 0,
+  timeoutMs: 60_000,
+  pollMs: 1000,
+  nativeSidecars: 'restart',
+  includeUnknown: false,
+};
 
 /** One thing that happened, in order: what the tests check the sequence by. */
 export interface ClusterEvent {

@@ -1,5 +1,6 @@
 // Two revisions of one Envoy injection (r1 on v1.20.3, r2 on v1.31.0) with the default tag on r1 and
 // `canary` on r2: the config of issue 37's must-show, shared by the config, engine, server, chart and CLI tests.
+import type { SidecarInjectorProps } from '../../charts';
 import type { Injection, InjectorConfig } from '../../webhook/config';
 
 export const ENVOY_V1 = 'envoyproxy/envoy:v1.20.3';
@@ -33,4 +34,10 @@ export function revisionedConfig(defaultOn: 'r1' | 'r2' = 'r1'): InjectorConfig 
       { name: 'canary', revision: 'r2' },
     ],
   };
+}
+
+/** revisionedConfig as construct props (the same revisions and tags), with `extra` props. */
+export function revisionedProps(defaultOn: 'r1' | 'r2' = 'r1', extra: Partial<SidecarInjectorProps> = {}): SidecarInjectorProps {
+  const { revisions, tags } = revisionedConfig(defaultOn);
+  return { revisions: revisions!.map((revision) => ({ name: revision.name, injections: [...revision.injections] })), tags: [...tags!], ...extra };
 }

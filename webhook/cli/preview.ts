@@ -4,7 +4,7 @@
 
 import { applyPatch, type Operation } from 'fast-json-patch';
 import type { ResolvedInjectorConfig, TargetKind } from '../config';
-import { TARGET_KINDS, chosenRevision, revisionConfig, revisionLabel } from '../config';
+import { TARGET_KINDS, TARGET_KIND_RESOURCES, chosenRevision, revisionConfig, revisionLabel } from '../config';
 import type { AdmissionRequest, GroupVersionKind, KubernetesObject } from '../engine/admission-review';
 import { evaluate, type MutationResult } from '../engine/mutate';
 import { ownStringMap } from '../engine/pod-patch-builder';
@@ -18,16 +18,6 @@ import { podRevision } from './pod-revision';
 /** The namespace an object without `metadata.namespace` lands in when nothing else is said (as kubectl). */
 export const DEFAULT_OBJECT_NAMESPACE = 'default';
 
-/** The REST resource of each kind the injector changes (all namespaced). */
-const RESOURCE_OF_KIND: Record<TargetKind, string> = {
-  Pod: 'pods',
-  Deployment: 'deployments',
-  StatefulSet: 'statefulsets',
-  DaemonSet: 'daemonsets',
-  ReplicaSet: 'replicasets',
-  Job: 'jobs',
-  CronJob: 'cronjobs',
-};
 
 export interface PreviewOptions {
   /** Namespace of objects without `metadata.namespace`. @default 'default' */
@@ -105,7 +95,7 @@ function namespaceMetadataInInput(documents: readonly InputDocument[], field: 'l
 export function createRequestFor(object: KubernetesObject, namespace: string, uid: string): AdmissionRequest {
   const gvk = groupVersionKindOf(object);
   const targetKind = targetKindOf(gvk);
-  const resource = { group: gvk.group, version: gvk.version, resource: targetKind ? RESOURCE_OF_KIND[targetKind] : gvk.kind.toLowerCase() + 's' };
+  const resource = { group: gvk.group, version: gvk.version, resource: targetKind ? TARGET_KIND_RESOURCES[targetKind].resource : gvk.kind.toLowerCase() + 's' };
   const name = metadataOf(object).name;
   return {
     uid,
@@ -180,7 +170,7 @@ function previewObject(
     ? matchWebhookConfiguration(webhookConfiguration, {
         group: gvk.group,
         version: gvk.version,
-        resource: RESOURCE_OF_KIND[targetKind],
+        resource: TARGET_KIND_RESOURCES[targetKind].resource,
         operation: 'CREATE',
         namespace,
         namespaceLabels,

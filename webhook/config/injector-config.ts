@@ -20,6 +20,46 @@ export const TARGET_KINDS = ['Pod', 'Deployment', 'StatefulSet', 'DaemonSet', 'R
  * a CronJob's `spec.jobTemplate.spec.template`) is injected. */
 export type TargetKind = (typeof TARGET_KINDS)[number];
 
+/** The API group and REST resource (plural) of each target kind: what webhook rules, policy rules and previews match. */
+export const TARGET_KIND_RESOURCES: Readonly<Record<TargetKind, { readonly group: string; readonly resource: string }>> = {
+  Pod: { group: '', resource: 'pods' },
+  Deployment: { group: 'apps', resource: 'deployments' },
+  StatefulSet: { group: 'apps', resource: 'statefulsets' },
+  DaemonSet: { group: 'apps', resource: 'daemonsets' },
+  ReplicaSet: { group: 'apps', resource: 'replicasets' },
+  Job: { group: 'batch', resource: 'jobs' },
+  CronJob: { group: 'batch', resource: 'cronjobs' },
+};
+
+/** One admission rule (a webhook's, or a policy's resource rule). */
+export interface TargetKindRule {
+  /** The API groups (`''` for the core group). */
+  readonly apiGroups: string[];
+  /** Always `v1`. */
+  readonly apiVersions: string[];
+  /** The REST resources. */
+  readonly resources: string[];
+  /** `CREATE` for pods; `CREATE` and `UPDATE` for workloads. */
+  readonly operations: ('CREATE' | 'UPDATE')[];
+  /** Always `Namespaced`. */
+  readonly scope: 'Namespaced';
+}
+
+/**
+ * The admission rules that match `kinds`, the same for the webhook and the policies: pods on CREATE (a
+ * pod's containers cannot change after creation), workloads on CREATE and UPDATE.
+ */
+export function targetKindRules(kinds: Iterable<TargetKind>): TargetKindRule[] {
+  const wanted = new Set(kinds);
+  const rules: TargetKindRule[] = [];
+  if (wanted.has('Pod')) rules.push({ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'], scope: 'Namespaced' });
+  for (const group of ['apps', 'batch']) {
+    const resources = [...wanted].filter((kind) => kind !== 'Pod' && TARGET_KIND_RESOURCES[kind].group === group).map((kind) => TARGET_KIND_RESOURCES[kind].resource);
+    if (resources.length > 0) rules.push({ apiGroups: [group], apiVersions: ['v1'], resources, operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' });
+  }
+  return rules;
+}
+
 /** The annotation prefix when none is set: annotations `sidecar-injector.io/inject` and `sidecar-injector.io/status`. */
 export const DEFAULT_ANNOTATION_PREFIX = 'sidecar-injector.io';
 
