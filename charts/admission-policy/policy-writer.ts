@@ -154,14 +154,15 @@ export class PolicyWriter {
   }
 
   /**
-   * ` + [the revision annotation's add]` when the config is one revision's: the revision recorded beside
-   * the status, unless the template records one already (as the webhook records the first). '' otherwise.
+   * ` + [the revision annotation's add]` when the config is one revision's: the revision that injected
+   * something now, recorded beside the status (replacing one a pod inherited from its workload's
+   * template, as the webhook does). '' otherwise.
    */
   get revisionAdd(): string {
     const revision = this.config.revision;
     if (revision === undefined) return '';
     const path = celString(`${this.pointer}/metadata/annotations/${jsonPointerToken(this.keys.revision)}`);
-    return ` + ${when(`!(${this.templateHas('annotations', this.keys.revision, true)})`, op(path, celString(revision)))}`;
+    return ` + [${op(path, celString(revision))}]`;
   }
 
   // --- metadata reads ----------------------------------------------------------------------------

@@ -55,3 +55,25 @@ test('a label naming nothing served is admitted with a warning that names it, or
   review.request.object.metadata.annotations = { 'sidecar-injector.io/inject': 'false' };
   assert.deepEqual(unservedRevisionAnswer(review.request, refusing, 'workload').response, { uid: review.request.uid, allowed: true });
 });
+
+test("a pod made from a template another revision injected records the revision of its own injection", () => {
+  const withTemplateInjection = (image: string) => [
+    { name: 'mesh-label', trigger: { type: 'always' as const }, targetKinds: ['Deployment' as const], annotations: { 'mesh.example.com/enrolled': 'true' } },
+    { ...revisionedConfig().revisions![0].injections[0], containers: [{ name: 'envoy', image }] },
+  ];
+  const mixed = resolveInjectorConfig({
+    injections: [],
+    revisions: [{ name: 'r1', injections: withTemplateInjection(ENVOY_V1) }, { name: 'r2', injections: withTemplateInjection(ENVOY_V2) }],
+    tags: [{ name: 'stable', revision: 'r2', default: true }],
+  });
+  const deployment = loadReview('deployment-create-frontend');
+  const stored = applyResponse(deployment.request.object, evaluate(deployment.request, revisionConfig(mixed, 'r1')!).response);
+  assert.equal(stored.spec.template.metadata.annotations['sidecar-injector.io/revision'], 'r1');
+  const review = loadReview('pod-create-sleep');
+  const fromTemplate = { ...review.request.object, metadata: { ...review.request.object.metadata, annotations: { ...stored.spec.template.metadata.annotations } } };
+  const r2 = revisionConfig(mixed, 'r2')!;
+  const pod = podOf(applyResponse(fromTemplate, evaluate({ ...review.request, object: fromTemplate }, r2).response));
+  assert.equal(pod.metadata.annotations['sidecar-injector.io/revision'], 'r2');
+  assert.equal(pod.spec.containers.find((c: any) => c.name === 'envoy').image, ENVOY_V2);
+  assert.equal(evaluate({ ...review.request, object: pod }, r2).response.patch, undefined, 'and a second call changes nothing');
+});

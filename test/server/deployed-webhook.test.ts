@@ -15,7 +15,7 @@ import { DEFAULT_NODE_IMAGE, SERVER_BUNDLE_DIR_ENV, SERVER_BUNDLE_FILES, SERVER_
 import { materializeDeployment, type DeployedWebhook } from '../../webhook/dev/deployed-mounts';
 import { assertValidManifest } from '../support/openapi-validator';
 import { applyResponse, decodePatch, loadReview, names, podOf } from '../support/recorded-reviews';
-import { BUNDLE, BundledWebhook, REPO_ROOT, freePort, keepAliveAgent, postAdmission, startBundled } from '../support/webhook-harness';
+import { BUNDLE, BundledWebhook, REPO_ROOT, freePort, httpsRequest, keepAliveAgent, postAdmission, startBundled } from '../support/webhook-harness';
 
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
@@ -244,4 +244,54 @@ describe('every workload kind, deployed as synthesized from a chart targeting th
       assert.equal(pod.metadata.annotations['injector.example.com/status'], expected);
     });
   }
+});
+
+describe('revisions, deployed as synthesized: every webhook entry calls a path the bundled server answers', () => {
+  let work: string;
+  let webhook: BundledWebhook;
+  let deployed: DeployedWebhook;
+  let entries: any[];
+
+  before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'deployed-revisions-'));
+    const app = new App({ outdir: path.join(work, 'dist') });
+    const envoy = (image: string) => [{ name: 'envoy', trigger: { type: 'always' as const }, containers: [{ name: 'envoy', image }] }];
+    new SidecarInjectorChart(app, 'revisions', {
+      certificate: generateWebhookCertificate({ serviceName: 'sidecar-injector', namespace: 'sidecar-injector' }),
+      revisions: [
+        { name: 'r1', injections: envoy('envoyproxy/envoy:v1.20.3') },
+        { name: 'r2', injections: envoy('envoyproxy/envoy:v1.31.0') },
+      ],
+      tags: [{ name: 'stable', revision: 'r1', default: true }, { name: 'canary', revision: 'r2' }],
+    });
+    app.synth();
+    const manifests = readManifests(app.outdir);
+    entries = manifests.find((m) => m.kind === 'MutatingWebhookConfiguration').webhooks;
+    deployed = materializeDeployment(manifests, path.join(work, 'mounts'));
+    webhook = await startBundled({ ...deployed.env, INJECTOR_LISTEN_PORT: '0', INJECTOR_OPS_PORT: '0' });
+  });
+
+  after(async () => {
+    await webhook?.stop();
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  test("each entry's path gets its revision's Envoy, or the unserved warning", async () => {
+    const expected: Record<string, string> = { default: 'envoyproxy/envoy:v1.20.3', r1: 'envoyproxy/envoy:v1.20.3', r2: 'envoyproxy/envoy:v1.31.0' };
+    assert.equal(entries.length, 7);
+    for (const entry of entries) {
+      const review = loadReview('pod-create-sleep');
+      const answer = await httpsRequest(webhook.port, entry.clientConfig.service.path, JSON.stringify(review), { ca: deployed.caBundle, servername: deployed.serverName });
+      assert.equal(answer.status, 200, `${entry.name}: ${answer.text}`);
+      const response = answer.json().response;
+      const role = entry.name.split('.')[0];
+      if (role.startsWith('unserved-')) {
+        assert.match(response.warnings[0], /names no revision or tag this injector serves|is labelled sidecar-injector\.io\/rev with no revision/, entry.name);
+        continue;
+      }
+      const pod = podOf(applyResponse(review.request.object, response));
+      assert.equal(pod.spec.containers.find((c: any) => c.name === 'envoy').image, expected[role], entry.name);
+      assert.equal(pod.metadata.annotations['sidecar-injector.io/revision'], role === 'default' ? 'r1' : role, entry.name);
+    }
+  });
 });

@@ -229,9 +229,10 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
     // Beside the names, each injection's hash as configured now: appended, never parsed, so an
     // earlier value (from a reinvocation, or from whoever wrote the pod) costs only its copy.
     builder.setStatus(keys.hashes, appendHashes(builder.annotations[keys.hashes], hashEntries));
-    // The revision that injected the pod first: a template a later revision adds to keeps its first,
-    // so `status` compares its hashes with its chosen revision's and finds it outdated.
-    if (config.revision !== undefined && builder.annotations[keys.revision] === undefined) builder.setStatus(keys.revision, config.revision);
+    // The revision that injected something now. A pod made from a template another revision injected
+    // inherits that one's annotation: the revision of its own injection replaces it, and `status`
+    // measures every injection it carries against the revision it should run.
+    if (config.revision !== undefined && builder.annotations[keys.revision] !== config.revision) builder.setStatus(keys.revision, config.revision);
   }
   const operations = builder.operations;
   const patch = operations.length > 0 ? prepared.encoder.encode(operations) : undefined;
