@@ -15,6 +15,7 @@ import { DEFAULT_NODE_IMAGE, SERVER_BUNDLE_DIR_ENV, SERVER_BUNDLE_FILES, SERVER_
 import { materializeDeployment, type DeployedWebhook } from '../../webhook/dev/deployed-mounts';
 import { assertValidManifest } from '../support/openapi-validator';
 import { applyResponse, decodePatch, loadReview, names, podOf } from '../support/recorded-reviews';
+import { envoyInjection } from '../support/revision-fixtures';
 import { BUNDLE, BundledWebhook, REPO_ROOT, freePort, httpsRequest, keepAliveAgent, postAdmission, startBundled } from '../support/webhook-harness';
 
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -255,7 +256,7 @@ describe('revisions, deployed as synthesized: every webhook entry calls a path t
   before(async () => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'deployed-revisions-'));
     const app = new App({ outdir: path.join(work, 'dist') });
-    const envoy = (image: string) => [{ name: 'envoy', trigger: { type: 'always' as const }, containers: [{ name: 'envoy', image }] }];
+    const envoy = (image: string) => [envoyInjection(image)];
     new SidecarInjectorChart(app, 'revisions', {
       certificate: generateWebhookCertificate({ serviceName: 'sidecar-injector', namespace: 'sidecar-injector' }),
       revisions: [
