@@ -61,6 +61,7 @@ export {
 } from '../webhook/config/validate-injector-config';
 export type { ConfigIssue } from '../webhook/config/validate-injector-config';
 export { chosenRevision, defaultRevision, revisionConfig, revisionLabel } from '../webhook/config/revisions';
+export type { RevisionChooser } from '../webhook/config/revisions';
 export { POD_SECURITY_LEVELS, podSecurityViolations } from '../webhook/config/pod-security';
 export type { PodSecurityLevel, PodSecurityViolation } from '../webhook/config/pod-security';
 export { RESOURCE_OVERRIDE_FIELDS, checkOverrideValue, overrideFieldName } from '../webhook/config/container-overrides';
@@ -71,7 +72,7 @@ export { LOG_LEVELS } from '../webhook/config/runtime-settings';
 export type { LogLevel } from '../webhook/config/runtime-settings';
 // The webhook's own engine and the apiserver's choice of webhooks, for previews (the CLI) and tests.
 export { evaluate, mutate } from '../webhook/engine/mutate';
-export type { DecisionReason, EvaluationContext, InjectionDecision, MutationResult, PodWarning, PodWarningReason } from '../webhook/engine/mutate';
+export type { DecisionReason, EvaluationContext, InjectionDecision, MutationResult, PodWarning, PodWarningReason, UnservedRevisionChooser } from '../webhook/engine/mutate';
 export type { IgnoredOverride, OverrideOutcome, OverrideSource } from '../webhook/engine/container-overrides';
 export type { QosClass } from '../webhook/engine/qos';
 export type { PatchOperation } from '../webhook/engine/pod-patch-builder';

@@ -7,7 +7,7 @@ import { InProcessWebhook, httpsRequest, opsRequest, startInProcess } from '../s
 import { decodePatch, loadReview } from '../support/recorded-reviews';
 import { testCertificate } from '../support/test-certificate';
 import { ENVOY_V1, ENVOY_V2, revisionedConfig } from '../support/revision-fixtures';
-import { admissionRoute } from '../../webhook/server/admission-routes';
+import { admissionRoute } from '../../webhook/config';
 
 const body = (uid: string) => {
   const review = loadReview('pod-create-sleep');

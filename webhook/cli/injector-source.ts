@@ -5,7 +5,7 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CONFIG_FILE_NAME, InjectorConfigError, POLICY_CONFIG_ANNOTATION, POLICY_TAGS_ANNOTATION, ResolvedInjectorConfig, loadInjectorConfig, revisionLabel } from '../config';
+import { CONFIG_FILE_NAME, InjectorConfigError, POLICY_CONFIG_ANNOTATION, POLICY_TAGS_ANNOTATION, ResolvedInjectorConfig, type RevisionChooser, admissionPath, loadInjectorConfig, revisionLabel } from '../config';
 import type { MutatingWebhook, MutatingWebhookConfiguration } from '../engine/webhook-match';
 import { InputDocument, InputError, describeLocation, readManifests } from './manifest-input';
 
@@ -138,7 +138,7 @@ function policyInjectors(from: string, documents: InputDocument[]): SynthesizedI
           namespaceSelector: matchResources.namespaceSelector,
           objectSelector: matchResources.objectSelector,
           // Where the webhook entry of the same selectors would send it: the revision the policy applies.
-          ...(typeof revision === 'string' ? { clientConfig: { service: { path: `/mutate/revisions/${revision}` } } } : {}),
+          ...(typeof revision === 'string' ? { clientConfig: { service: { path: admissionPath(`revision:${revision}`) } } } : {}),
         });
         used.push(binding);
       }
@@ -155,7 +155,7 @@ function policyInjectors(from: string, documents: InputDocument[]): SynthesizedI
           matchPolicy: objectOf(policy).spec?.matchConstraints?.matchPolicy,
           namespaceSelector: matchResources.namespaceSelector,
           objectSelector: matchResources.objectSelector,
-          clientConfig: { service: { path: `/mutate/unserved/${chooser}` } },
+          clientConfig: { service: { path: admissionPath(`unserved:${chooser as RevisionChooser}`) } },
         });
         used.push(policy, binding);
       }

@@ -4,12 +4,12 @@
 
 import { applyPatch, type Operation } from 'fast-json-patch';
 import type { ResolvedInjectorConfig, TargetKind } from '../config';
-import { TARGET_KINDS, TARGET_KIND_RESOURCES, chosenRevision, revisionConfig, revisionLabel } from '../config';
+import { type RevisionChooser, TARGET_KINDS, TARGET_KIND_RESOURCES, admissionRoute, chosenRevision, revisionConfig, revisionLabel } from '../config';
 import type { AdmissionRequest, GroupVersionKind, KubernetesObject } from '../engine/admission-review';
 import { evaluate, type MutationResult } from '../engine/mutate';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { targetKindOf } from '../engine/pod-template';
-import { type RevisionChooser, unservedRevisionAnswer } from '../engine/unserved-revision';
+import { unservedRevisionAnswer } from '../engine/unserved-revision';
 import { matchWebhookConfiguration, type WebhookMatch } from '../engine/webhook-match';
 import type { InjectorSource } from './injector-source';
 import type { InputDocument } from './manifest-input';
@@ -218,11 +218,11 @@ function previewRevision(
     const called = webhooks.find((match) => match.called);
     const entry = (webhookConfiguration.webhooks ?? []).find((webhook) => webhook.name === called?.webhook);
     const clientConfig = entry?.clientConfig as { service?: { path?: unknown } } | undefined;
-    const path = typeof clientConfig?.service?.path === 'string' ? clientConfig.service.path : '';
-    const revision = /^\/mutate\/revisions\/(.+)$/.exec(path)?.[1];
+    const route = typeof clientConfig?.service?.path === 'string' ? admissionRoute(clientConfig.service.path) : undefined;
+    const revision = route?.startsWith('revision:') ? route.slice('revision:'.length) : undefined;
     const view = revision === undefined ? undefined : revisionConfig(config, revision);
     if (view) return { config: view, description: `${revision} (webhook ${called!.webhook})` };
-    const unserved = /^\/mutate\/unserved\/(namespace|workload)$/.exec(path)?.[1] as RevisionChooser | undefined;
+    const unserved = route?.startsWith('unserved:') ? (route.slice('unserved:'.length) as RevisionChooser) : undefined;
     if (unserved) return { unserved, description: `none: ${unserved === 'workload' ? 'its' : 'its namespace\'s'} ${revisionLabel(config.annotationPrefix)} label names nothing served` };
   }
   const chosen = podRevision(config, objectLabels, {}, namespaceLabels);

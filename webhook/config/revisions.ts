@@ -157,3 +157,34 @@ export function revisionConfigs(config: ResolvedInjectorConfig): ResolvedInjecto
   if (!config.revisions) return [config];
   return config.revisions.map((revision) => revisionConfig(config, revision.name)!);
 }
+
+/** Who carries the `<prefix>/rev` label that chose: the namespace, or the object (its pod template). */
+export type RevisionChooser = 'namespace' | 'workload';
+
+/**
+ * What a webhook entry asks for, by the path it calls: `''` the config as loaded (`/mutate`),
+ * `revision:<name>` one revision of it (`/mutate/revisions/<name>`), `unserved:<chooser>` the answer for a
+ * `<prefix>/rev` label that names nothing served (`/mutate/unserved/<chooser>`). The construct writes
+ * these paths, the server and the CLI read them back, all through this pair of functions.
+ */
+export type AdmissionRoute = '' | `revision:${string}` | `unserved:${RevisionChooser}`;
+
+/** The path a webhook entry calls for `route`. */
+export function admissionPath(route: AdmissionRoute): string {
+  if (route === '') return '/mutate';
+  if (route.startsWith('revision:')) return `/mutate/revisions/${route.slice('revision:'.length)}`;
+  return `/mutate/unserved/${route.slice('unserved:'.length)}`;
+}
+
+const REVISION_PATH = new RegExp(`^/mutate/revisions/([a-z0-9](?:[-a-z0-9]{0,${MAX_REVISION_NAME_LENGTH - 2}}[a-z0-9])?)$`);
+
+/** The route of a path or URL (its query ignored), or undefined when no webhook entry calls it. */
+export function admissionRoute(url: string): AdmissionRoute | undefined {
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  if (path === '/mutate') return '';
+  if (path === '/mutate/unserved/namespace') return 'unserved:namespace';
+  if (path === '/mutate/unserved/workload') return 'unserved:workload';
+  const revision = REVISION_PATH.exec(path);
+  return revision ? `revision:${revision[1]}` : undefined;
+}

@@ -5,6 +5,7 @@ import type { AdmissionResponse } from './admission-review';
 import type { PatchOperation } from './pod-patch-builder';
 import type { QosClass } from './qos';
 import type { IgnoredOverride, OverrideOutcome } from './container-overrides';
+import type { RevisionChooser } from '../config';
 
 /** Why an injection did or did not change an object: logged at debug level and counted by label. */
 export type DecisionReason =
@@ -62,6 +63,10 @@ export interface PodWarning {
   };
 }
 
+/** Who chose a revision nobody serves: the namespace's label, the object's, or a webhook entry whose
+ * revision the loaded config lacks (`missing-revision`). Fixed words: a metric's label values. */
+export type UnservedRevisionChooser = RevisionChooser | 'missing-revision';
+
 /** Everything {@link evaluate} works out for one admission request. */
 export interface MutationResult {
   /** The AdmissionResponse to send: allowed, with the base64 JSON patch and any warnings (refused only for an unserved revision label under `refuse`). */
@@ -75,7 +80,7 @@ export interface MutationResult {
   /** Each offered override field of the injections applied now: its value and where it came from. */
   readonly overrides: readonly OverrideOutcome[];
   /** Set on the answer for a revision label naming nothing served (unservedRevisionAnswer): who chose. */
-  readonly unserved?: 'namespace' | 'workload' | 'missing-revision';
+  readonly unserved?: UnservedRevisionChooser;
 }
 
 /** What the engine is told beside the request: what the AdmissionReview does not carry. */

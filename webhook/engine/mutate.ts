@@ -21,7 +21,7 @@ import { type OverrideOutcome, applyOverrides, ignoredOverrideWarning, notOffere
 import type { EvaluationContext, InjectionDecision, MutationResult, PodWarning, DecisionReason } from './decisions';
 import { type PreparedInjection, RENDERED_FIELDS, preparedOf } from './prepared-config';
 
-export type { DecisionReason, EvaluationContext, InjectionDecision, MutationResult, PodWarning, PodWarningReason } from './decisions';
+export type { DecisionReason, EvaluationContext, InjectionDecision, MutationResult, PodWarning, PodWarningReason, UnservedRevisionChooser } from './decisions';
 
 const NO_CONTEXT: EvaluationContext = Object.freeze({});
 const NO_OVERRIDES: readonly OverrideOutcome[] = Object.freeze([]);

@@ -2,15 +2,13 @@
 // tag the config serves: the apiserver sends such objects here (their own webhook entry), so a typo or a
 // removed revision is never a pod admitted bare that nobody hears about.
 
-import { type ResolvedInjectorConfig, annotationKeys, revisionLabel, servedChoosers } from '../config';
+import { type ResolvedInjectorConfig, type RevisionChooser, annotationKeys, revisionLabel, servedChoosers } from '../config';
 import type { AdmissionRequest, AdmissionResponse } from './admission-review';
 import { isJsonObject } from './json-object';
 import type { MutationResult } from './decisions';
 import { ownStringMap } from './pod-patch-builder';
 import { findPodTemplate, targetKindOf } from './pod-template';
 
-/** Who carries the label that chose: the namespace, or the object itself. */
-export type RevisionChooser = 'namespace' | 'workload';
 /** A webhook entry's revision that the loaded config does not have (an entry older or newer than the config). */
 export interface MissingRevision {
   readonly revision: string;

@@ -3,7 +3,7 @@
 // can crash the process.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { JSON_WORST_BUDGET_PER_BODY_BYTE, SMALL_BODY_BYTES, UNSCANNED_BODY_BYTES, type ResolvedInjectorConfig } from '../config';
+import { type AdmissionRoute, JSON_WORST_BUDGET_PER_BODY_BYTE, SMALL_BODY_BYTES, UNSCANNED_BODY_BYTES, type ResolvedInjectorConfig } from '../config';
 import { AdmissionRequest, AdmissionReview, BadAdmissionReview, decodeAdmissionReview } from '../engine';
 import { reviewText } from './review-text';
 import type { Logger } from './logger';
@@ -12,7 +12,7 @@ import type { RequestOutcome, WebhookMetrics } from './metrics';
 import type { NamespaceDefaultsTable } from './namespace-defaults';
 import { type Answered, RepeatedReviews, type UidSpan, requestUidSpan, reviewKey, uidIsSpan } from './repeated-reviews';
 
-import { type AdmissionRoute, evaluateRoute } from './admission-routes';
+import { evaluateRoute } from './admission-routes';
 import { AnswerTexts } from './answer-texts';
 import { admissionLogFields, admissionLogWriter, field, requestLogFields } from './admission-log';
 

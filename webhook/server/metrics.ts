@@ -2,7 +2,7 @@
 // Node.js ones (resident memory, heap, event-loop lag, GC). The hot path only bumps plain numbers
 // (no label strings hashed per request); prom-client reads them when /metrics is scraped.
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { DecisionReason, InjectionDecision, PodWarningReason } from '../engine';
+import type { DecisionReason, InjectionDecision, PodWarningReason, UnservedRevisionChooser } from '../engine';
 import type { Logger } from './logger';
 import type { MemoryBudget } from './memory-budget';
 
@@ -68,9 +68,6 @@ class PlainHistogram {
 const MAX_DECISION_COUNTERS = 1024;
 
 const OUTCOME_INDEX = Object.fromEntries(REQUEST_OUTCOMES.map((outcome, i) => [outcome, i])) as Record<RequestOutcome, number>;
-
-/** Who chose a revision nobody serves: the namespace's label, the object's, or a webhook entry whose revision the loaded config lacks. */
-export type UnservedRevisionChooser = 'namespace' | 'workload' | 'missing-revision';
 
 export class WebhookMetrics {
   readonly registry = new Registry();

@@ -14,7 +14,7 @@
 
 import { createHash } from 'node:crypto';
 import type { ResolvedInjectorConfig } from '../config';
-import type { InjectionDecision, PodWarning } from '../engine';
+import type { InjectionDecision, PodWarning, UnservedRevisionChooser } from '../engine';
 import { BoundedCache, stringBytes } from '../engine/bounded-cache';
 
 /** How the apiserver's encoder starts every AdmissionReview (Go's field order: kind, apiVersion, request; a
@@ -92,7 +92,7 @@ export interface Answered {
   /** The answer's text after the uid, and its length in bytes. */
   readonly tail: { readonly text: string; readonly bytes: number };
   /** Set when the answer is the one for a revision label naming nothing served: who chose. */
-  readonly unserved?: 'namespace' | 'workload' | 'missing-revision';
+  readonly unserved?: UnservedRevisionChooser;
 }
 
 /** Bounds: part of the server's own memory (MEMORY_RESERVED_BYTES), whatever requests carry. */
