@@ -34,7 +34,7 @@ import { NamespaceReader, namespaceReader } from './namespace-reader';
 import { DEFAULT_WEBHOOK_IMAGE, SidecarInjectorProps, settingsIssues } from './sidecar-injector-props';
 import { SidecarInjectorPropsError } from './sidecar-injector-props-error';
 import { PACKAGE_VERSION } from './version';
-import { ALWAYS_EXCLUDED_NAMESPACES, mutatingWebhookConfiguration, namespaceSelector } from './webhook-configuration';
+import { excludedNamespaces, injectedObjectSelector, mutatingWebhookConfiguration, namespaceSelector } from './webhook-configuration';
 import { sha256 } from './webhook-tls';
 import { WebhookServer } from './webhook-server';
 import { webhookDeployment, webhookNetworkPolicy, webhookPodDisruptionBudget, webhookService } from './webhook-workload';
@@ -208,10 +208,7 @@ export class SidecarInjector extends Construct {
         config: () => this.config,
         failurePolicy: this.failurePolicy,
         namespaceSelector: namespaceSelector(props.namespaceSelector, this.namespaceName) as LabelSelector,
-        objectSelector: {
-          matchLabels: props.objectSelector?.matchLabels,
-          matchExpressions: [...(props.objectSelector?.matchExpressions ?? []), { key: this.exclusionLabel, operator: 'DoesNotExist' }],
-        },
+        objectSelector: injectedObjectSelector(props.objectSelector, this.exclusionLabel),
         labels,
       });
       this.addPolicies(injections);
@@ -295,11 +292,8 @@ export class SidecarInjector extends Construct {
   private makeRevisionPolicies(props: SidecarInjectorProps, labels: Record<string, string>): RevisionPolicies {
     const config = this.config;
     const routing = revisionRouting(config)!;
-    const objects: LabelSelector = {
-      matchLabels: props.objectSelector?.matchLabels,
-      matchExpressions: [...(props.objectSelector?.matchExpressions ?? []), { key: this.exclusionLabel, operator: 'DoesNotExist' }],
-    };
-    const excluded = { key: 'kubernetes.io/metadata.name', operator: 'NotIn' as const, values: [...ALWAYS_EXCLUDED_NAMESPACES, this.namespaceName] };
+    const objects = injectedObjectSelector(props.objectSelector, this.exclusionLabel);
+    const excluded = excludedNamespaces(this.namespaceName);
     const selectors = routingSelectors(routing, namespaceSelector(props.namespaceSelector, this.namespaceName) as RoutingSelector, objects, excluded);
     const revisions: Record<string, InjectionAdmissionPolicies> = {};
     for (const revision of routing.revisions) {

@@ -1,9 +1,9 @@
 import { Lazy } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { TargetKind, readinessConditionMissingCel, targetKindRules } from '../webhook/config';
+import { type RevisionChooser, TargetKind, admissionPath, readinessConditionMissingCel, targetKindRules } from '../webhook/config';
 import { type RevisionRouting, type RoutedSelectors, type RoutingSelector, routingSelectors } from './revision-props';
-import { LabelSelectorProps } from './sidecar-injector-props';
+import { LabelSelectorProps, LabelSelectorRequirementProps } from './sidecar-injector-props';
 
 /** Namespaces the webhook never sees, whatever the namespace selector says. */
 export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
@@ -35,14 +35,11 @@ export interface WebhookConfigurationSettings {
 export function mutatingWebhookConfiguration(scope: Construct, settings: WebhookConfigurationSettings): k8s.KubeMutatingWebhookConfiguration {
   const serviceHost = `${settings.serviceName}.${settings.namespace}.svc`;
   const clientConfig = {
-    service: { name: settings.serviceName, namespace: settings.namespace, path: '/mutate', port: 443 },
+    service: { name: settings.serviceName, namespace: settings.namespace, path: admissionPath(''), port: 443 },
     caBundle: settings.caBundle,
   };
-  const objectSelector = {
-    matchLabels: settings.objectSelector?.matchLabels,
-    matchExpressions: [...(settings.objectSelector?.matchExpressions ?? []), { key: settings.exclusionLabel, operator: 'DoesNotExist' }],
-  };
-  const excluded = { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [...ALWAYS_EXCLUDED_NAMESPACES, settings.namespace] };
+  const objectSelector = injectedObjectSelector(settings.objectSelector, settings.exclusionLabel);
+  const excluded = excludedNamespaces(settings.namespace);
   /** A webhook entry calling `path` for `kinds`, with its own selectors. */
   const entry = (name: string, path: string, kinds: Iterable<TargetKind>, selectors: Pick<k8s.MutatingWebhook, 'namespaceSelector' | 'objectSelector'>): k8s.MutatingWebhook => ({
     name: `${name}.${serviceHost}`,
@@ -67,14 +64,14 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
     const defaultRoute = selectors.default;
     if (defaultRoute) {
       const revision = routing.revisions.find((candidate) => candidate.name === defaultRoute.revision)!;
-      entries.push(entry('default.inject', `/mutate/revisions/${revision.name}`, revision.targetKinds, asSelectors(defaultRoute.selectors)));
+      entries.push(entry('default.inject', admissionPath(`revision:${revision.name}`), revision.targetKinds, asSelectors(defaultRoute.selectors)));
     }
     for (const revision of routing.revisions) {
       for (const routed of selectors.revisions.get(revision.name)!) {
-        entries.push(entry(`${revision.name}.${routed.chooser}.inject`, `/mutate/revisions/${revision.name}`, revision.targetKinds, asSelectors(routed)));
+        entries.push(entry(`${revision.name}.${routed.chooser}.inject`, admissionPath(`revision:${revision.name}`), revision.targetKinds, asSelectors(routed)));
       }
     }
-    for (const routed of selectors.unserved) entries.push(entry(`unserved-${routed.chooser}.inject`, `/mutate/unserved/${routed.chooser}`, routing.targetKinds, asSelectors(routed)));
+    for (const routed of selectors.unserved) entries.push(entry(`unserved-${routed.chooser}.inject`, admissionPath(`unserved:${routed.chooser as RevisionChooser}`), routing.targetKinds, asSelectors(routed)));
     return entries;
   };
   // Only when some injection adds the readiness gate (known at synth, after every addInjection()).
@@ -104,7 +101,7 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
         const routing = settings.revisions?.();
         const injecting = routing
           ? revisionEntries(routing)
-          : [entry('inject', '/mutate', settings.targetKinds(), { namespaceSelector: namespaceSelector(settings.namespaceSelector, settings.namespace), objectSelector })];
+          : [entry('inject', admissionPath(''), settings.targetKinds(), { namespaceSelector: namespaceSelector(settings.namespaceSelector, settings.namespace), objectSelector })];
         return prefix === undefined ? injecting : [...injecting, sidecarsReady(prefix, routing !== undefined)];
       },
     }),
@@ -120,11 +117,15 @@ function asSelectors(routed: RoutedSelectors): Pick<k8s.MutatingWebhook, 'namesp
 /** The namespaces the webhook sees: `selector` (default `injection: enabled`) minus the excluded ones. */
 export function namespaceSelector(selector: LabelSelectorProps | undefined, ownNamespace: string): k8s.LabelSelector {
   const base = selector ?? { matchLabels: { injection: 'enabled' } };
-  return {
-    matchLabels: base.matchLabels,
-    matchExpressions: [
-      ...(base.matchExpressions ?? []),
-      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [...ALWAYS_EXCLUDED_NAMESPACES, ownNamespace] },
-    ],
-  };
+  return { matchLabels: base.matchLabels, matchExpressions: [...(base.matchExpressions ?? []), excludedNamespaces(ownNamespace)] };
+}
+
+/** The requirement that keeps kube-system, kube-public, kube-node-lease and the injector's own namespace out. */
+export function excludedNamespaces(ownNamespace: string): { key: string; operator: 'NotIn'; values: string[] } {
+  return { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [...ALWAYS_EXCLUDED_NAMESPACES, ownNamespace] };
+}
+
+/** The objects the injector sees: `selector` (default all), never one carrying the exclusion label (its own pods). */
+export function injectedObjectSelector(selector: LabelSelectorProps | undefined, exclusionLabel: string): { matchLabels?: Record<string, string>; matchExpressions: LabelSelectorRequirementProps[] } {
+  return { matchLabels: selector?.matchLabels, matchExpressions: [...(selector?.matchExpressions ?? []), { key: exclusionLabel, operator: 'DoesNotExist' }] };
 }
