@@ -18,15 +18,14 @@ import {
   parseInjectionHashes,
   parseQuantity,
   readinessConditionType,
-  revisionConfig,
 } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import { evaluate } from '../engine/mutate';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { applyPatch, type Operation } from 'fast-json-patch';
-import { type ClusterObjects, type PodStatus, type WorkloadRef, classifyPods, configForPod, workloadOf } from './injection-status';
+import { type ClusterObjects, type PodStatus, type WorkloadRef, classifyPods, configForPod, configuredHashes, workloadOf } from './injection-status';
 import type { InjectorSource } from './injector-source';
-import { podRevision } from './pod-revision';
+import { appliedConfig, podRevision } from './pod-revision';
 import { createRequestFor, decodeResponsePatch } from './preview';
 import { RESTARTABLE_KINDS } from './status-command';
 import { type ContainerList, type ImageChange, type PreviousImages, parsePreviousImages } from './in-place-patches';
@@ -194,8 +193,8 @@ function lifecycleReason(pod: KubernetesObject): string | undefined {
 /** Plans one pod, given what `status` found for it. */
 export function planPod(pod: KubernetesObject, status: PodStatus, chain: readonly string[], source: InjectorSource, options: InPlaceOptions): PodInPlacePlan {
   // With revisions, the pod moves to the revision it should run now (its tag's): that revision's injections.
+  const config = appliedConfig(source.config, status.revision) ?? source.config;
   const chosen = status.revision?.chosen;
-  const config = (chosen !== undefined ? revisionConfig(source.config, chosen) : undefined) ?? source.config;
   const keys = annotationKeys(config.annotationPrefix);
   const gateType = readinessConditionType(config.annotationPrefix);
   const readinessGates = specOf(pod).readinessGates;
@@ -377,11 +376,10 @@ export function undoPlan(
   const keys = annotationKeys(prefix);
   const gateType = readinessConditionType(prefix);
   /** The hashes `config` gives a pod: with revisions, those of the revision it should run now. */
-  const configuredFor = (pod: KubernetesObject, namespace: string): Map<string, string> | undefined => {
+  const configuredFor = (pod: KubernetesObject, namespace: string): ReadonlyMap<string, string> | undefined => {
     if (!config) return undefined;
-    const chosen = podRevision(config, ownStringMap(metadataOf(pod).labels), ownStringMap(metadataOf(pod).annotations), objects.namespaceLabels.get(namespace))?.chosen;
-    const applies = (chosen !== undefined ? revisionConfig(config, chosen) : undefined) ?? config;
-    return new Map(applies.injections.map((injection) => [injection.name, injectionHash(injection)]));
+    const revision = podRevision(config, ownStringMap(metadataOf(pod).labels), ownStringMap(metadataOf(pod).annotations), objects.namespaceLabels.get(namespace));
+    return configuredHashes(appliedConfig(config, revision) ?? config);
   };
   const pods: PodUndoPlan[] = [];
   const unreadable: { namespace: string; name: string; reason: string }[] = [];

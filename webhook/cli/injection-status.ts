@@ -3,13 +3,13 @@
 // annotation beside it which version, and the engine the webhook runs says what it should have got.
 // Pure: pods, namespaces and ReplicaSets in, a classification out (the cluster is read elsewhere).
 
-import { type ResolvedInjectorConfig, type TargetKind, annotationKeys, injectionHash, parseInjectionHashes, revisionConfig } from '../config';
+import { type ResolvedInjectorConfig, type TargetKind, annotationKeys, injectionHash, parseInjectionHashes } from '../config';
 import { evaluate, parseStatus } from '../engine/mutate';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { matchWebhookConfiguration } from '../engine/webhook-match';
 import type { KubernetesObject } from '../engine/admission-review';
 import type { InjectorSource } from './injector-source';
-import { type PodRevision, podRevision } from './pod-revision';
+import { type PodRevision, appliedConfig, podRevision } from './pod-revision';
 import { createRequestFor } from './preview';
 
 /** What one injection of one pod is, measured against the current config. */
@@ -176,7 +176,7 @@ export function classifyPods(objects: ClusterObjects, source: InjectorSource): P
     const { chain, ...workload } = workloadOf(pod, namespace, objects.owners);
     // With revisions, the pod is measured against the revision it should run now (its tag's, today).
     const revision = podRevision(config, ownStringMap(metadata.labels), annotations, objects.namespaceLabels.get(namespace));
-    const applies = revision === undefined ? config : revision.chosen === undefined ? undefined : revisionConfig(config, revision.chosen);
+    const applies = appliedConfig(config, revision);
     const configured = applies ? configuredHashes(applies) : NOTHING_CONFIGURED;
     const has = parseStatus(annotations[keys.status]);
     const recorded = parseInjectionHashes(annotations[keys.hashes]);
@@ -213,7 +213,7 @@ const NOTHING_CONFIGURED: ReadonlyMap<string, string> = new Map();
 const hashesOf = new WeakMap<ResolvedInjectorConfig, ReadonlyMap<string, string>>();
 
 /** Each injection's name and hash as configured, in config order (made once per config or revision). */
-function configuredHashes(config: ResolvedInjectorConfig): ReadonlyMap<string, string> {
+export function configuredHashes(config: ResolvedInjectorConfig): ReadonlyMap<string, string> {
   let hashes = hashesOf.get(config);
   if (!hashes) hashesOf.set(config, (hashes = new Map(config.injections.map((injection) => [injection.name, injectionHash(injection)]))));
   return hashes;

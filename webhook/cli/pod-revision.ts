@@ -2,7 +2,7 @@
 // template's `<prefix>/rev` label, else its namespace's, else the default tag), read from labels, so
 // `status` gives the same answer from a ConfigMap, a policy's annotation or a webhook configuration.
 
-import { type ResolvedInjectorConfig, annotationKeys, chosenRevision, defaultRevision, revisionLabel, servedChoosers } from '../config';
+import { type ResolvedInjectorConfig, annotationKeys, chosenRevision, defaultRevision, revisionConfig, revisionLabel, servedChoosers } from '../config';
 
 /** A pod's revision: chosen now, and recorded when it was injected. */
 export interface PodRevision {
@@ -41,4 +41,13 @@ export function podRevision(
   if (chosen !== undefined) return { chosen, by, value, ...withRecorded };
   const who = by === 'workload' ? 'the pod' : 'its namespace';
   return { by, value, ...withRecorded, unserved: `${who} is labelled ${label}=${JSON.stringify(value)}, which names no revision or tag served (served: ${servedChoosers(config).join(', ')})` };
+}
+
+/**
+ * The config a pod is measured against: its chosen revision's view, `config` itself without revisions
+ * (`revision` undefined), undefined when its label names nothing served.
+ */
+export function appliedConfig(config: ResolvedInjectorConfig, revision: PodRevision | undefined): ResolvedInjectorConfig | undefined {
+  if (revision === undefined) return config;
+  return revision.chosen === undefined ? undefined : revisionConfig(config, revision.chosen);
 }

@@ -107,19 +107,34 @@ const COUNTER: Record<InjectionState, keyof Pick<WorkloadStatus, 'upToDate' | 'o
 };
 
 export function statusReport(pods: readonly PodStatus[], config: ResolvedInjectorConfig): StatusReport {
-  type Counts = { -readonly [key in keyof Omit<WorkloadStatus, 'findings' | 'ignoredOverrides' | 'revisions' | 'revisionFindings'>]: WorkloadStatus[key] };
-  type Entry = { status: Counts; findings: Map<string, Finding & { pods: string[] }>; ignoredOverrides: Map<string, string[]>; running: Set<string>; chosen: Set<string>; revisionFindings: Map<string, string[]> };
+  type Counts = { -readonly [key in keyof Omit<WorkloadStatus, 'findings' | 'ignoredOverrides' | 'unservedRevision' | 'revisions' | 'revisionFindings'>]: WorkloadStatus[key] };
+  type Entry = {
+    status: Counts;
+    findings: Map<string, Finding & { pods: string[] }>;
+    ignoredOverrides: Map<string, string[]>;
+    unservedRevision: number;
+    running: Set<string>;
+    chosen: Set<string>;
+    revisionFindings: Map<string, string[]>;
+  };
   const byWorkload = new Map<string, Entry>();
-  const summary = { pods: pods.length, podsWithoutInjections: 0, upToDate: 0, outdated: 0, missing: 0, noLongerConfigured: 0, versionUnknown: 0, unservedRevision: 0 };
+  const summary = { pods: pods.length, podsWithoutInjections: 0, upToDate: 0, outdated: 0, missing: 0, noLongerConfigured: 0, versionUnknown: 0 };
+  let unservedRevision = 0;
   const served = new Set((config.revisions ?? []).map((revision) => revision.name));
   const running = new Map<string, number>();
   const chosen = new Map<string, number>();
   const removed = new Map<string, string[]>();
+  /** Appends `value` to the list kept under `key`. */
+  const listed = <K>(map: Map<K, string[]>, key: K, value: string) => {
+    const list = map.get(key);
+    if (list) list.push(value);
+    else map.set(key, [value]);
+  };
   for (const pod of pods) {
     const revision = pod.revision;
     if (revision?.recorded !== undefined) {
       running.set(revision.recorded, (running.get(revision.recorded) ?? 0) + 1);
-      if (!served.has(revision.recorded)) removed.set(revision.recorded, [...(removed.get(revision.recorded) ?? []), `${pod.namespace}/${pod.name}`]);
+      if (!served.has(revision.recorded)) listed(removed, revision.recorded, `${pod.namespace}/${pod.name}`);
     }
     if (pod.state === 'none') {
       summary.podsWithoutInjections++;
@@ -142,10 +157,10 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
           missing: 0,
           noLongerConfigured: 0,
           versionUnknown: 0,
-          unservedRevision: 0,
         },
         findings: new Map(),
         ignoredOverrides: new Map(),
+        unservedRevision: 0,
         running: new Set(),
         chosen: new Set(),
         revisionFindings: new Map(),
@@ -155,19 +170,12 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
     if (revision?.recorded !== undefined) entry.running.add(revision.recorded);
     if (revision?.chosen !== undefined) entry.chosen.add(revision.chosen);
     if (revision?.unserved !== undefined) {
-      entry.status.unservedRevision = (entry.status.unservedRevision ?? 0) + 1;
-      summary.unservedRevision++;
-      entry.revisionFindings.set(revision.unserved, [...(entry.revisionFindings.get(revision.unserved) ?? []), pod.name]);
+      entry.unservedRevision++;
+      unservedRevision++;
+      listed(entry.revisionFindings, revision.unserved, pod.name);
     }
-    if (revision?.recorded !== undefined && !served.has(revision.recorded)) {
-      const message = `revision ${revision.recorded}, which injected it, is no longer served`;
-      entry.revisionFindings.set(message, [...(entry.revisionFindings.get(message) ?? []), pod.name]);
-    }
-    for (const message of pod.ignoredOverrides) {
-      const pods = entry.ignoredOverrides.get(message) ?? [];
-      pods.push(pod.name);
-      entry.ignoredOverrides.set(message, pods);
-    }
+    if (revision?.recorded !== undefined && !served.has(revision.recorded)) listed(entry.revisionFindings, `revision ${revision.recorded}, which injected it, is no longer served`, pod.name);
+    for (const message of pod.ignoredOverrides) listed(entry.ignoredOverrides, message, pod.name);
     entry.status.pods++;
     const states = new Set(pod.injections.map((injection) => injection.state));
     if (pod.state === 'up-to-date') {
@@ -197,13 +205,19 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
           ...entry.status,
           findings: [...entry.findings.values()],
           ignoredOverrides: [...entry.ignoredOverrides].map(([message, pods]) => ({ message, pods })),
-          ...(config.revisions ? { revisions: { running: [...entry.running].sort(), chosen: [...entry.chosen].sort() } } : {}),
-          revisionFindings: [...entry.revisionFindings].map(([message, pods]) => ({ message, pods })),
+          // Without revisions the report keeps the shape scripts already read: no revision fields at all.
+          ...(config.revisions
+            ? {
+                unservedRevision: entry.unservedRevision,
+                revisions: { running: [...entry.running].sort(), chosen: [...entry.chosen].sort() },
+                revisionFindings: [...entry.revisionFindings].map(([message, pods]) => ({ message, pods })),
+              }
+            : {}),
         }) as WorkloadStatus,
     )
     .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.kind.localeCompare(b.kind) || a.name.localeCompare(b.name));
   const exitCode =
-    summary.missing + summary.unservedRevision > 0 ? EXIT_STATUS_MISSING
+    summary.missing + unservedRevision > 0 ? EXIT_STATUS_MISSING
     : summary.outdated + summary.noLongerConfigured > 0 ? EXIT_STATUS_OUTDATED
     : summary.versionUnknown > 0 ? EXIT_STATUS_VERSION_UNKNOWN
     : EXIT_STATUS_UP_TO_DATE;
@@ -221,18 +235,11 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
         };
       })
     : undefined;
-  if (!revisions) {
-    // Without revisions the report keeps the shape scripts already read: no revision fields at all.
-    const { unservedRevision: _unserved, ...plainSummary } = summary;
-    const plainWorkloads = workloads.map(({ unservedRevision: _count, revisionFindings: _findings, ...workload }) => workload as WorkloadStatus);
-    return { injections: config.injections.map((injection) => ({ name: injection.name, hash: injectionHash(injection) })), workloads: plainWorkloads, summary: plainSummary as StatusReport['summary'], exitCode };
-  }
   return {
     injections: config.injections.map((injection) => ({ name: injection.name, hash: injectionHash(injection) })),
-    revisions,
-    removedRevisions: [...removed].map(([revision, list]) => ({ revision, pods: list })),
+    ...(revisions ? { revisions, removedRevisions: [...removed].map(([revision, list]) => ({ revision, pods: list })) } : {}),
     workloads,
-    summary,
+    summary: revisions ? { ...summary, unservedRevision } : summary,
     exitCode,
   };
 }
