@@ -5,14 +5,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Document, LineCounter, parseAllDocuments } from 'yaml';
 import type { KubernetesObject } from '../engine/admission-review';
+import { InputError, describeLocation } from './input-location';
 
-/** The input cannot be used (unreadable, not YAML, not Kubernetes objects): exit code 1. */
-export class InputError extends Error {
-  constructor(readonly problems: readonly string[]) {
-    super(problems.join('\n'));
-    this.name = 'InputError';
-  }
-}
+export { InputError, describeLocation };
 
 /** The command line is wrong: exit code 2. */
 export class UsageError extends Error {
@@ -41,10 +36,6 @@ export interface InputDocument {
   readonly document: Document;
 }
 
-/** `pods.yaml, document 2, line 14`: how messages name a document. */
-export function describeLocation(input: Pick<InputDocument, 'source' | 'index' | 'line'>): string {
-  return `${input.source}, document ${input.index}, line ${input.line}`;
-}
 
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 

@@ -9,3 +9,4 @@ export * from './runtime-settings';
 export * from './injection-hash';
 export * from './container-overrides';
 export * from './revisions';
+export * from './reconciler-settings';
