@@ -1,5 +1,6 @@
 // Bundles the webhook server into one minified file: what the image runs, what the image-free mode
-// ships in a ConfigMap, and what the tests start. Next to it: THIRD-PARTY-NOTICES.txt, the license of
+// ships in a ConfigMap, and what the tests start. The reconciler (webhook/reconciler/) the same way,
+// into reconciler.js with its own notices (RECONCILER-THIRD-PARTY-NOTICES.txt). Next to it: THIRD-PARTY-NOTICES.txt, the license of
 // every npm package bundled in (their licenses ask for the notice to travel with the code), and the
 // source map for profiles and stack traces, which server.js does not link: the package, the image and
 // the ConfigMap ship server.js without the map, and a link to a file that is not there helps no one.
@@ -24,45 +25,50 @@ const leaveOutIconv = {
     }));
   },
 };
-const result = await build({
-  entryPoints: ['webhook/server/main.ts'],
-  outfile: `${outdir}/server.js`,
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
-  format: 'cjs',
-  minify: true,
-  sourcemap: 'external',
-  // Comments marked @license or /*! are moved to server.js.LEGAL.txt; the full notices are written below.
-  legalComments: 'linked',
-  metafile: true,
-  // Written below, each file renamed into place: tests and synths running meanwhile never read half a file.
-  write: false,
-  plugins: [leaveOutIconv],
-  logLevel: 'warning',
-});
-
 function writeAtomically(file, contents) {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const temporary = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(temporary, contents);
   fs.renameSync(temporary, file);
 }
-for (const output of result.outputFiles) writeAtomically(output.path, output.contents);
 
-// Every package with code in the bundle, from the inputs esbuild actually used.
-const packageDirs = new Set();
-for (const input of Object.keys(result.metafile.inputs)) {
-  const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
-  if (match) packageDirs.add(match[1]);
+async function bundle(entryPoint, name, noticesFile) {
+  const result = await build({
+    entryPoints: [entryPoint],
+    outfile: `${outdir}/${name}`,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    minify: true,
+    sourcemap: 'external',
+    // Comments marked @license or /*! are moved to <name>.LEGAL.txt; the full notices are written below.
+    legalComments: 'linked',
+    metafile: true,
+    // Written below, each file renamed into place: tests and synths running meanwhile never read half a file.
+    write: false,
+    plugins: [leaveOutIconv],
+    logLevel: 'warning',
+  });
+  for (const output of result.outputFiles) writeAtomically(output.path, output.contents);
+
+  // Every package with code in the bundle, from the inputs esbuild actually used.
+  const packageDirs = new Set();
+  for (const input of Object.keys(result.metafile.inputs)) {
+    const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
+    if (match) packageDirs.add(match[1]);
+  }
+  const notices = [...packageDirs].sort().map((dir) => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+    const licenseFile = fs.readdirSync(dir).find((file) => /^(licen[sc]e|copying)(\.|$)/i.test(file));
+    const text = licenseFile ? fs.readFileSync(path.join(dir, licenseFile), 'utf8').trim() : `(no license file; package.json says ${manifest.license})`;
+    return `${manifest.name}@${manifest.version} (${manifest.license ?? 'unknown license'})\n\n${text}\n`;
+  });
+  writeAtomically(
+    path.resolve(outdir, noticesFile),
+    `${name} bundles the following ${notices.length} npm packages. Their licenses follow.\n\n` + notices.join(`\n${'-'.repeat(72)}\n\n`),
+  );
 }
-const notices = [...packageDirs].sort().map((dir) => {
-  const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
-  const licenseFile = fs.readdirSync(dir).find((file) => /^(licen[sc]e|copying)(\.|$)/i.test(file));
-  const text = licenseFile ? fs.readFileSync(path.join(dir, licenseFile), 'utf8').trim() : `(no license file; package.json says ${manifest.license})`;
-  return `${manifest.name}@${manifest.version} (${manifest.license ?? 'unknown license'})\n\n${text}\n`;
-});
-writeAtomically(
-  path.resolve(outdir, 'THIRD-PARTY-NOTICES.txt'),
-  `server.js bundles the following ${notices.length} npm packages. Their licenses follow.\n\n` + notices.join(`\n${'-'.repeat(72)}\n\n`),
-);
+
+await bundle('webhook/server/main.ts', 'server.js', 'THIRD-PARTY-NOTICES.txt');
+await bundle('webhook/reconciler/main.ts', 'reconciler.js', 'RECONCILER-THIRD-PARTY-NOTICES.txt');

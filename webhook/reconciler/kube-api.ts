@@ -1,0 +1,162 @@
+// The reconciler's apiserver client: JSON over HTTPS with the pod's service-account token (read again
+// on every request: the kubelet rotates it) and the cluster CA. A few dozen lines instead of
+// @kubernetes/client-node, so the reconciler's bundle fits a ConfigMap beside the webhook's. Every
+// answer is read up to a bound and every request has a deadline: an apiserver (or something posing as
+// one) cannot grow the reconciler's memory or hold it forever.
+
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import type { IncomingMessage } from 'node:http';
+import type { ApiserverConnection } from '../server/namespace-watch';
+
+export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+export interface KubeRequest {
+  readonly body?: unknown;
+  /** For PATCH: `application/merge-patch+json` (the default), `application/json-patch+json` or `application/strategic-merge-patch+json`. */
+  readonly contentType?: string;
+  /** Query parameters (`limit`, `continue`, `labelSelector`, `dryRun`, `fieldManager`). */
+  readonly query?: Readonly<Record<string, string | undefined>>;
+}
+
+/** What the reconciler needs of the apiserver: one JSON request. The tests give it an in-memory cluster. */
+export interface KubeApi {
+  request(method: Method, path: string, request?: KubeRequest): Promise<any>;
+}
+
+/** The apiserver answered with an error status (its Status object's reason and message kept). */
+export class KubeApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'KubeApiError';
+  }
+}
+
+/** An answer past the client's bound: cut, never read whole. */
+export class ResponseTooLarge extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ResponseTooLarge';
+  }
+}
+
+/** Whether an error is the apiserver saying the object is not there. */
+export const isNotFound = (error: unknown) => error instanceof KubeApiError && error.status === 404;
+/** Whether an error is a write that lost a race (a stale resourceVersion, a failed `test`). */
+export const isConflict = (error: unknown) => error instanceof KubeApiError && (error.status === 409 || error.status === 422 && /test operation/i.test(error.message));
+
+/** The most one answer may hold: a page of pods is asked for at `PAGE_LIMIT` and one pod is at most 1.5 MiB. */
+export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/** The in-cluster client. */
+export class HttpsKubeApi implements KubeApi {
+  private readonly agent: https.Agent;
+  private readonly base: URL;
+
+  constructor(
+    private readonly connection: ApiserverConnection,
+    private readonly options: { readonly maxResponseBytes?: number; readonly timeoutMs?: number; readonly userAgent?: string } = {},
+  ) {
+    this.base = new URL(connection.url);
+    this.agent = new https.Agent({
+      keepAlive: true,
+      maxSockets: 4,
+      ca: fs.readFileSync(connection.caFile),
+      minVersion: 'TLSv1.2',
+      ...(connection.serverName ? { servername: connection.serverName } : {}),
+    });
+  }
+
+  request(method: Method, path: string, request: KubeRequest = {}): Promise<any> {
+    const url = new URL(path, this.base);
+    for (const [key, value] of Object.entries(request.query ?? {})) if (value !== undefined) url.searchParams.set(key, value);
+    const body = request.body === undefined ? undefined : Buffer.from(JSON.stringify(request.body));
+    const token = fs.readFileSync(this.connection.tokenFile, 'utf8').trim();
+    const limit = this.options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
+    return new Promise((resolve, reject) => {
+      const req = https.request(
+        url,
+        {
+          method,
+          agent: this.agent,
+          ...(this.connection.serverName ? { servername: this.connection.serverName } : {}),
+          headers: {
+            authorization: `Bearer ${token}`,
+            accept: 'application/json',
+            'user-agent': this.options.userAgent ?? 'sidecar-injector-reconciler',
+            ...(body ? { 'content-type': method === 'PATCH' ? (request.contentType ?? 'application/merge-patch+json') : 'application/json', 'content-length': body.length } : {}),
+          },
+          timeout: this.options.timeoutMs ?? REQUEST_TIMEOUT_MS,
+        },
+        (res: IncomingMessage) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > limit) {
+              req.destroy(new ResponseTooLarge(`${method} ${url.pathname}: the answer is over ${limit} bytes; cut`));
+              return;
+            }
+            chunks.push(chunk);
+          });
+          res.on('error', reject);
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let parsed: any;
+            try {
+              parsed = text === '' ? {} : JSON.parse(text);
+            } catch {
+              parsed = undefined;
+            }
+            const status = res.statusCode ?? 0;
+            if (status >= 200 && status < 300 && parsed !== undefined) return resolve(parsed);
+            const reason = typeof parsed?.reason === 'string' ? parsed.reason : `HTTP ${status}`;
+            const message = typeof parsed?.message === 'string' ? parsed.message : text.slice(0, 200);
+            reject(new KubeApiError(status, reason, `${method} ${url.pathname}: ${status} ${reason}: ${message}`));
+          });
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`${method} ${url.pathname}: no answer in ${(this.options.timeoutMs ?? REQUEST_TIMEOUT_MS) / 1000} s`)));
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/** Objects per list page at first; a page over MAX_RESPONSE_BYTES is asked for again a quarter the size,
+ * down to one object (at most the apiserver's 1.5 MiB object limit). */
+export const PAGE_LIMIT = 250;
+
+/**
+ * Every item of a list, page by page, handed to `each` as each page arrives: at most one page is held.
+ * Returns the list's resourceVersion.
+ */
+export async function listPages(api: KubeApi, path: string, each: (items: readonly any[]) => Promise<void> | void, query: Record<string, string> = {}): Promise<string> {
+  let continueToken: string | undefined;
+  let resourceVersion = '';
+  let limit = PAGE_LIMIT;
+  for (;;) {
+    let page: any;
+    try {
+      page = await api.request('GET', path, { query: { ...query, limit: String(limit), continue: continueToken } });
+    } catch (error) {
+      if (!(error instanceof ResponseTooLarge) || limit === 1) throw error;
+      limit = Math.max(1, Math.floor(limit / 4));
+      continue;
+    }
+    await each(Array.isArray(page?.items) ? page.items : []);
+    resourceVersion = String(page?.metadata?.resourceVersion ?? '');
+    continueToken = typeof page?.metadata?.continue === 'string' && page.metadata.continue !== '' ? page.metadata.continue : undefined;
+    if (!continueToken) break;
+  }
+  return resourceVersion;
+}

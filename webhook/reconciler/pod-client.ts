@@ -1,0 +1,38 @@
+// `rollout --in-place`'s view of the cluster (PodClient), over the reconciler's own client: the same
+// upgrade code then runs from the CLI and from the reconciler.
+
+import type { KubernetesObject } from '../engine/admission-review';
+import { PatchConflict, type PodClient, type PodEndpoint } from '../cli/in-place-rollout';
+import type { GuardedOperation } from '../cli/in-place-plan';
+import { type KubeApi, isConflict, listPages } from './kube-api';
+
+export function kubePodClient(api: KubeApi): PodClient {
+  const podPath = (namespace: string, name: string) => `/api/v1/namespaces/${namespace}/pods/${name}`;
+  return {
+    getPod: (namespace, name) => api.request('GET', podPath(namespace, name)) as Promise<KubernetesObject>,
+    async patchPod(namespace, name, operations: readonly GuardedOperation[]) {
+      try {
+        return await api.request('PATCH', podPath(namespace, name), { body: operations, contentType: 'application/json-patch+json', query: { fieldManager: 'sidecar-injector-reconciler' } });
+      } catch (error) {
+        if (isConflict(error)) throw new PatchConflict(`patching pod ${namespace}/${name}: ${(error as Error).message}`);
+        throw error;
+      }
+    },
+    async setPodCondition(namespace, name, condition) {
+      // Merged by type into status.conditions (the kubelet's own are kept), as the CLI writes it.
+      const body = { status: { conditions: [{ ...condition, lastProbeTime: null, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }] } };
+      await api.request('PATCH', `${podPath(namespace, name)}/status`, { body, contentType: 'application/strategic-merge-patch+json' });
+    },
+    async podEndpoints(namespace, podUid) {
+      const found: PodEndpoint[] = [];
+      await listPages(api, `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices`, (slices) => {
+        for (const slice of slices) {
+          for (const endpoint of Array.isArray(slice?.endpoints) ? slice.endpoints : []) {
+            if (endpoint?.targetRef?.kind === 'Pod' && endpoint.targetRef.uid === podUid) found.push({ slice: String(slice.metadata?.name), ready: endpoint.conditions?.ready !== false });
+          }
+        }
+      });
+      return found;
+    },
+  };
+}

@@ -1,0 +1,88 @@
+// One wgpolicyk8s.io/v1alpha2 PolicyReport per namespace, where that CRD is installed (Kyverno,
+// the Policy Reporter UI and others read it): a result per workload with the counts `status -o json`
+// gives it, and a summary of the namespace's pods as `status` counts them. Made from the same
+// StatusReport `status` prints, so the two cannot disagree. A report holds at most MAX_RESULTS results
+// (an object must fit etcd's 1.5 MiB); the summary always counts every pod.
+
+import type { KubernetesObject } from '../engine/admission-review';
+import type { PodStatus } from '../cli/injection-status';
+import type { StatusReport, WorkloadStatus } from '../cli/status-command';
+import { type KubeApi, isNotFound } from './kube-api';
+
+export const POLICY_REPORT_API = '/apis/wgpolicyk8s.io/v1alpha2';
+/** The report's name in each namespace, and the `policy` of its results. */
+export const POLICY_REPORT_NAME = 'sidecar-injector';
+export const MAX_RESULTS = 1000;
+
+/** What a workload's pods are, as one result: fail when some pod is stale, warn when only versions are unknown. */
+function resultOf(workload: WorkloadStatus): 'pass' | 'fail' | 'warn' {
+  if (workload.missing + workload.outdated + workload.noLongerConfigured + (workload.unservedRevision ?? 0) > 0) return 'fail';
+  return workload.versionUnknown > 0 ? 'warn' : 'pass';
+}
+
+function messageOf(workload: WorkloadStatus): string {
+  if (workload.findings.length === 0 && (workload.unservedRevision ?? 0) === 0) return `all ${workload.pods} pods carry their injections as configured`;
+  const findings = workload.findings.map((finding) => `${finding.injection} ${finding.state} in ${finding.pods.length} pod${finding.pods.length === 1 ? '' : 's'}`);
+  if (workload.unservedRevision) findings.push(`${workload.unservedRevision} pods label a revision that is not served`);
+  return findings.join('; ');
+}
+
+/** The namespace's PolicyReport, from its pods' statuses and the StatusReport of exactly those pods. */
+export function policyReport(namespace: string, pods: readonly PodStatus[], report: StatusReport, now: number): KubernetesObject {
+  const timestamp = { seconds: Math.floor(now / 1000), nanos: 0 };
+  const results = report.workloads.slice(0, MAX_RESULTS).map((workload) => ({
+    source: POLICY_REPORT_NAME,
+    policy: POLICY_REPORT_NAME,
+    rule: 'injections-up-to-date',
+    result: resultOf(workload),
+    scored: true,
+    message: messageOf(workload),
+    timestamp,
+    resources: [{ apiVersion: workload.kind === 'Pod' ? 'v1' : workload.kind === 'Job' || workload.kind === 'CronJob' ? 'batch/v1' : 'apps/v1', kind: workload.kind, name: workload.name, namespace }],
+    properties: {
+      pods: String(workload.pods),
+      upToDate: String(workload.upToDate),
+      outdated: String(workload.outdated),
+      missing: String(workload.missing),
+      noLongerConfigured: String(workload.noLongerConfigured),
+      versionUnknown: String(workload.versionUnknown),
+    },
+  }));
+  const count = (state: PodStatus['state']) => pods.filter((pod) => pod.state === state).length;
+  return {
+    apiVersion: 'wgpolicyk8s.io/v1alpha2',
+    kind: 'PolicyReport',
+    metadata: { name: POLICY_REPORT_NAME, namespace, labels: { 'app.kubernetes.io/managed-by': 'sidecar-injector-reconciler' } },
+    // Pods, as `status` counts them: up to date, stale (missing, outdated, no longer configured, an
+    // unserved revision), versions unknown. Pods that have and owe no injection are not counted.
+    summary: { pass: count('up-to-date'), fail: count('stale'), warn: count('version-unknown'), error: 0, skip: 0 },
+    results,
+  } as KubernetesObject;
+}
+
+/** Whether the cluster serves PolicyReports (the CRD is installed). */
+export async function policyReportsServed(api: KubeApi): Promise<boolean> {
+  try {
+    const resources = await api.request('GET', POLICY_REPORT_API);
+    return Array.isArray(resources?.resources) && resources.resources.some((resource: any) => resource?.name === 'policyreports');
+  } catch (error) {
+    if (isNotFound(error)) return false;
+    throw error;
+  }
+}
+
+/** Creates or replaces the namespace's report. */
+export async function writePolicyReport(api: KubeApi, report: KubernetesObject): Promise<void> {
+  const namespace = String((report.metadata as any).namespace);
+  const collection = `${POLICY_REPORT_API}/namespaces/${namespace}/policyreports`;
+  let existing: any;
+  try {
+    existing = await api.request('GET', `${collection}/${POLICY_REPORT_NAME}`);
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+    await api.request('POST', collection, { body: report });
+    return;
+  }
+  const metadata = { ...(report.metadata as Record<string, unknown>), resourceVersion: existing?.metadata?.resourceVersion };
+  await api.request('PUT', `${collection}/${POLICY_REPORT_NAME}`, { body: { ...report, metadata } });
+}

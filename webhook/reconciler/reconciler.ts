@@ -1,0 +1,359 @@
+// One pass of the reconciler over the cluster, while this replica holds the Lease: read the injector as
+// the cluster has it, judge every pod with the same code as `status` (cli/injection-status.ts, which
+// runs the webhook's engine), namespace by namespace as the apiserver lists them, and for each stale
+// workload do what the settings say, behind every guard: the injector must be able to inject now (its
+// endpoints ready, a dry-run create of the workload's pod answered with the injections), the workload
+// not mid-rollout, its PodDisruptionBudgets not at their limit, at most one restart per workload and
+// config (recorded on the workload, so a new leader knows), a rate limit, and a backoff per workload
+// after an error. Then Events where app teams look, and a PolicyReport per namespace.
+// Memory: one page of pods and one namespace's pod statuses (at most MAX_NAMESPACE_PODS) are held.
+
+import { repairedForAnnotation, type ReconcilerSettings } from '../config';
+import type { KubernetesObject } from '../engine/admission-review';
+import { ownStringMap } from '../engine/pod-patch-builder';
+import { type ClusterObjects, type PodStatus, classifyPods } from '../cli/injection-status';
+import type { InjectorSource } from '../cli/injector-source';
+import type { Clock } from '../cli/in-place-rollout';
+import { type StatusReport, type WorkloadStatus, statusReport } from '../cli/status-command';
+import { type EventReason, type EventTarget, EventRecorder } from './event-recorder';
+import { disruptionBlocked, rolloutInProgress } from './disruption-guard';
+import { probeInjection } from './injection-probe';
+import { type KubeApi, isConflict, listPages } from './kube-api';
+import type { LeaderLease } from './lease';
+import { readLiveInjector, webhookUnready } from './live-injector';
+import { policyReport, policyReportsServed, writePolicyReport } from './policy-report';
+import { type RepairDecision, type WaitReason, repairDecision, repairKey } from './repair-decision';
+import { upgradeInPlace } from './in-place-repair';
+
+/** Pod statuses held for one namespace; pods past it are counted (untracked), not judged, that pass. */
+export const MAX_NAMESPACE_PODS = 20_000;
+/** Workloads remembered for their backoff after a failed repair (names: bounded, oldest dropped). */
+const MAX_BACKOFF_ENTRIES = 4096;
+
+
+/** What the reconciler reports of itself; main.ts binds it to Prometheus metrics. */
+export interface ReconcilerMetrics {
+  pass(result: 'done' | 'failed' | 'not-leader' | 'injector-unreadable', seconds: number): void;
+  pods(counts: Readonly<Record<'upToDate' | 'stale' | 'versionUnknown' | 'untracked', number>>): void;
+  repair(action: 'restart' | 'in-place', result: 'done' | 'failed'): void;
+  waiting(counts: Readonly<Record<WaitReason, number>>): void;
+}
+
+export interface ReconcilerOptions {
+  readonly api: KubeApi;
+  readonly settings: ReconcilerSettings;
+  /** The reconciler's (and the injector's) namespace. */
+  readonly namespace: string;
+  readonly identity: string;
+  readonly clock: Clock;
+  readonly lease: Pick<LeaderLease, 'held'>;
+  readonly log: (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
+  readonly metrics?: ReconcilerMetrics;
+  /** How long an in-place upgrade of one pod may take. @default 300 s */
+  readonly podTimeoutMs?: number;
+  /** How often an in-place upgrade reads the pod while it waits. @default 2 s */
+  readonly pollMs?: number;
+}
+
+/** What one pass saw and did. */
+export interface PassOutcome {
+  readonly leader: boolean;
+  /** Why the injector could not be read (nothing was judged). */
+  readonly injectorUnreadable?: string;
+  /** Why the injector cannot inject now (pods were judged and reported, nothing repaired). */
+  readonly injectorNotReady?: string;
+  readonly pods: number;
+  readonly untracked: number;
+  readonly restarted: readonly string[];
+  readonly upgraded: readonly string[];
+  readonly waiting: readonly { readonly workload: string; readonly reason: WaitReason; readonly message: string }[];
+  readonly reports: number;
+}
+
+class LostLease extends Error {}
+
+const API_VERSIONS: Readonly<Record<string, string>> = { Pod: 'v1', Deployment: 'apps/v1', StatefulSet: 'apps/v1', DaemonSet: 'apps/v1', ReplicaSet: 'apps/v1', Job: 'batch/v1', CronJob: 'batch/v1' };
+const RESOURCES: Readonly<Record<string, string>> = { Deployment: 'deployments', StatefulSet: 'statefulsets', DaemonSet: 'daemonsets' };
+
+export class Reconciler {
+  readonly events: EventRecorder;
+  private readonly tokens: { available: number; refilledAt: number };
+  private readonly backoff = new Map<string, { failures: number; until: number }>();
+
+  constructor(private readonly options: ReconcilerOptions) {
+    this.events = new EventRecorder(options.api, options.clock, options.identity);
+    this.tokens = { available: options.settings.repairsPerMinute, refilledAt: options.clock.now() };
+  }
+
+  /** One pass; throws only what the caller should back off on (the apiserver unreachable, say). */
+  async pass(): Promise<PassOutcome> {
+    const started = this.options.clock.now();
+    const seconds = () => (this.options.clock.now() - started) / 1000;
+    const empty = { pods: 0, untracked: 0, restarted: [], upgraded: [], waiting: [], reports: 0 };
+    if (!this.options.lease.held()) {
+      this.options.metrics?.pass('not-leader', seconds());
+      return { leader: false, ...empty };
+    }
+    const { api, settings, namespace } = this.options;
+    const live = await readLiveInjector(api, namespace, settings.injector);
+    if ('waiting' in live) {
+      this.options.log('warn', 'cannot read the injector; nothing judged this pass', { reason: live.waiting });
+      this.options.metrics?.pass('injector-unreadable', seconds());
+      return { leader: true, injectorUnreadable: live.waiting, ...empty };
+    }
+    const pass = new PassState(live.source, settings.injector.backend === 'webhook' ? await webhookUnready(api, namespace, settings.injector.serviceName) : undefined);
+    if (pass.injectorNotReady) this.options.log('warn', 'the injector cannot inject now: nothing is repaired this pass', { reason: pass.injectorNotReady });
+    const reportsServed = settings.policyReports && (await policyReportsServed(api));
+    try {
+      await this.judgeCluster(pass, reportsServed);
+    } catch (error) {
+      if (!(error instanceof LostLease)) {
+        this.options.metrics?.pass('failed', seconds());
+        throw error;
+      }
+      this.options.log('warn', 'lost the Lease mid-pass: stopped acting');
+    }
+    this.options.metrics?.pods({ upToDate: pass.counts.upToDate, stale: pass.counts.stale, versionUnknown: pass.counts.versionUnknown, untracked: pass.untracked });
+    const waiting = { 'injector-not-ready': 0, 'rollout-in-progress': 0, 'disruption-budget': 0, 'rate-limit': 0, 'restarted-already': 0, backoff: 0 } as Record<WaitReason, number>;
+    for (const entry of pass.waiting) waiting[entry.reason]++;
+    this.options.metrics?.waiting(waiting);
+    this.options.metrics?.pass('done', seconds());
+    return {
+      leader: true,
+      ...(pass.injectorNotReady ? { injectorNotReady: pass.injectorNotReady } : {}),
+      pods: pass.pods,
+      untracked: pass.untracked,
+      restarted: pass.restarted,
+      upgraded: pass.upgraded,
+      waiting: pass.waiting,
+      reports: pass.reports,
+    };
+  }
+
+  private excluded(namespace: string): boolean {
+    return namespace === 'kube-system' || namespace === this.options.namespace || this.options.settings.excludedNamespaces.includes(namespace);
+  }
+
+  /** Every pod, page by page, judged namespace by namespace (the apiserver lists them in that order). */
+  private async judgeCluster(pass: PassState, reportsServed: boolean): Promise<void> {
+    const { api } = this.options;
+    const namespaceLabels = new Map<string, Record<string, string>>();
+    const namespaceAnnotations = new Map<string, Record<string, string>>();
+    pass.namespaceLabels = namespaceLabels;
+    pass.namespaceAnnotations = namespaceAnnotations;
+    await listPages(api, '/api/v1/namespaces', (items) => {
+      for (const item of items) {
+        const name = String(item?.metadata?.name);
+        namespaceLabels.set(name, ownStringMap(item?.metadata?.labels));
+        namespaceAnnotations.set(name, ownStringMap(item?.metadata?.annotations));
+      }
+    });
+    const owners: ClusterObjects['owners'] = new Map();
+    let current: { namespace: string; statuses: PodStatus[] } | undefined;
+    const flushed = new Set<string>();
+    const flush = async () => {
+      if (!current) return;
+      const { namespace, statuses } = current;
+      current = undefined;
+      if (flushed.has(namespace)) {
+        this.options.log('warn', 'the pod list came back out of namespace order: this namespace was judged in parts, and its report is not written this pass', { namespace });
+        await this.judgeNamespace(pass, namespace, statuses, false);
+        return;
+      }
+      flushed.add(namespace);
+      await this.judgeNamespace(pass, namespace, statuses, reportsServed);
+    };
+    await listPages(api, '/api/v1/pods', async (pods) => {
+      for (const pod of pods as KubernetesObject[]) {
+        const namespace = String((pod.metadata as Record<string, unknown> | undefined)?.namespace ?? '');
+        if (this.excluded(namespace)) continue;
+        if (current && current.namespace !== namespace) await flush();
+        if (!current) current = { namespace, statuses: [] };
+        pass.pods++;
+        if (current.statuses.length >= MAX_NAMESPACE_PODS) {
+          pass.untracked++;
+          continue;
+        }
+        const [status] = classifyPods({ pods: [pod], namespaceLabels, namespaceAnnotations, owners }, pass.source);
+        current.statuses.push(status);
+      }
+    });
+    await flush();
+  }
+
+  private async judgeNamespace(pass: PassState, namespace: string, statuses: readonly PodStatus[], writeReport: boolean): Promise<void> {
+    const report: StatusReport = statusReport(statuses, pass.source.config);
+    for (const status of statuses) {
+      if (status.state === 'up-to-date') pass.counts.upToDate++;
+      else if (status.state === 'stale') pass.counts.stale++;
+      else if (status.state === 'version-unknown') pass.counts.versionUnknown++;
+    }
+    let budgets: KubernetesObject[] | undefined;
+    const readBudgets = async () => {
+      if (budgets) return budgets;
+      const found: KubernetesObject[] = [];
+      await listPages(this.options.api, `/apis/policy/v1/namespaces/${namespace}/poddisruptionbudgets`, (items) => void found.push(...items));
+      return (budgets = found);
+    };
+    for (const workload of report.workloads) {
+      const decision = repairDecision(workload, this.options.settings);
+      if (decision.action === 'none') continue;
+      try {
+        await this.handle(pass, workload, decision, readBudgets, () => (budgets = undefined));
+      } catch (error) {
+        if (error instanceof LostLease) throw error;
+        this.failed(workload, decision, error as Error);
+      }
+    }
+    if (writeReport) {
+      await writePolicyReport(this.options.api, policyReport(namespace, statuses, report, this.options.clock.now()));
+      pass.reports++;
+    }
+  }
+
+  private target(workload: WorkloadStatus, uid?: string): EventTarget {
+    return { apiVersion: API_VERSIONS[workload.kind] ?? 'v1', kind: workload.kind, namespace: workload.namespace, name: workload.name, ...(uid ? { uid } : {}) };
+  }
+
+  private wait(pass: PassState, workload: WorkloadStatus, reason: WaitReason, eventReason: EventReason, message: string, uid?: string): Promise<boolean> {
+    pass.waiting.push({ workload: `${workload.kind} ${workload.namespace}/${workload.name}`, reason, message });
+    return this.events.record(this.target(workload, uid), 'Warning', eventReason, message);
+  }
+
+  private async handle(pass: PassState, workload: WorkloadStatus, decision: Exclude<RepairDecision, { action: 'none' }>, readBudgets: () => Promise<KubernetesObject[]>, budgetsChanged: () => void): Promise<void> {
+    if (decision.action === 'report') {
+      await this.events.record(this.target(workload), decision.type, decision.reason, decision.message);
+      return;
+    }
+    const key = `${workload.namespace}/${workload.kind}/${workload.name}`;
+    const what = decision.findings;
+    if (pass.injectorNotReady) {
+      await this.wait(pass, workload, 'injector-not-ready', 'WaitingForInjector', `${what}: waiting, not restarted while ${pass.injectorNotReady}`);
+      return;
+    }
+    const backoff = this.backoff.get(key);
+    if (backoff && this.options.clock.now() < backoff.until) {
+      pass.waiting.push({ workload: key, reason: 'backoff', message: `backing off after ${backoff.failures} failed repairs` });
+      return;
+    }
+    const { api, settings } = this.options;
+    const prefix = pass.source.config.annotationPrefix;
+    const path = `/apis/apps/v1/namespaces/${workload.namespace}/${RESOURCES[workload.kind]}/${workload.name}`;
+    const object: KubernetesObject = await api.request('GET', path);
+    const uid = String((object.metadata as any)?.uid ?? '');
+    const template = (object.spec as any)?.template ?? {};
+    const restartKey = repairKey(decision.expected);
+    const recorded = ownStringMap(template.metadata?.annotations)[repairedForAnnotation(prefix)];
+    if (decision.action === 'restart' && recorded === restartKey) {
+      await this.wait(pass, workload, 'restarted-already', 'NotRepaired', `${what}: restarted once for this config already and still not right: not restarting again; look at the injector (its logs, status --from)`, uid);
+      return;
+    }
+    const inProgress = rolloutInProgress(object);
+    if (inProgress) {
+      await this.wait(pass, workload, 'rollout-in-progress', 'WaitingForRollout', `${what}: waiting, ${inProgress}`, uid);
+      return;
+    }
+    const blocked = disruptionBlocked(object, await readBudgets(), decision.action);
+    if (blocked) {
+      await this.wait(pass, workload, 'disruption-budget', 'WaitingForDisruptionBudget', `${what}: waiting, ${blocked}`, uid);
+      return;
+    }
+    const probe = await probeInjection(api, prefix, workload.namespace, workload.name, template, decision.expected);
+    if (probe) {
+      await this.wait(pass, workload, 'injector-not-ready', 'WaitingForInjector', `${what}: waiting, ${probe}`, uid);
+      return;
+    }
+    if (decision.action === 'in-place') {
+      const outcome = await upgradeInPlace({
+        api,
+        clock: this.options.clock,
+        source: pass.source,
+        namespace: workload.namespace,
+        workload,
+        object,
+        namespaceLabels: pass.namespaceLabels,
+        namespaceAnnotations: pass.namespaceAnnotations,
+        budgets: async () => (budgetsChanged(), readBudgets()),
+        takeToken: () => this.takeToken(),
+        stillLeader: () => this.assertLeader(),
+        events: this.events,
+        target: this.target(workload, uid),
+        podTimeoutMs: this.options.podTimeoutMs ?? 300_000,
+        pollMs: this.options.pollMs ?? 2000,
+      });
+      pass.upgraded.push(...outcome.upgraded);
+      for (let count = 0; count < outcome.upgraded.length; count++) this.options.metrics?.repair('in-place', 'done');
+      if (outcome.waiting) pass.waiting.push({ workload: key, reason: outcome.waiting.reason, message: outcome.waiting.message });
+      if (!outcome.restartNeeded) {
+        this.backoff.delete(key);
+        return;
+      }
+    }
+    if (!this.takeToken()) {
+      pass.waiting.push({ workload: key, reason: 'rate-limit', message: `at most ${settings.repairsPerMinute} repairs a minute` });
+      return;
+    }
+    this.assertLeader();
+    const patch = {
+      metadata: { resourceVersion: (object.metadata as any)?.resourceVersion },
+      spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': new Date(this.options.clock.now()).toISOString().replace(/\.\d+Z$/, 'Z'), [repairedForAnnotation(prefix)]: restartKey } } } },
+    };
+    try {
+      await api.request('PATCH', path, { body: patch, query: { fieldManager: 'sidecar-injector-reconciler' } });
+    } catch (error) {
+      // Changed since it was read: judged again next pass.
+      if (isConflict(error)) return;
+      throw error;
+    }
+    this.backoff.delete(key);
+    pass.restarted.push(key);
+    this.options.metrics?.repair('restart', 'done');
+    this.options.log('info', 'restarted a workload', { workload: key, for: what, config: restartKey });
+    await this.events.record(this.target(workload, uid), 'Normal', 'RestartedForSidecars', `restarted to ${decision.verb} (${what}); once per config: this one is ${restartKey}`);
+  }
+
+  private failed(workload: WorkloadStatus, decision: RepairDecision, error: Error): void {
+    const key = `${workload.namespace}/${workload.kind}/${workload.name}`;
+    const previous = this.backoff.get(key);
+    const failures = (previous?.failures ?? 0) + 1;
+    // 30 s doubling to 30 min.
+    const wait = Math.min(30_000 * 2 ** (failures - 1), 30 * 60_000);
+    if (!previous && this.backoff.size >= MAX_BACKOFF_ENTRIES) this.backoff.delete(this.backoff.keys().next().value as string);
+    this.backoff.set(key, { failures, until: this.options.clock.now() + wait });
+    if (decision.action === 'restart' || decision.action === 'in-place') this.options.metrics?.repair(decision.action, 'failed');
+    this.options.log('error', 'repair failed; backing off', { workload: key, error: error.message, retryInSeconds: wait / 1000 });
+    void this.events.record(this.target(workload), 'Warning', 'RepairFailed', `repair failed: ${error.message}; trying again in ${wait / 1000} s`);
+  }
+
+  private takeToken(): boolean {
+    const now = this.options.clock.now();
+    const perMs = this.options.settings.repairsPerMinute / 60_000;
+    this.tokens.available = Math.min(this.options.settings.repairsPerMinute, this.tokens.available + (now - this.tokens.refilledAt) * perMs);
+    this.tokens.refilledAt = now;
+    if (this.tokens.available < 1) return false;
+    this.tokens.available -= 1;
+    return true;
+  }
+
+  private assertLeader(): void {
+    if (!this.options.lease.held()) throw new LostLease();
+  }
+}
+
+/** What one pass gathers as it goes. */
+class PassState {
+  pods = 0;
+  untracked = 0;
+  reports = 0;
+  readonly counts = { upToDate: 0, stale: 0, versionUnknown: 0 };
+  readonly restarted: string[] = [];
+  readonly upgraded: string[] = [];
+  readonly waiting: { workload: string; reason: WaitReason; message: string }[] = [];
+  namespaceLabels: ReadonlyMap<string, Record<string, string>> = new Map();
+  namespaceAnnotations: ReadonlyMap<string, Record<string, string>> = new Map();
+
+  constructor(
+    readonly source: InjectorSource,
+    readonly injectorNotReady: string | undefined,
+  ) {}
+}
