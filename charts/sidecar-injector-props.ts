@@ -2,6 +2,8 @@ import { isIP } from 'node:net';
 import type { k8s } from 'cdk8s-plus-27';
 import {
   ConfigIssue,
+  MissingAction,
+  OutdatedAction,
   PodSecurityLevel,
   RevisionTag,
   LOG_LEVELS,
@@ -189,6 +191,30 @@ export interface SidecarInjectorProps {
   readonly server?: WebhookServer;
   /** Cluster DNS domain, for the certificate's fully qualified name. @default 'cluster.local' */
   readonly clusterDomain?: string;
+  /** Turns on the reconciler: its own Deployment that finds pods missing (or running outdated) injections,
+   * tells app teams in Events and PolicyReports, and repairs them as set here, once the injector can
+   * inject. See docs/reconciler.md. @default off: no reconciler, and the webhook keeps no RBAC */
+  readonly reconciler?: ReconcilerProps;
+}
+
+/** The reconciler, as a platform team turns it on: `reconciler: {}` repairs missing sidecars by restart. */
+export interface ReconcilerProps {
+  /** Pods missing an injection (admitted while the injector was down): `report` only, or `restart` their
+   * Deployment, StatefulSet or DaemonSet, once per config, when the injector can inject again. @default 'restart' */
+  readonly missing?: MissingAction;
+  /** Pods running an outdated injection: `report` only, `restart` their workload, or `in-place`: replace
+   * the sidecar images in the running pods where only images differ, restarting the rest. @default 'report' */
+  readonly outdated?: OutdatedAction;
+  /** Seconds between passes over the cluster (5 to 3600). @default 30 */
+  readonly intervalSeconds?: number;
+  /** The most workloads restarted (or pods upgraded in place) a minute, cluster-wide (1 to 60). @default 4 */
+  readonly repairsPerMinute?: number;
+  /** Write a wgpolicyk8s.io PolicyReport per namespace where the CRD is installed. @default true */
+  readonly policyReports?: boolean;
+  /** Replicas; one acts at a time (a Lease), the other takes over within the Lease's 15 s. @default 2 */
+  readonly replicas?: number;
+  /** The container's resources. @default requests cpu 20m, memory 96Mi; limits memory 256Mi */
+  readonly resources?: ResourceRequirementsProps;
 }
 
 /** The settings after defaults, as the construct holds them. */

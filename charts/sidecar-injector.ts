@@ -31,10 +31,11 @@ import { UnservedRevisionPolicy } from './admission-policy/unserved-revision-pol
 import { injectorConfigMap } from './injector-config-map';
 import { webhookNamespace } from './namespace';
 import { NamespaceReader, namespaceReader } from './namespace-reader';
+import { InjectorReconciler, admissionObjectNames, reconcilerPropsIssues } from './reconciler';
 import { DEFAULT_WEBHOOK_IMAGE, SidecarInjectorProps, settingsIssues } from './sidecar-injector-props';
 import { SidecarInjectorPropsError } from './sidecar-injector-props-error';
 import { PACKAGE_VERSION } from './version';
-import { excludedNamespaces, injectedObjectSelector, mutatingWebhookConfiguration, namespaceSelector } from './webhook-configuration';
+import { ALWAYS_EXCLUDED_NAMESPACES, excludedNamespaces, injectedObjectSelector, mutatingWebhookConfiguration, namespaceSelector } from './webhook-configuration';
 import { sha256 } from './webhook-tls';
 import { WebhookServer } from './webhook-server';
 import { webhookDeployment, webhookNetworkPolicy, webhookPodDisruptionBudget, webhookService } from './webhook-workload';
@@ -108,7 +109,7 @@ export class SidecarInjector extends Construct {
   readonly exclusionLabel: string;
 
   /** The Namespace, when this construct makes it (`createNamespace`, the default); otherwise undefined. */
-  readonly namespace?: k8s.KubeNamespace;
+  namespace?: k8s.KubeNamespace;
   /** The ConfigMap holding `config.json`. */
   readonly configMap!: k8s.KubeConfigMap;
   /** The `kubernetes.io/tls` Secret the webhook serves with, when the output holds it; undefined with an
@@ -130,6 +131,8 @@ export class SidecarInjector extends Construct {
    * RBAC and no service-account token.
    */
   namespaceReader?: NamespaceReader;
+  /** The reconciler's objects, when the `reconciler` prop is given; undefined otherwise. */
+  reconciler?: InjectorReconciler;
   private readonly namespaceReaderSettings?: Parameters<typeof namespaceReader>[1];
 
   /** Whether injected objects are checked against the Kubernetes OpenAPI schema (`checkKubernetesSchema`). */
@@ -179,7 +182,7 @@ export class SidecarInjector extends Construct {
     this.admissionPolicyApiVersion = props.admissionPolicyApiVersion ?? 'v1';
 
     // Every problem at once: the settings, every injection and clashes with other injectors in the app.
-    const issues: ConfigIssue[] = [...settingsIssues(props, this), ...backendSettingsIssues(props)];
+    const issues: ConfigIssue[] = [...settingsIssues(props, this), ...backendSettingsIssues(props), ...reconcilerPropsIssues(props.reconciler)];
     const injections = (props.injections ?? []).map(resolveInjectionProps);
     this.revisions = resolveRevisionProps(props.revisions);
     this.tags = props.tags;
@@ -198,6 +201,7 @@ export class SidecarInjector extends Construct {
 
     if (this.backend !== 'webhook' && this.revisions) {
       this.revisionPolicies = this.makeRevisionPolicies(props, labels);
+      this.addReconciler(props, labels);
       registerInjector(this, props.createNamespace ?? true);
       return;
     }
@@ -216,6 +220,7 @@ export class SidecarInjector extends Construct {
     // With the policy backend there is no webhook: no pods, certificate, Service or configuration.
     // `both-where-possible` is the same now: every injection the config accepts is a policy.
     if (this.backend !== 'webhook') {
+      this.addReconciler(props, labels);
       registerInjector(this, props.createNamespace ?? true);
       return;
     }
@@ -281,7 +286,35 @@ export class SidecarInjector extends Construct {
       revisions: () => revisionRouting(this.webhookConfig),
     });
     this.addNamespaceReaderIfNeeded();
+    this.addReconciler(props, labels);
     registerInjector(this, props.createNamespace ?? true);
+  }
+
+  /**
+   * The reconciler, when the `reconciler` prop is given: its own Deployment, ServiceAccount and least
+   * RBAC. With the policy backend it still needs a namespace to run in: made here (`createNamespace`).
+   */
+  private addReconciler(props: SidecarInjectorProps, labels: Record<string, string>): void {
+    if (props.reconciler === undefined) return;
+    if (!this.namespace && (props.createNamespace ?? true)) this.namespace = webhookNamespace(this, this.namespaceName, labels);
+    this.reconciler = new InjectorReconciler(this, 'Reconciler', props.reconciler, {
+      name: this.name,
+      namespace: this.namespaceName,
+      labels,
+      exclusionLabel: this.exclusionLabel,
+      excludedNamespaces: [...ALWAYS_EXCLUDED_NAMESPACES, this.namespaceName],
+      injector: () => {
+        if (this.backend === 'webhook') return { backend: 'webhook', configMapName: this.configMapName, serviceName: this.serviceName, webhookConfigurationName: this.webhookConfigurationName };
+        const names = admissionObjectNames(this);
+        return { backend: 'policy', policyNames: names.policies, bindingNames: names.bindings, validatingPolicyNames: names.validatingPolicies, validatingBindingNames: names.validatingBindings };
+      },
+      server: props.server ?? WebhookServer.fromImage(this.image),
+      imagePullPolicy: props.imagePullPolicy ?? 'IfNotPresent',
+      imagePullSecrets: props.imagePullSecrets,
+      apiServerCidrs: props.apiServerCidrs,
+      apiServerPorts: props.apiServerPorts ?? [443, 6443],
+      metricsSourceCidrs: props.metricsSourceCidrs,
+    });
   }
 
   /**

@@ -13,6 +13,14 @@ import { SidecarInjectorPropsError } from './sidecar-injector-props-error';
 /** The official Node image the bundle runs on, pinned to an exact tag (Node 22 LTS, Alpine 3.24). */
 export const DEFAULT_NODE_IMAGE = 'node:22.23.2-alpine3.24';
 
+/** The ConfigMap keys of the reconciler's bundle in the image-free mode (its own ConfigMap, `<name>-reconciler-code`). */
+export const RECONCILER_BUNDLE_FILES = {
+  /** The ConfigMap key of `reconciler.js`, Brotli-compressed. */
+  bundle: 'reconciler.js.br',
+  /** The ConfigMap key of its bundled packages' license notices, Brotli-compressed. */
+  notices: 'RECONCILER-THIRD-PARTY-NOTICES.txt.br',
+} as const;
+
 /** The ConfigMap keys of the image-free mode: the bundle and its license notices, Brotli-compressed. */
 export const SERVER_BUNDLE_FILES = {
   /** The ConfigMap key of `server.js`, Brotli-compressed. */
@@ -31,16 +39,23 @@ export const SERVER_BUNDLE_DIR_ENV = 'INJECTOR_BUNDLE_DIR';
  * The container's `node -e` program in the image-free mode: decompress the mounted bundle in memory
  * and run it as a module. Nothing is written, so the root filesystem stays read-only.
  */
-export const SERVER_BUNDLE_LOADER = [
-  "const fs = require('fs'), path = require('path'), zlib = require('zlib'), Module = require('module');",
-  `const dir = process.env.${SERVER_BUNDLE_DIR_ENV};`,
-  "const file = path.join(dir, 'server.js');",
-  `const source = zlib.brotliDecompressSync(fs.readFileSync(path.join(dir, '${SERVER_BUNDLE_FILES.bundle}'))).toString('utf8');`,
-  'const server = new Module(file);',
-  'server.filename = file;',
-  'server.paths = Module._nodeModulePaths(dir);',
-  'server._compile(source, file);',
-].join('\n');
+export const SERVER_BUNDLE_LOADER = bundleLoader('server.js', SERVER_BUNDLE_FILES.bundle);
+
+/** The reconciler's `node -e` program in the image-free mode: the same loader, for `reconciler.js`. */
+export const RECONCILER_BUNDLE_LOADER = bundleLoader('reconciler.js', RECONCILER_BUNDLE_FILES.bundle);
+
+function bundleLoader(name: string, key: string): string {
+  return [
+    "const fs = require('fs'), path = require('path'), zlib = require('zlib'), Module = require('module');",
+    `const dir = process.env.${SERVER_BUNDLE_DIR_ENV};`,
+    `const file = path.join(dir, '${name}');`,
+    `const source = zlib.brotliDecompressSync(fs.readFileSync(path.join(dir, '${key}'))).toString('utf8');`,
+    'const server = new Module(file);',
+    'server.filename = file;',
+    'server.paths = Module._nodeModulePaths(dir);',
+    'server._compile(source, file);',
+  ].join('\n');
+}
 
 /** The most a ConfigMap may hold (data and binaryData together), as the apiserver enforces it. */
 export const CONFIG_MAP_MAX_BYTES = 1024 * 1024;
@@ -96,6 +111,9 @@ export abstract class WebhookServer {
 
   /** Makes this source's objects under `scope` and answers how to build the container. */
   abstract bind(scope: Construct, target: WebhookServerTarget): WebhookServerBinding;
+
+  /** The same for the reconciler's container (`reconciler` prop): the same image, running `reconciler.js`. */
+  abstract bindReconciler(scope: Construct, target: WebhookServerTarget): WebhookServerBinding;
 }
 
 class ImageServer extends WebhookServer {
@@ -109,6 +127,11 @@ class ImageServer extends WebhookServer {
     }
     return { image: this.image, env: [], volumes: [], volumeMounts: [], podAnnotations: {} };
   }
+
+  bindReconciler(): WebhookServerBinding {
+    // The image holds reconciler.js beside server.js (webhook/Dockerfile).
+    return { ...this.bind(), command: ['node', '/app/reconciler.js'] };
+  }
 }
 
 class BundleServer extends WebhookServer {
@@ -117,22 +140,37 @@ class BundleServer extends WebhookServer {
   }
 
   bind(scope: Construct, target: WebhookServerTarget): WebhookServerBinding {
+    return this.bindBundle(scope, target, 'ServerBundle', `${target.name}-server`, readServerBundle(this.options.bundleDirectory), SERVER_BUNDLE_FILES, SERVER_BUNDLE_LOADER);
+  }
+
+  bindReconciler(scope: Construct, target: WebhookServerTarget): WebhookServerBinding {
+    const bundle = readServerBundle(this.options.bundleDirectory, RECONCILER_BUNDLE);
+    return this.bindBundle(scope, target, 'ReconcilerBundle', `${target.name}-reconciler-code`, bundle, RECONCILER_BUNDLE_FILES, RECONCILER_BUNDLE_LOADER);
+  }
+
+  private bindBundle(
+    scope: Construct,
+    target: WebhookServerTarget,
+    id: string,
+    configMapName: string,
+    bundle: ServerBundle,
+    keys: { readonly bundle: string; readonly notices: string },
+    loader: string,
+  ): WebhookServerBinding {
     const nodeImage = this.options.nodeImage ?? DEFAULT_NODE_IMAGE;
     if (typeof nodeImage !== 'string' || !nodeImage.trim()) {
       throw new SidecarInjectorPropsError([{ path: 'server.nodeImage', message: `must be a non-empty image reference, got ${JSON.stringify(nodeImage)}` }]);
     }
-    const bundle = readServerBundle(this.options.bundleDirectory);
-    const configMapName = `${target.name}-server`;
-    const configMap = new k8s.KubeConfigMap(scope, 'ServerBundle', {
+    const configMap = new k8s.KubeConfigMap(scope, id, {
       metadata: { name: configMapName, namespace: target.namespace, labels: target.labels },
       binaryData: {
-        [SERVER_BUNDLE_FILES.bundle]: bundle.compressed.toString('base64'),
-        [SERVER_BUNDLE_FILES.notices]: bundle.compressedNotices.toString('base64'),
+        [keys.bundle]: bundle.compressed.toString('base64'),
+        [keys.notices]: bundle.compressedNotices.toString('base64'),
       },
     });
     return {
       image: nodeImage,
-      command: ['node', '-e', SERVER_BUNDLE_LOADER],
+      command: ['node', '-e', loader],
       // What webhook/Dockerfile sets for the image.
       env: [
         { name: 'NODE_ENV', value: 'production' },
@@ -162,16 +200,25 @@ export interface ServerBundle {
 
 const cache = new Map<string, ServerBundle>();
 
+/** Which bundle of the directory: the webhook server's, or the reconciler's. */
+export interface BundleFiles {
+  readonly code: string;
+  readonly notices: string;
+}
+const SERVER_BUNDLE: BundleFiles = { code: 'server.js', notices: 'THIRD-PARTY-NOTICES.txt' };
+const RECONCILER_BUNDLE: BundleFiles = { code: 'reconciler.js', notices: 'RECONCILER-THIRD-PARTY-NOTICES.txt' };
+
 /** Reads and compresses the bundle (once per process and directory); throws saying how to build it. */
-export function readServerBundle(directory = defaultBundleDirectory()): ServerBundle {
-  const cached = cache.get(directory);
-  const bundlePath = path.join(directory, 'server.js');
+export function readServerBundle(directory = defaultBundleDirectory(), files: BundleFiles = SERVER_BUNDLE): ServerBundle {
+  const cacheKey = path.join(directory, files.code);
+  const cached = cache.get(cacheKey);
+  const bundlePath = path.join(directory, files.code);
   if (cached && fs.statSync(bundlePath).size === cached.source.length && fs.readFileSync(bundlePath).equals(cached.source)) return cached;
   let source: Buffer;
   let notices: Buffer;
   try {
     source = fs.readFileSync(bundlePath);
-    notices = fs.readFileSync(path.join(directory, 'THIRD-PARTY-NOTICES.txt'));
+    notices = fs.readFileSync(path.join(directory, files.notices));
   } catch (error) {
     throw new Error(
       `the image-free mode (WebhookServer.fromBundle) needs the webhook bundle, but ${(error as NodeJS.ErrnoException).path ?? bundlePath} ` +
@@ -187,7 +234,7 @@ export function readServerBundle(directory = defaultBundleDirectory()): ServerBu
     compressedNotices: brotli(notices),
     sha256: createHash('sha256').update(source).digest('hex'),
   };
-  cache.set(directory, bundle);
+  cache.set(cacheKey, bundle);
   return bundle;
 }
 

@@ -52,6 +52,23 @@ export interface ReconcilerSettings {
   readonly injector: ReconcilerInjector;
 }
 
+/** The reconciler's environment, set by the synthesized Deployment. */
+export const RECONCILER_ENV = {
+  /** The directory holding reconciler.json (the mounted ConfigMap). */
+  settingsDir: 'RECONCILER_SETTINGS_DIR',
+  /** The pod's name (downward API): its identity in the Lease and in Events. */
+  podName: 'POD_NAME',
+  /** The pod's namespace (downward API): the injector's, where the Lease is. */
+  podNamespace: 'POD_NAMESPACE',
+  /** The plain-HTTP port of /healthz, /readyz and /metrics. */
+  opsPort: 'RECONCILER_OPS_PORT',
+} as const;
+
+/** Where the Deployment mounts reconciler.json. */
+export const RECONCILER_DEFAULT_DIR = '/etc/sidecar-injector/reconciler';
+/** The reconciler's ops port. */
+export const RECONCILER_OPS_PORT = 8081;
+
 /** The settings' file in the reconciler's ConfigMap. */
 export const RECONCILER_SETTINGS_FILE = 'reconciler.json';
 

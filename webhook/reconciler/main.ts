@@ -3,23 +3,15 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { RECONCILER_SETTINGS_FILE, parseReconcilerSettings } from '../config';
+import { RECONCILER_DEFAULT_DIR, RECONCILER_ENV, RECONCILER_OPS_PORT, RECONCILER_SETTINGS_FILE, parseReconcilerSettings } from '../config';
 import { createLogger } from '../server/logger';
 import { inClusterConnection } from '../server/namespace-watch';
 import { HttpsKubeApi } from './kube-api';
 import { startReconciler } from './reconciler-process';
 
-/** The reconciler's environment, set by the synthesized Deployment. */
-export const RECONCILER_ENV = {
-  settingsDir: 'RECONCILER_SETTINGS_DIR',
-  podName: 'POD_NAME',
-  podNamespace: 'POD_NAMESPACE',
-  opsPort: 'RECONCILER_OPS_PORT',
-} as const;
-
 async function main(): Promise<void> {
   const logger = createLogger(process.env.RECONCILER_LOG_LEVEL === 'debug' ? 'debug' : 'info');
-  const dir = process.env[RECONCILER_ENV.settingsDir] ?? '/etc/sidecar-injector/reconciler';
+  const dir = process.env[RECONCILER_ENV.settingsDir] ?? RECONCILER_DEFAULT_DIR;
   const settings = parseReconcilerSettings(fs.readFileSync(path.join(dir, RECONCILER_SETTINGS_FILE), 'utf8'));
   const connection = inClusterConnection();
   if (typeof connection === 'string') throw new Error(`the reconciler runs in the cluster only: ${connection}`);
@@ -27,7 +19,7 @@ async function main(): Promise<void> {
   const identity = process.env[RECONCILER_ENV.podName];
   if (!namespace || !identity) throw new Error(`${RECONCILER_ENV.podNamespace} and ${RECONCILER_ENV.podName} must be set (the Deployment sets them from the downward API)`);
   const api = new HttpsKubeApi(connection);
-  const running = await startReconciler({ api, settings, namespace, identity, logger, opsPort: Number(process.env[RECONCILER_ENV.opsPort] ?? 8081) });
+  const running = await startReconciler({ api, settings, namespace, identity, logger, opsPort: Number(process.env[RECONCILER_ENV.opsPort] ?? RECONCILER_OPS_PORT) });
   logger.log('info', 'reconciler started', { namespace, identity, missing: settings.missing, outdated: settings.outdated, intervalSeconds: settings.intervalSeconds, backend: settings.injector.backend });
   const stop = async () => {
     await running.stop();
