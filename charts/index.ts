@@ -2,6 +2,8 @@
 export * from './sidecar-injector';
 export * from './sidecar-injector-chart';
 export type { NamespaceReader } from './namespace-reader';
+export { InjectorReconciler, reconcilerClusterRules, reconcilerNamespaceRules } from './reconciler';
+export type { ReconcilerTarget } from './reconciler';
 export type { ContainerMergeProps, InjectedContainer, InjectedEnvVar, InjectedVolume, InjectedVolumeMount, InjectionProps, RevisionProps } from './injection-props';
 export type { RoutedSelectors, RoutingRequirement, RoutingSelector } from './revision-props';
 export * from './certificates/webhook-certificate';
@@ -60,6 +62,8 @@ export {
   resolveInjectorConfig,
 } from '../webhook/config/validate-injector-config';
 export type { ConfigIssue } from '../webhook/config/validate-injector-config';
+export { MISSING_ACTIONS, OUTDATED_ACTIONS, parseReconcilerSettings, reconcilerSettingsIssues, repairedForAnnotation } from '../webhook/config/reconciler-settings';
+export type { MissingAction, OutdatedAction, ReconcilerInjector, ReconcilerSettings } from '../webhook/config/reconciler-settings';
 export { chosenRevision, defaultRevision, revisionConfig, revisionLabel } from '../webhook/config/revisions';
 export type { RevisionChooser } from '../webhook/config/revisions';
 export { POD_SECURITY_LEVELS, podSecurityViolations } from '../webhook/config/pod-security';

@@ -22,20 +22,31 @@ import type { ReconcilerProps } from './sidecar-injector-props';
 import { sha256 } from './webhook-tls';
 import type { WebhookServer } from './webhook-server';
 
+/** What the SidecarInjector tells its reconciler: names, labels, where the injector lives, how to run. */
 export interface ReconcilerTarget {
+  /** The injector's name; the reconciler's objects are `<name>-reconciler`. */
   readonly name: string;
+  /** The injector's namespace, where the reconciler runs and holds its Lease. */
   readonly namespace: string;
+  /** Labels for its objects. */
   readonly labels: Record<string, string>;
   /** The label that keeps pods away from the injector (its own pods carry it). */
   readonly exclusionLabel: string;
+  /** Namespaces it never judges or touches. */
   readonly excludedNamespaces: readonly string[];
   /** Called at synth: where the injector lives. */
   readonly injector: () => ReconcilerInjector;
+  /** The webhook's code source: the reconciler runs from the same image, or its own bundle. */
   readonly server: WebhookServer;
+  /** As the webhook's. */
   readonly imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
+  /** As the webhook's. */
   readonly imagePullSecrets?: readonly string[];
+  /** The apiserver's addresses, for its egress rule; any address when not given. */
   readonly apiServerCidrs?: readonly string[];
+  /** The apiserver's ports, for its egress rule. */
   readonly apiServerPorts: readonly number[];
+  /** Who may scrape its metrics. */
   readonly metricsSourceCidrs?: readonly string[];
 }
 
@@ -79,7 +90,7 @@ const repairs = (settings: ReconcilerSettings) => settings.missing !== 'report' 
 export function reconcilerClusterRules(settings: ReconcilerSettings): k8s.PolicyRule[] {
   const rules: k8s.PolicyRule[] = [
     { apiGroups: [''], resources: ['namespaces'], verbs: ['list'] },
-    { apiGroups: [''], resources: ['pods'], verbs: repairs(settings) ? ['list', 'create', ...(settings.outdated === 'in-place' ? ['patch'] : [])] : ['list'] },
+    { apiGroups: [''], resources: ['pods'], verbs: repairs(settings) ? ['list', 'create', ...(settings.outdated === 'in-place' ? ['get', 'patch'] : [])] : ['list'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ];
   if (repairs(settings)) {
@@ -122,15 +133,23 @@ export function reconcilerNamespaceRules(settings: ReconcilerSettings): k8s.Poli
 
 /** The reconciler's objects. */
 export class InjectorReconciler extends Construct {
+  /** Its ServiceAccount (the token is the pod's projected, short-lived one). */
   readonly serviceAccount: k8s.KubeServiceAccount;
+  /** Its cluster-wide rules: {@link reconcilerClusterRules} of its settings. */
   readonly clusterRole: k8s.KubeClusterRole;
+  /** Binds the ClusterRole to the ServiceAccount. */
   readonly clusterRoleBinding: k8s.KubeClusterRoleBinding;
+  /** Its rules in its own namespace: {@link reconcilerNamespaceRules} (the Lease, the injector's ConfigMap). */
   readonly role: k8s.KubeRole;
+  /** Binds the Role to the ServiceAccount. */
   readonly roleBinding: k8s.KubeRoleBinding;
   /** Holds reconciler.json. */
   readonly configMap: k8s.KubeConfigMap;
+  /** Its Deployment: two replicas by default, one acting under the Lease. */
   readonly deployment: k8s.KubeDeployment;
+  /** At most one of its pods down at a time through voluntary disruptions. */
   readonly podDisruptionBudget: k8s.KubePodDisruptionBudget;
+  /** Egress to the apiserver only; ingress to its ops port from `metricsSourceCidrs`. */
   readonly networkPolicy: k8s.KubeNetworkPolicy;
   /** The settings written to reconciler.json (made at synth: the injector's object names are known then). */
   settings(): ReconcilerSettings {

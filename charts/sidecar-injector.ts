@@ -42,6 +42,7 @@ import { webhookDeployment, webhookNetworkPolicy, webhookPodDisruptionBudget, we
 
 export {
   DEFAULT_WEBHOOK_IMAGE,
+  ReconcilerProps,
   LabelSelectorProps,
   LabelSelectorRequirementProps,
   ResourceRequirementsProps,

@@ -202,7 +202,9 @@ const cache = new Map<string, ServerBundle>();
 
 /** Which bundle of the directory: the webhook server's, or the reconciler's. */
 export interface BundleFiles {
+  /** The bundle's file name in the directory (`server.js`, `reconciler.js`). */
   readonly code: string;
+  /** The file of its bundled packages' license notices. */
   readonly notices: string;
 }
 const SERVER_BUNDLE: BundleFiles = { code: 'server.js', notices: 'THIRD-PARTY-NOTICES.txt' };

@@ -1,7 +1,8 @@
 // The layering the README's layout table promises, checked on the source's own import graph (read with
 // TypeScript's preProcessFile, so `import type`, re-exports and dynamic `import()` all count): no
 // import circle anywhere in app/, charts/ or webhook/; the shared config imports nothing but re2js and
-// Node's crypto; the engine nothing but the config; the construct library never reaches the HTTPS
+// Node's crypto; the engine nothing but the config; the reconciler no cluster client, CLI or YAML
+// parser (it ships in a ConfigMap); the construct library never reaches the HTTPS
 // server, the CLI or their packages; the server never reaches the constructs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -105,6 +106,13 @@ const RULES: readonly LayerRule[] = [
     packageAllowed: (name) => !['express', 'prom-client', '@kubernetes/client-node', 'commander'].includes(name),
   },
   { layer: 'webhook/server/', mayImport: ['webhook/config/', 'webhook/engine/', 'webhook/server/'], packageAllowed: (name) => name !== '@kubernetes/client-node' },
+  // The reconciler ships in a ConfigMap: its own small client, no cluster client, CLI parser, YAML
+  // parser or HTTP framework; the CLI's pure judgement (status, in-place plans) is shared, not copied.
+  {
+    layer: 'webhook/reconciler/',
+    mayImport: ['webhook/config/', 'webhook/engine/', 'webhook/cli/', 'webhook/server/', 'webhook/reconciler/'],
+    packageAllowed: (name) => !['@kubernetes/client-node', 'commander', 'express', 'yaml'].includes(name),
+  },
 ];
 
 function layerViolations(graph: ReadonlyMap<string, SourceImports>, rules: readonly LayerRule[]): string[] {

@@ -5,20 +5,10 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { ResolvedInjectorConfig } from '../config';
-import type { MutatingWebhookConfiguration } from '../engine/webhook-match';
 import { InputError, readManifests } from './manifest-input';
-import { injectorFromDocuments, parseConfig } from './synthesized-injectors';
+import { type InjectorSource, injectorFromDocuments, parseConfig } from './synthesized-injectors';
 
-export interface InjectorSource {
-  /** The config the webhook would load, validated by the same validator. */
-  readonly config: ResolvedInjectorConfig;
-  /** The webhook configuration (for policies, its equivalent: each bound policy's resources with its
-   * binding's selectors); undefined with `--config`, when only the engine can be evaluated. */
-  readonly webhookConfiguration?: MutatingWebhookConfiguration;
-  /** What was read, for messages: `dist/sidecar-injector.k8s.yaml: ConfigMap sidecar-injector/...`. */
-  readonly description: string;
-}
+export type { InjectorSource } from './synthesized-injectors';
 
 /** The synthesized files `--from` names: a directory's .yaml files in name order, or the one file. */
 function synthesizedFiles(from: string): string[] {

@@ -8,7 +8,16 @@ import { CONFIG_FILE_NAME, InjectorConfigError, POLICY_CONFIG_ANNOTATION, POLICY
 import type { KubernetesObject } from '../engine/admission-review';
 import type { MutatingWebhook, MutatingWebhookConfiguration } from '../engine/webhook-match';
 import { InputError, type InputLocation, describeLocation } from './input-location';
-import type { InjectorSource } from './injector-source';
+
+export interface InjectorSource {
+  /** The config the webhook would load, validated by the same validator. */
+  readonly config: ResolvedInjectorConfig;
+  /** The webhook configuration (for policies, its equivalent: each bound policy's resources with its
+   * binding's selectors); undefined with `--config`, when only the engine can be evaluated. */
+  readonly webhookConfiguration?: MutatingWebhookConfiguration;
+  /** What was read, for messages: `dist/sidecar-injector.k8s.yaml: ConfigMap sidecar-injector/...`. */
+  readonly description: string;
+}
 
 /** One object as read: where from, and the object. */
 export interface SourceDocument extends InputLocation {

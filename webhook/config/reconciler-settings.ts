@@ -6,32 +6,40 @@ import type { ConfigIssue } from './config-issues';
 
 /** What the reconciler does about pods that miss an injection (admitted while the injector was down). */
 export const MISSING_ACTIONS = ['report', 'restart'] as const;
+/** `report` or `restart`: see ReconcilerSettings.missing. */
 export type MissingAction = (typeof MISSING_ACTIONS)[number];
 
 /** What it does about pods running an injection that is no longer the configured one. */
 export const OUTDATED_ACTIONS = ['report', 'restart', 'in-place'] as const;
+/** `report`, `restart` or `in-place`: see ReconcilerSettings.outdated. */
 export type OutdatedAction = (typeof OUTDATED_ACTIONS)[number];
 
 /** Where the injector lives, so the reconciler can read it and tell whether it can inject now. */
 export type ReconcilerInjector =
   | {
+      /** The webhook backend. */
       readonly backend: 'webhook';
       /** The ConfigMap holding config.json, in the reconciler's namespace. */
       readonly configMapName: string;
       /** The webhook's Service, in the reconciler's namespace: its EndpointSlices must have a ready endpoint. */
       readonly serviceName: string;
+      /** The MutatingWebhookConfiguration, read by name. */
       readonly webhookConfigurationName: string;
     }
   | {
+      /** The policy backend (MutatingAdmissionPolicies). */
       readonly backend: 'policy';
       /** The MutatingAdmissionPolicies and their bindings: every one must be loaded. */
       readonly policyNames: readonly string[];
+      /** Their MutatingAdmissionPolicyBindings. */
       readonly bindingNames: readonly string[];
       /** With revisions: the ValidatingAdmissionPolicy for labels naming nothing served, and its bindings. */
       readonly validatingPolicyNames: readonly string[];
+      /** Their ValidatingAdmissionPolicyBindings. */
       readonly validatingBindingNames: readonly string[];
     };
 
+/** What the reconciler does and where the injector is: reconciler.json, written by the construct. */
 export interface ReconcilerSettings {
   /** Pods missing an injection: `report` (Events, metrics, reports), or `restart` their workload once per config. */
   readonly missing: MissingAction;
@@ -48,7 +56,9 @@ export interface ReconcilerSettings {
   readonly excludedNamespaces: readonly string[];
   /** The coordination.k8s.io Lease one replica holds while it acts, in the reconciler's namespace. */
   readonly leaseName: string;
+  /** How long the Lease holds without a renewal (it is renewed every third of it). */
   readonly leaseDurationSeconds: number;
+  /** Where the injector lives. */
   readonly injector: ReconcilerInjector;
 }
 

@@ -244,13 +244,13 @@ export class Reconciler {
     const template = (object.spec as any)?.template ?? {};
     const restartKey = repairKey(decision.expected);
     const recorded = ownStringMap(template.metadata?.annotations)[repairedForAnnotation(prefix)];
-    if (decision.action === 'restart' && recorded === restartKey) {
-      await this.wait(pass, workload, 'restarted-already', 'NotRepaired', `${what}: restarted once for this config already and still not right: not restarting again; look at the injector (its logs, status --from)`, uid);
-      return;
-    }
     const inProgress = rolloutInProgress(object);
     if (inProgress) {
       await this.wait(pass, workload, 'rollout-in-progress', 'WaitingForRollout', `${what}: waiting, ${inProgress}`, uid);
+      return;
+    }
+    if (decision.action === 'restart' && recorded === restartKey) {
+      await this.wait(pass, workload, 'restarted-already', 'NotRepaired', `${what}: restarted once for this config already and still not right: not restarting again; look at the injector (its logs, status --from)`, uid);
       return;
     }
     const blocked = disruptionBlocked(object, await readBudgets(), decision.action);

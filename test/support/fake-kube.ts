@@ -1,0 +1,275 @@
+// An apiserver in memory, as far as the reconciler calls one (webhook/reconciler/kube-api.ts's KubeApi):
+// objects by group, resource, namespace and name, with resourceVersions, lists in pages in key order,
+// merge, JSON and strategic (conditions by type) patches, a resourceVersion precondition, server-side
+// dry-run, and RBAC: given the synthesized ClusterRole and Role, every request outside their rules is
+// refused with 403, as the real apiserver would, so the tests prove the reconciler needs no more.
+// Pods are admitted through the injector the synthesized output describes (the CLI's preview: the
+// webhook configuration's matching, then the engine), unless `injectorUp` is false (failurePolicy
+// Ignore: the pod is admitted bare). `settle()` plays the Deployment controller and the kubelet: a
+// Deployment whose template changed gets new pods (a new pod-template-hash) made through admission.
+import { createHash } from 'node:crypto';
+import { applyPatch, type Operation } from 'fast-json-patch';
+import type { InjectorSource } from '../../webhook/cli/injector-source';
+import { previewAll } from '../../webhook/cli/preview';
+import type { KubernetesObject } from '../../webhook/engine/admission-review';
+import { KubeApiError, type KubeApi, type KubeRequest, type Method } from '../../webhook/reconciler/kube-api';
+
+interface Rule {
+  readonly apiGroups?: readonly string[];
+  readonly resources?: readonly string[];
+  readonly verbs: readonly string[];
+  readonly resourceNames?: readonly string[];
+}
+
+/** One request as the apiserver's audit log would record it. */
+export interface Recorded {
+  readonly method: Method;
+  readonly verb: string;
+  readonly group: string;
+  readonly resource: string;
+  readonly namespace?: string;
+  readonly name?: string;
+  readonly dryRun: boolean;
+  readonly body?: unknown;
+}
+
+const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value));
+const isRecord = (value: unknown): value is Record<string, any> => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+function mergePatch(target: any, patch: any): any {
+  if (!isRecord(patch)) return clone(patch);
+  const result = isRecord(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete result[key];
+    else result[key] = mergePatch(result[key], value);
+  }
+  return result;
+}
+
+export class FakeKube implements KubeApi {
+  private readonly store = new Map<string, any>();
+  private version = 1000;
+  readonly requests: Recorded[] = [];
+  /** Requests refused by RBAC: the reconciler's rules as synthesized did not allow them. */
+  readonly forbidden: Recorded[] = [];
+  /** Whether pod creates go through the injector (false: it is down, and failurePolicy Ignore admits them bare). */
+  injectorUp = true;
+  /** The group/versions discovery answers for. */
+  readonly served = new Set(['coordination.k8s.io/v1', 'apps/v1', 'policy/v1', 'discovery.k8s.io/v1', 'admissionregistration.k8s.io/v1']);
+  /** The reconciler's rules, when RBAC is enforced. */
+  rbac?: { readonly cluster: readonly Rule[]; readonly namespace: string; readonly namespaced: readonly Rule[] };
+  /** Each Deployment's pod-template-hashes, in order: one per rollout (what would be a ReplicaSet). */
+  readonly rollouts = new Map<string, string[]>();
+
+  constructor(private readonly injector: () => InjectorSource) {}
+
+  private key(group: string, resource: string, namespace: string | undefined, name: string): string {
+    return `${group}/${resource}/${namespace ?? ''}/${name}`;
+  }
+
+  /** Puts an object in as stored (no admission), filling in what the apiserver would. */
+  put(group: string, resource: string, object: any): any {
+    const metadata = object.metadata ?? (object.metadata = {});
+    metadata.uid ??= createHash('sha1').update(`${group}/${resource}/${metadata.namespace}/${metadata.name}`).digest('hex').slice(0, 12);
+    metadata.resourceVersion = String(++this.version);
+    metadata.generation ??= 1;
+    this.store.set(this.key(group, resource, metadata.namespace, metadata.name), object);
+    return object;
+  }
+
+  get(group: string, resource: string, namespace: string | undefined, name: string): any {
+    return this.store.get(this.key(group, resource, namespace, name));
+  }
+
+  remove(group: string, resource: string, namespace: string | undefined, name: string): void {
+    this.store.delete(this.key(group, resource, namespace, name));
+  }
+
+  list(group: string, resource: string, namespace?: string): any[] {
+    const prefix = `${group}/${resource}/`;
+    return [...this.store.entries()]
+      .filter(([key]) => key.startsWith(prefix) && (namespace === undefined || key.startsWith(`${prefix}${namespace}/`)))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, object]) => object);
+  }
+
+  namespace(name: string, labels: Record<string, string> = {}, annotations: Record<string, string> = {}): void {
+    this.put('', 'namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { 'kubernetes.io/metadata.name': name, ...labels }, annotations } });
+  }
+
+  /** A pod as the apiserver admits it now: through the injector when it is up. Running and Ready. */
+  admitPod(pod: KubernetesObject, dryRun = false): KubernetesObject {
+    const metadata = (pod.metadata ?? {}) as Record<string, any>;
+    const namespace = String(metadata.namespace ?? 'default');
+    let admitted = clone(pod);
+    if (this.injectorUp) {
+      const ns = this.get('', 'namespaces', undefined, namespace)?.metadata ?? {};
+      const [preview] = previewAll([{ source: 'fake-apiserver', index: 1, line: 1, object: admitted, text: '', document: undefined } as any], this.injector(), {
+        namespace,
+        namespaceLabels: ns.labels ?? {},
+        namespaceAnnotations: ns.annotations ?? {},
+      });
+      admitted = clone(preview.output);
+    }
+    const out = admitted as any;
+    if (!out.metadata.name) out.metadata.name = `${out.metadata.generateName ?? 'pod-'}${createHash('sha1').update(String(this.version + 1)).digest('hex').slice(0, 5)}`;
+    const all = [...(out.spec?.initContainers ?? []), ...(out.spec?.containers ?? [])];
+    out.status = {
+      phase: 'Running',
+      conditions: [{ type: 'Ready', status: 'True' }],
+      containerStatuses: (out.spec?.containers ?? []).map((c: any) => ({ name: c.name, image: c.image, imageID: `sha256:${createHash('sha1').update(c.image).digest('hex')}`, ready: true, restartCount: 0, containerID: `containerd://${c.name}-0`, state: { running: {} } })),
+      ...(all.length > (out.spec?.containers ?? []).length ? { initContainerStatuses: (out.spec?.initContainers ?? []).map((c: any) => ({ name: c.name, image: c.image, imageID: `sha256:${createHash('sha1').update(c.image).digest('hex')}`, ready: true, restartCount: 0, containerID: `containerd://${c.name}-0`, state: c.restartPolicy === 'Always' ? { running: {} } : { terminated: { exitCode: 0 } } })) } : {}),
+    };
+    if (!dryRun) this.put('', 'pods', out);
+    return out;
+  }
+
+  /** A Deployment of `replicas` pods, stored and rolled out now. */
+  deployment(namespace: string, name: string, replicas: number, podSpec: Record<string, any>, extra: { labels?: Record<string, string>; annotations?: Record<string, string>; strategy?: any } = {}): any {
+    const labels = { app: name, ...extra.labels };
+    this.put('apps', 'deployments', {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name, namespace },
+      spec: { replicas, selector: { matchLabels: { app: name } }, ...(extra.strategy ? { strategy: extra.strategy } : {}), template: { metadata: { labels, ...(extra.annotations ? { annotations: extra.annotations } : {}) }, spec: podSpec } },
+      status: {},
+    });
+    this.settle();
+    return this.get('apps', 'deployments', namespace, name);
+  }
+
+  /** The Deployment controller and the kubelet, caught up: each Deployment runs `replicas` pods of its current template. */
+  settle(): void {
+    for (const deployment of this.list('apps', 'deployments')) {
+      const { namespace, name } = deployment.metadata;
+      const hash = createHash('sha1').update(JSON.stringify(deployment.spec.template)).digest('hex').slice(0, 10);
+      const history = this.rollouts.get(`${namespace}/${name}`) ?? [];
+      if (history[history.length - 1] !== hash) this.rollouts.set(`${namespace}/${name}`, [...history, hash]);
+      const pods = this.list('', 'pods', namespace).filter((pod) => pod.metadata.ownerReferences?.[0]?.name?.startsWith(`${name}-`) && pod.metadata.labels?.['pod-template-hash'] !== undefined);
+      for (const pod of pods) if (pod.metadata.labels['pod-template-hash'] !== hash) this.remove('', 'pods', namespace, pod.metadata.name);
+      const current = pods.filter((pod) => pod.metadata.labels['pod-template-hash'] === hash).length;
+      for (let index = current; index < deployment.spec.replicas; index++) {
+        const template = clone(deployment.spec.template);
+        this.admitPod({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: {
+            name: `${name}-${hash}-${index}${this.version}`,
+            namespace,
+            labels: { ...template.metadata.labels, 'pod-template-hash': hash },
+            ...(template.metadata.annotations ? { annotations: template.metadata.annotations } : {}),
+            ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `${name}-${hash}`, controller: true, uid: 'rs' }],
+          },
+          spec: template.spec,
+        });
+      }
+      deployment.status = { observedGeneration: deployment.metadata.generation, replicas: deployment.spec.replicas, updatedReplicas: deployment.spec.replicas, readyReplicas: deployment.spec.replicas, availableReplicas: deployment.spec.replicas };
+    }
+  }
+
+  /** Pods written since the kubelet last looked: it catches up before the next read (as a real one does, later). */
+  private readonly kubeletBehind = new Set<string>();
+
+  /** The kubelet, caught up: a container whose image changed is restarted on the new image, the others keep running. */
+  private kubeletSync(pod: any): void {
+    for (const [list, statuses] of [['containers', 'containerStatuses'], ['initContainers', 'initContainerStatuses']] as const) {
+      for (const container of pod.spec?.[list] ?? []) {
+        const status = (pod.status?.[statuses] ?? []).find((entry: any) => entry.name === container.name);
+        if (!status || status.image === container.image) continue;
+        status.image = container.image;
+        status.imageID = `sha256:${createHash('sha1').update(container.image).digest('hex')}`;
+        status.restartCount += 1;
+        status.containerID = `containerd://${container.name}-${status.restartCount}`;
+      }
+    }
+  }
+
+  private allowed(verb: string, group: string, resource: string, namespace: string | undefined, name: string | undefined): boolean {
+    if (!this.rbac) return true;
+    const matches = (rule: Rule) =>
+      (rule.apiGroups ?? []).includes(group) &&
+      (rule.resources ?? []).includes(resource) &&
+      rule.verbs.includes(verb) &&
+      (!rule.resourceNames || rule.resourceNames.length === 0 || (name !== undefined && verb !== 'list' && verb !== 'create' && rule.resourceNames.includes(name)));
+    return this.rbac.cluster.some(matches) || (namespace === this.rbac.namespace && this.rbac.namespaced.some(matches));
+  }
+
+  async request(method: Method, path: string, request: KubeRequest = {}): Promise<any> {
+    const parts = path.split('/').filter(Boolean);
+    const [group, version, rest] = parts[0] === 'api' ? ['', parts[1], parts.slice(2)] : [parts[1], parts[2], parts.slice(3)];
+    if (rest.length === 0) {
+      // Discovery: allowed to every authenticated user (system:discovery).
+      if (!this.served.has(`${group}/${version}`)) throw new KubeApiError(404, 'NotFound', `${path}: not served`);
+      const resources = group === 'wgpolicyk8s.io' ? ['policyreports'] : group === 'admissionregistration.k8s.io' ? ['mutatingwebhookconfigurations', 'mutatingadmissionpolicies', 'mutatingadmissionpolicybindings'] : [];
+      return { resources: resources.map((resourceName) => ({ name: resourceName })) };
+    }
+    const namespaced = rest[0] === 'namespaces' && rest.length >= 3;
+    const namespace = namespaced ? rest[1] : undefined;
+    const [resource, name, subresource] = namespaced ? rest.slice(2) : rest;
+    const verb = method === 'GET' ? (name ? 'get' : 'list') : method === 'POST' ? 'create' : method === 'PATCH' ? 'patch' : method === 'PUT' ? 'update' : 'delete';
+    const fullResource = subresource ? `${resource}/${subresource}` : resource;
+    const dryRun = request.query?.dryRun === 'All';
+    this.requests.push({ method, verb, group, resource: fullResource, namespace, name, dryRun, ...(request.body !== undefined ? { body: clone(request.body) } : {}) });
+    if (!this.served.has(`${group}/${version}`) && group !== '') throw new KubeApiError(404, 'NotFound', `${path}: the server could not find the requested resource`);
+    if (!this.allowed(verb, group, fullResource, namespace, name)) {
+      this.forbidden.push(this.requests[this.requests.length - 1]);
+      throw new KubeApiError(403, 'Forbidden', `${fullResource}${name ? ` "${name}"` : ''} is forbidden: cannot ${verb} in ${namespace ? `namespace "${namespace}"` : 'the cluster scope'}`);
+    }
+    if (verb === 'list') {
+      let items = this.list(group, resource, namespace);
+      const selector = request.query?.labelSelector;
+      if (selector) {
+        const [key, value] = selector.split('=');
+        items = items.filter((item) => item.metadata?.labels?.[key] === value);
+      }
+      const offset = Number(request.query?.continue ?? 0);
+      const limit = Number(request.query?.limit ?? items.length);
+      const page = items.slice(offset, offset + limit);
+      return { metadata: { resourceVersion: String(this.version), continue: offset + limit < items.length ? String(offset + limit) : undefined }, items: clone(page) };
+    }
+    const current = name ? this.get(group, resource, namespace, name) : undefined;
+    if (verb === 'get') {
+      if (!current) throw new KubeApiError(404, 'NotFound', `${resource} "${name}" not found`);
+      if (resource === 'pods' && this.kubeletBehind.delete(`${namespace}/${name}`)) this.kubeletSync(current);
+      return clone(current);
+    }
+    if (verb === 'create') {
+      const body = clone(request.body) as any;
+      body.metadata = { ...body.metadata, namespace };
+      if (resource === 'pods') return clone(this.admitPod(body, dryRun));
+      if (!body.metadata.name) body.metadata.name = `${body.metadata.generateName ?? 'object-'}${++this.version}`;
+      if (this.get(group, resource, namespace, body.metadata.name)) throw new KubeApiError(409, 'AlreadyExists', `${resource} "${body.metadata.name}" already exists`);
+      return dryRun ? body : clone(this.put(group, resource, body));
+    }
+    if (!current) throw new KubeApiError(404, 'NotFound', `${resource} "${name}" not found`);
+    const body = request.body as any;
+    let next: any;
+    if (verb === 'update') {
+      if (body?.metadata?.resourceVersion !== current.metadata.resourceVersion) throw new KubeApiError(409, 'Conflict', `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified`);
+      next = clone(body);
+    } else if (request.contentType === 'application/json-patch+json') {
+      try {
+        next = applyPatch(clone(current), clone(body) as Operation[], true, false).newDocument;
+      } catch (error) {
+        throw new KubeApiError(422, 'Invalid', `the server rejected our request: test operation failed: ${(error as Error).message}`);
+      }
+    } else if (request.contentType === 'application/strategic-merge-patch+json' && subresource === 'status') {
+      next = clone(current);
+      for (const condition of body.status?.conditions ?? []) {
+        const conditions = (next.status.conditions ??= []);
+        const index = conditions.findIndex((entry: any) => entry.type === condition.type);
+        if (index >= 0) conditions[index] = condition;
+        else conditions.push(condition);
+      }
+    } else {
+      const precondition = body?.metadata?.resourceVersion;
+      if (precondition !== undefined && precondition !== current.metadata.resourceVersion) throw new KubeApiError(409, 'Conflict', `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified`);
+      next = mergePatch(current, body);
+    }
+    if (dryRun) return next;
+    if (resource === 'pods' && !subresource) this.kubeletBehind.add(`${namespace}/${name}`);
+    else if (JSON.stringify(next.spec) !== JSON.stringify(current.spec)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
+    next.metadata.uid = current.metadata.uid;
+    return clone(this.put(group, resource, next));
+  }
+}

@@ -1,0 +1,113 @@
+// A synthesized injector with its reconciler, loaded into the in-memory apiserver with the reconciler's
+// RBAC enforced exactly as synthesized, and a Reconciler running against it on a clock the test moves.
+import { App, Chart } from 'cdk8s';
+import { SidecarInjector, type SidecarInjectorProps } from '../../charts/sidecar-injector';
+import type { ReconcilerProps } from '../../charts/sidecar-injector-props';
+import { injectorFromDocuments } from '../../webhook/cli/synthesized-injectors';
+import type { Clock } from '../../webhook/cli/in-place-rollout';
+import { parseReconcilerSettings, RECONCILER_SETTINGS_FILE, type ReconcilerSettings } from '../../webhook/config';
+import { LeaderLease } from '../../webhook/reconciler/lease';
+import { Reconciler } from '../../webhook/reconciler/reconciler';
+import { FakeKube } from './fake-kube';
+import { ENVOY_V1, envoyInjection } from './revision-fixtures';
+import { testCertificate } from './test-certificate';
+
+export const NAMESPACE = 'sidecar-injector';
+
+/** Time that moves only when told (sleeps move it at once). */
+export class TestClock implements Clock {
+  constructor(public time = Date.parse('2026-11-27T12:00:00Z')) {}
+  now = () => this.time;
+  sleep = async (ms: number) => {
+    this.time += ms;
+  };
+  advance(ms: number) {
+    this.time += ms;
+  }
+}
+
+export interface Harness {
+  readonly kube: FakeKube;
+  readonly clock: TestClock;
+  readonly settings: ReconcilerSettings;
+  readonly manifests: Record<string, any>[];
+  readonly logs: { level: string; message: string; fields?: Record<string, unknown> }[];
+  /** A reconciler replica (its own Lease client), `identity` its pod name. */
+  replica(identity: string): { reconciler: Reconciler; lease: LeaderLease };
+  /** Re-synthesizes the injector with other props and applies it (the ConfigMap, the webhook configuration). */
+  apply(props: Partial<SidecarInjectorProps>): void;
+}
+
+function synth(props: SidecarInjectorProps): Record<string, any>[] {
+  const app = new App();
+  const chart = new Chart(app, 'test');
+  new SidecarInjector(chart, 'injector', { certificate: testCertificate(), ...props });
+  return chart.toJson();
+}
+
+export function reconcilerHarness(reconciler: ReconcilerProps = {}, props: Partial<SidecarInjectorProps> = {}): Harness {
+  const base: SidecarInjectorProps = { injections: [envoyInjection(ENVOY_V1)], reconciler, ...props };
+  let manifests = synth(base);
+  let source = injectorFromDocuments('test', manifests.map((object, index) => ({ object, source: 'test', index: index + 1, line: 1 })));
+  const kube = new FakeKube(() => source);
+  const clock = new TestClock();
+  const logs: Harness['logs'] = [];
+  const load = () => {
+    for (const object of manifests) {
+      if (object.kind === 'ConfigMap') kube.put('', 'configmaps', structuredClone(object));
+      if (object.kind === 'MutatingWebhookConfiguration') kube.put('admissionregistration.k8s.io', 'mutatingwebhookconfigurations', structuredClone(object));
+      if (object.kind === 'MutatingAdmissionPolicy') kube.put('admissionregistration.k8s.io', 'mutatingadmissionpolicies', structuredClone(object));
+      if (object.kind === 'MutatingAdmissionPolicyBinding') kube.put('admissionregistration.k8s.io', 'mutatingadmissionpolicybindings', structuredClone(object));
+    }
+  };
+  load();
+  const settingsMap = manifests.find((object) => object.kind === 'ConfigMap' && object.data?.[RECONCILER_SETTINGS_FILE])!;
+  const settings = parseReconcilerSettings(settingsMap.data[RECONCILER_SETTINGS_FILE]);
+  const clusterRole = manifests.find((object) => object.kind === 'ClusterRole' && object.metadata.name.endsWith('-reconciler'))!;
+  const role = manifests.find((object) => object.kind === 'Role' && object.metadata.name.endsWith('-reconciler'))!;
+  kube.rbac = { cluster: clusterRole.rules, namespace: NAMESPACE, namespaced: role.rules };
+  for (const name of [NAMESPACE, 'kube-system']) kube.namespace(name);
+  kube.namespace('apps', { injection: 'enabled' });
+  kube.namespace('plain');
+  // The webhook's Service, with one ready endpoint while the injector is up.
+  kube.put('discovery.k8s.io', 'endpointslices', {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: { name: 'sidecar-injector-abcde', namespace: NAMESPACE, labels: { 'kubernetes.io/service-name': 'sidecar-injector' } },
+    endpoints: [{ addresses: ['10.0.0.5'], conditions: { ready: true } }],
+  });
+  return {
+    kube,
+    clock,
+    settings,
+    get manifests() {
+      return manifests;
+    },
+    logs,
+    replica(identity) {
+      const lease = new LeaderLease(kube, clock, { namespace: NAMESPACE, name: settings.leaseName, identity, durationSeconds: settings.leaseDurationSeconds });
+      const reconcilerInstance = new Reconciler({ api: kube, settings, namespace: NAMESPACE, identity, clock, lease, log: (level, message, fields) => logs.push({ level, message, fields }), pollMs: 1000, podTimeoutMs: 60_000 });
+      return { reconciler: reconcilerInstance, lease };
+    },
+    apply(next) {
+      manifests = synth({ ...base, ...next });
+      source = injectorFromDocuments('test', manifests.map((object, index) => ({ object, source: 'test', index: index + 1, line: 1 })));
+      load();
+    },
+  } as Harness;
+}
+
+/** The webhook's endpoints: ready (the injector can answer) or not. */
+export function setWebhookReady(kube: FakeKube, ready: boolean): void {
+  const slice = kube.get('discovery.k8s.io', 'endpointslices', NAMESPACE, 'sidecar-injector-abcde');
+  slice.endpoints = [{ addresses: ['10.0.0.5'], conditions: { ready } }];
+  kube.injectorUp = ready;
+}
+
+/** The Events written, as `kubectl get events` lists them: reason, object and message. */
+export function eventsIn(kube: FakeKube, namespace: string): { reason: string; type: string; object: string; message: string }[] {
+  return kube.list('', 'events', namespace).map((event) => ({ reason: event.reason, type: event.type, object: `${event.involvedObject.kind}/${event.involvedObject.name}`, message: event.message }));
+}
+
+/** A plain app pod spec. */
+export const APP_SPEC = { containers: [{ name: 'app', image: 'nginx:1.27' }] };
