@@ -290,3 +290,28 @@ describe('in-place repair (outdated: in-place)', () => {
     void ENVOY_V1;
   });
 });
+
+describe('the reconciler with the policy backend', () => {
+  test('waits while a policy is not loaded, saying which; repairs once they all are', async () => {
+    const { kube, replica, apply, settings } = reconcilerHarness({}, { backend: 'admissionPolicy' });
+    assert.equal(settings.injector.backend, 'policy');
+    const policies = kube.list('admissionregistration.k8s.io', 'mutatingadmissionpolicies');
+    assert.ok(policies.length > 0);
+    // The policies are not in the cluster yet (a GitOps sync half done): pods are admitted bare.
+    for (const policy of policies) kube.remove('admissionregistration.k8s.io', 'mutatingadmissionpolicies', undefined, policy.metadata.name);
+    kube.injectorUp = false;
+    kube.deployment('apps', 'web', 2, APP_SPEC);
+    const { reconciler, lease } = replica('reconciler-a');
+    await lease.tryAcquireOrRenew();
+    const waiting = await reconciler.pass();
+    assert.match(waiting.injectorUnreadable ?? '', /^MutatingAdmissionPolicy sidecar-injector\.sidecar-injector\.\w+ is not in the cluster$/);
+    assert.deepEqual(waiting.restarted, []);
+    apply({});
+    kube.injectorUp = true;
+    const repaired = await reconciler.pass();
+    assert.deepEqual(repaired.restarted, ['apps/Deployment/web']);
+    kube.settle();
+    assert.deepEqual(podsOf(kube, 'apps', 'web').map(containerNames), [['app', 'envoy'], ['app', 'envoy']]);
+    assert.deepEqual(kube.forbidden, [], 'no ConfigMap, no EndpointSlice: the policy backend\'s RBAC is enough');
+  });
+});

@@ -273,3 +273,51 @@ export class FakeKube implements KubeApi {
     return clone(this.put(group, resource, next));
   }
 }
+
+/**
+ * The in-memory apiserver behind real HTTPS (the test CA), so the reconciler's own client is what talks
+ * to it: the bearer token checked, the body JSON, errors as Status objects. `delayMs` holds every answer.
+ */
+export async function serveOverHttps(kube: FakeKube, options: { delayMs?: number; answer?: (path: string) => string | undefined } = {}): Promise<{ connection: import('../../webhook/server/namespace-watch').ApiserverConnection; tokens: string[]; stop(): Promise<void> }> {
+  const fs = await import('node:fs');
+  const https = await import('node:https');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const { testCertificate } = await import('./test-certificate');
+  const material = testCertificate();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-kube-'));
+  fs.writeFileSync(path.join(dir, 'token'), 'reconciler-token\n');
+  fs.writeFileSync(path.join(dir, 'ca.crt'), material.caCertificate);
+  const tokens: string[] = [];
+  const server = https.createServer({ cert: material.certificate, key: material.privateKey }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', async () => {
+      tokens.push(String(req.headers.authorization));
+      const url = new URL(req.url!, 'https://x');
+      const canned = options.answer?.(url.pathname);
+      if (canned !== undefined) return void res.writeHead(200, { 'content-type': 'application/json' }).end(canned);
+      if (req.headers.authorization !== 'Bearer reconciler-token') return void res.writeHead(401).end(JSON.stringify({ kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }));
+      if (options.delayMs) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
+      const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
+      try {
+        const answer = await kube.request(req.method as any, url.pathname, { body, contentType: req.headers['content-type'], query: Object.fromEntries(url.searchParams) });
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+      } catch (error) {
+        const e = error as KubeApiError;
+        res.writeHead(e.status ?? 500, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'Status', code: e.status, reason: e.reason, message: e.message }));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as import('node:net').AddressInfo;
+  return {
+    connection: { url: `https://127.0.0.1:${port}`, tokenFile: path.join(dir, 'token'), caFile: path.join(dir, 'ca.crt'), serverName: 'sidecar-injector.sidecar-injector.svc' },
+    tokens,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

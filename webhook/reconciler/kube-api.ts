@@ -96,16 +96,22 @@ export class HttpsKubeApi implements KubeApi {
         (res: IncomingMessage) => {
           const chunks: Buffer[] = [];
           let size = 0;
+          let cut = false;
           res.on('data', (chunk: Buffer) => {
+            if (cut) return;
             size += chunk.length;
             if (size > limit) {
-              req.destroy(new ResponseTooLarge(`${method} ${url.pathname}: the answer is over ${limit} bytes; cut`));
+              cut = true;
+              chunks.length = 0;
+              reject(new ResponseTooLarge(`${method} ${url.pathname}: the answer is over ${limit} bytes; cut`));
+              res.destroy();
               return;
             }
             chunks.push(chunk);
           });
-          res.on('error', reject);
+          res.on('error', (error) => cut || reject(error));
           res.on('end', () => {
+            if (cut) return;
             const text = Buffer.concat(chunks).toString('utf8');
             let parsed: any;
             try {
@@ -122,7 +128,8 @@ export class HttpsKubeApi implements KubeApi {
         },
       );
       req.on('timeout', () => req.destroy(new Error(`${method} ${url.pathname}: no answer in ${(this.options.timeoutMs ?? REQUEST_TIMEOUT_MS) / 1000} s`)));
-      req.on('error', reject);
+      // After a cut the socket's own error (if any) changes nothing: the promise is settled.
+      req.on('error', (error) => reject(error));
       req.end(body);
     });
   }
