@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { App } from 'cdk8s';
-import { Injection, RevisionProps, RevisionTag, SidecarInjectorChart, WebhookCertificate, WebhookCertificates, WebhookServer } from '../charts';
+import { Injection, ReconcilerProps, RevisionProps, RevisionTag, SidecarInjectorChart, WebhookCertificate, WebhookCertificates, WebhookServer } from '../charts';
 import type { AdmissionPolicyApiVersion, InjectorBackend } from '../charts/admission-policy';
 import { DEFAULT_INJECTIONS } from './default-injections';
 
@@ -31,6 +31,8 @@ export interface DefaultAppOptions {
   readonly revisions?: RevisionProps[];
   /** The tags of `revisions`. @default none */
   readonly tags?: RevisionTag[];
+  /** Turns the reconciler on, for a variant of the app (an outage rehearsed on a cluster). @default off */
+  readonly reconciler?: ReconcilerProps;
 }
 
 /**
@@ -51,6 +53,7 @@ export function buildDefaultApp(options: DefaultAppOptions): App {
     server: WebhookServer.fromBundle(),
     backend: options.backend,
     admissionPolicyApiVersion: options.admissionPolicyApiVersion,
+    ...(options.reconciler ? { reconciler: options.reconciler } : {}),
   });
   return app;
 }

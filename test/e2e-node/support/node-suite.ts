@@ -184,8 +184,8 @@ export async function policiesInForce(outdir: string): Promise<void> {
 const variants = new Map<string, { version: string; gated: boolean }>();
 
 /** The default app with Envoy's image at `version` (and `readinessGate`), synthesized to a directory of its own with the same certificates. */
-export function variant(version: string, options: { readinessGate?: boolean; overrides?: boolean } = {}): string {
-  const outdir = path.join(work, `dist-envoy-${version}${options.readinessGate ? '-gated' : ''}${options.overrides ? '-overrides' : ''}`);
+export function variant(version: string, options: { readinessGate?: boolean; overrides?: boolean; reconciler?: Record<string, unknown> } = {}): string {
+  const outdir = path.join(work, `dist-envoy-${version}${options.readinessGate ? '-gated' : ''}${options.overrides ? '-overrides' : ''}${options.reconciler ? `-reconciler-${Object.values(options.reconciler).join('-')}` : ''}`);
   variants.set(outdir, { version, gated: options.readinessGate === true });
   if (fs.existsSync(outdir)) return outdir;
   // With overrides, Envoy also gets a cpu limit: a namespace whose ResourceQuota covers limits.cpu
@@ -199,7 +199,7 @@ export function variant(version: string, options: { readinessGate?: boolean; ove
       `import { synthDefaultApp } from ${JSON.stringify(path.join(__dirname, '../../../app/default-app'))};`,
       `import { DEFAULT_INJECTIONS } from ${JSON.stringify(path.join(__dirname, '../../../app/default-injections'))};`,
       `const injections = DEFAULT_INJECTIONS.map((i) => i.name !== 'envoy' ? i : { ...i, ...${JSON.stringify(injection)}, containers: i.containers!.map((c) => ({ ...c, ...${JSON.stringify(container)} })) });`,
-      `synthDefaultApp({ outdir: ${JSON.stringify(outdir)}, certificateStore: ${JSON.stringify(certs)}, injections, backend: ${JSON.stringify(policyEnv.INJECTOR_BACKEND)}, admissionPolicyApiVersion: ${JSON.stringify(policyEnv.INJECTOR_POLICY_API_VERSION)} });`,
+      `synthDefaultApp({ outdir: ${JSON.stringify(outdir)}, certificateStore: ${JSON.stringify(certs)}, injections, backend: ${JSON.stringify(policyEnv.INJECTOR_BACKEND)}, admissionPolicyApiVersion: ${JSON.stringify(policyEnv.INJECTOR_POLICY_API_VERSION)}, reconciler: ${JSON.stringify(options.reconciler)} });`,
       '',
     ].join('\n'),
   );

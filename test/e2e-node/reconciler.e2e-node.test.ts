@@ -1,0 +1,180 @@
+// npm run e2e:node, the reconciler (issue 38): on its own one-node cluster (support/node-suite.ts), the
+// apiserver authorizing with RBAC, the default app with the reconciler on (missing: restart, outdated:
+// in-place), applied as `kubectl apply -f dist/` applies it. An outage rehearsed: the injector scaled
+// to 0 while a Deployment is created bare; nothing restarted while it is down, and an Event says why;
+// once it is back, exactly one restart, the budget never broken. Then the pods it must leave alone, an
+// Envoy bump repaired in place, the acting replica killed mid-repair, and its Events and PolicyReport
+// next to `status -o json`. The reconciler runs with exactly the RBAC it was synthesized with.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { NodeCluster } from './support/node-cluster';
+import { cli, describeRun, isReady, kubectl, listPods } from './support/node-checks';
+import {
+  BACKEND,
+  ENABLED,
+  ENVOY_FIRST,
+  ENVOY_IN_PLACE,
+  INJECTOR_NAMESPACE,
+  WEBHOOK,
+  app,
+  apply,
+  applyConfig,
+  dist,
+  namespace,
+  progress,
+  shown,
+  skip,
+  startSuite,
+  stopSuite,
+  variant,
+} from './support/node-suite';
+
+const RECONCILER = { missing: 'restart', outdated: 'in-place', intervalSeconds: 5, repairsPerMinute: 6 } as const;
+const LEASE = 'sidecar-injector-reconciler';
+
+let cluster: NodeCluster;
+before(async () => {
+  if (!skip) cluster = await startSuite();
+});
+after(stopSuite);
+
+const getJson = (args: readonly string[]) => JSON.parse(kubectl(cluster, [...args, '-o', 'json']));
+const replicaSets = (ns: string, name: string) => getJson(['-n', ns, 'get', 'replicasets', '-l', `app=${name}`]).items.map((rs: any) => rs.metadata.name).sort();
+const eventsOf = (ns: string) => getJson(['-n', ns, 'get', 'events']).items.filter((event: any) => event.source?.component === 'sidecar-injector-reconciler' || event.reportingComponent === 'sidecar-injector-reconciler');
+
+function deployment(ns: string, name: string, replicas: number): void {
+  apply({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace: ns },
+    spec: { replicas, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [app('app')] } } },
+  });
+  kubectl(cluster, ['-n', ns, 'rollout', 'status', `deploy/${name}`, '--timeout=180s']);
+}
+
+const hasEnvoy = (pod: any) => pod.spec.containers.some((container: any) => container.name === 'envoy');
+
+/** A minimal wgpolicyk8s.io PolicyReport CRD (the reconciler writes reports only where it is installed). */
+const POLICY_REPORT_CRD = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'policyreports.wgpolicyk8s.io' },
+  spec: {
+    group: 'wgpolicyk8s.io',
+    names: { kind: 'PolicyReport', listKind: 'PolicyReportList', plural: 'policyreports', singular: 'policyreport', shortNames: ['polr'] },
+    scope: 'Namespaced',
+    versions: [{ name: 'v1alpha2', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+  },
+};
+
+describe(`the reconciler on a node (${BACKEND})`, { skip: skip || (!WEBHOOK && 'the outage steps scale the webhook; the policy backend runs the policy steps of test/reconciler') }, () => {
+  test('injector down: a Deployment of 3 runs bare; for 60 s nothing is restarted and an Event says why', async () => {
+    apply(POLICY_REPORT_CRD);
+    await applyConfig(variant(ENVOY_FIRST, { reconciler: RECONCILER }));
+    kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector-reconciler', '--timeout=180s']);
+    progress(`reconciler RBAC as synthesized:\n${kubectl(cluster, ['get', 'clusterrole', `${INJECTOR_NAMESPACE}.${LEASE}`, '-o', 'yaml'])}\n${kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'get', 'role', LEASE, '-o', 'yaml'])}`);
+    kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'scale', 'deploy/sidecar-injector', '--replicas=0']);
+    await cluster.until('no injector pod', async () => (await listPods(cluster, INJECTOR_NAMESPACE, 'app.kubernetes.io/name=sidecar-injector')).length === 0, 120_000);
+    namespace('outage', ENABLED);
+    apply({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web', namespace: 'outage' }, spec: { minAvailable: 2, selector: { matchLabels: { app: 'web' } } } });
+    deployment('outage', 'web', 3);
+    const bare = await listPods(cluster, 'outage', 'app=web');
+    assert.deepEqual(bare.map(hasEnvoy), [false, false, false], 'admitted bare (failurePolicy Ignore)');
+    const before = replicaSets('outage', 'web');
+    const watchedUntil = Date.now() + 60_000;
+    await cluster.until('60 s with the injector down', async () => {
+      assert.deepEqual(replicaSets('outage', 'web'), before, 'no restart while the injector is down');
+      return Date.now() >= watchedUntil;
+    }, 90_000);
+    const waiting = eventsOf('outage').filter((event: any) => event.reason === 'WaitingForInjector');
+    progress(`kubectl get events -n outage:\n${kubectl(cluster, ['-n', 'outage', 'get', 'events', '--field-selector', 'source=sidecar-injector-reconciler'])}`);
+    assert.equal(waiting.length, 1, 'one Event, not one per pass');
+    assert.equal(waiting[0].involvedObject.kind, 'Deployment');
+    assert.match(waiting[0].message, /envoy missing in 3 pods: waiting, not restarted while the webhook's Service sidecar-injector\/sidecar-injector has no ready endpoint/);
+  });
+
+  test('injector back: restarted exactly once, its new pods run envoy, status exits 0, never fewer Ready pods than the budget allows', async () => {
+    const before = replicaSets('outage', 'web');
+    let fewestReady = Infinity;
+    kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'scale', 'deploy/sidecar-injector', '--replicas=2']);
+    await cluster.until('web restarted and running envoy', async () => {
+      const pods = (await listPods(cluster, 'outage', 'app=web')).filter((pod) => !pod.metadata.deletionTimestamp);
+      fewestReady = Math.min(fewestReady, pods.filter(isReady).length);
+      return pods.length === 3 && pods.every((pod) => hasEnvoy(pod) && isReady(pod));
+    }, 300_000);
+    assert.equal(replicaSets('outage', 'web').length, before.length + 1, 'exactly one new ReplicaSet');
+    assert.ok(fewestReady >= 2, `at least 2 Ready pods throughout (saw ${fewestReady})`);
+    const status = await cli(cluster, ['status', '--from', dist, '-n', 'outage']);
+    shown('status -n outage', status);
+    assert.equal(status.status, 0, describeRun(status));
+    assert.ok(eventsOf('outage').some((event: any) => event.reason === 'RestartedForSidecars'));
+  });
+
+  test('a bare pod with no owner gets an Event and stays; an opted-out pod and a kube-system pod are untouched', async () => {
+    kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'scale', 'deploy/sidecar-injector', '--replicas=0']);
+    await cluster.until('no injector pod', async () => (await listPods(cluster, INJECTOR_NAMESPACE, 'app.kubernetes.io/name=sidecar-injector')).length === 0, 120_000);
+    namespace('loners', ENABLED);
+    const pod = (name: string, ns: string, annotations: Record<string, string> = {}) => apply({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, annotations }, spec: { containers: [app('app')] } });
+    pod('lonely', 'loners');
+    pod('opted-out', 'loners', { 'sidecar-injector.io/inject': 'false' });
+    pod('system', 'kube-system');
+    kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'scale', 'deploy/sidecar-injector', '--replicas=2']);
+    kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
+    await cluster.until('an Event on the bare pod', async () => eventsOf('loners').some((event: any) => event.involvedObject.name === 'lonely' && event.reason === 'NotRepaired'), 120_000);
+    const uids = Object.fromEntries((await listPods(cluster, 'loners')).map((p) => [p.metadata.name, p.metadata.uid]));
+    assert.deepEqual(Object.keys(uids).sort(), ['lonely', 'opted-out'], 'both still there');
+    assert.ok(!eventsOf('loners').some((event: any) => event.involvedObject.name === 'opted-out'));
+    assert.deepEqual(eventsOf('kube-system'), []);
+  });
+
+  test('an Envoy bump repaired in place: UIDs kept, the app containers not restarted, Events record it', async () => {
+    namespace('bump', ENABLED);
+    deployment('bump', 'web', 2);
+    const before = await listPods(cluster, 'bump', 'app=web');
+    await applyConfig(variant(ENVOY_IN_PLACE, { reconciler: RECONCILER }));
+    await cluster.until('envoy upgraded in place', async () => {
+      const pods = await listPods(cluster, 'bump', 'app=web');
+      return pods.length === 2 && pods.every((p) => p.status.containerStatuses?.find((c: any) => c.name === 'envoy')?.image?.endsWith(`envoy:v${ENVOY_IN_PLACE}`) && isReady(p));
+    }, 300_000);
+    const after = await listPods(cluster, 'bump', 'app=web');
+    assert.deepEqual(after.map((p) => p.metadata.uid).sort(), before.map((p) => p.metadata.uid).sort());
+    for (const p of after) assert.equal(p.status.containerStatuses.find((c: any) => c.name === 'app').restartCount, 0);
+    assert.equal(eventsOf('bump').filter((event: any) => event.reason === 'UpgradedSidecarsInPlace').length, 2);
+  });
+
+  test('the acting replica killed mid-repair: the other takes the Lease and finishes; no workload restarted twice', async () => {
+    kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'scale', 'deploy/sidecar-injector', '--replicas=0']);
+    await cluster.until('no injector pod', async () => (await listPods(cluster, INJECTOR_NAMESPACE, 'app.kubernetes.io/name=sidecar-injector')).length === 0, 120_000);
+    namespace('handover', ENABLED);
+    const names = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    for (const name of names) deployment('handover', name, 1);
+    kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'scale', 'deploy/sidecar-injector', '--replicas=2']);
+    await cluster.until('a first restart', () => names.some((name) => replicaSets('handover', name).length === 2), 180_000);
+    const holder = getJson(['-n', INJECTOR_NAMESPACE, 'get', 'lease', LEASE]).spec.holderIdentity;
+    progress(`killing the acting replica ${holder}`);
+    kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'delete', 'pod', holder, '--grace-period=0', '--force']);
+    await cluster.until('every workload restarted', () => names.every((name) => replicaSets('handover', name).length >= 2), 300_000);
+    const lease = getJson(['-n', INJECTOR_NAMESPACE, 'get', 'lease', LEASE]);
+    assert.notEqual(lease.spec.holderIdentity, holder);
+    for (const name of names) assert.equal(replicaSets('handover', name).length, 2, `${name} restarted once`);
+  });
+
+  test('kubectl get events and the PolicyReport next to status -o json, at the same moment', async () => {
+    const status = await cli(cluster, ['status', '--from', dist, '-A', '-o', 'json']);
+    const reports = getJson(['get', 'policyreports', '-A']).items;
+    progress(`kubectl get events -A (reconciler):\n${kubectl(cluster, ['get', 'events', '-A', '--field-selector', 'source=sidecar-injector-reconciler'])}`);
+    progress(`status -o json:\n${status.stdout}`);
+    progress(`policyreports:\n${JSON.stringify(reports.map((report: any) => ({ namespace: report.metadata.namespace, summary: report.summary, results: report.results.map((r: any) => ({ workload: `${r.resources[0].kind}/${r.resources[0].name}`, result: r.result, ...r.properties })) })), null, 2)}`);
+    const workloads = JSON.parse(status.stdout).workloads;
+    for (const report of reports) {
+      for (const result of report.results) {
+        const line = workloads.find((w: any) => w.namespace === report.metadata.namespace && w.kind === result.resources[0].kind && w.name === result.resources[0].name);
+        assert.ok(line, `${report.metadata.namespace}/${result.resources[0].name} in status`);
+        assert.deepEqual(
+          { pods: line.pods, upToDate: line.upToDate, missing: line.missing, outdated: line.outdated },
+          { pods: Number(result.properties.pods), upToDate: Number(result.properties.upToDate), missing: Number(result.properties.missing), outdated: Number(result.properties.outdated) },
+        );
+      }
+    }
+  });
+});
