@@ -121,3 +121,15 @@ describe('the reconciler prop', () => {
     );
   });
 });
+
+describe('an injection in audit mode in the construct', () => {
+  test('synthesizes into the webhook config; the policy backend refuses it, naming the injection and why', () => {
+    const { manifests } = synthChart({ injections: [{ ...envoyInjection(ENVOY_V1), mode: 'audit' }] });
+    const config = JSON.parse(manifests.find((object) => object.kind === 'ConfigMap' && object.data?.['config.json'])!.data['config.json']);
+    assert.equal(config.injections[0].mode, 'audit');
+    assert.throws(
+      () => synthChart({ backend: 'admissionPolicy', injections: [{ ...envoyInjection(ENVOY_V1), mode: 'audit' }] }),
+      /injections\[0\]: injection "envoy" cannot be a MutatingAdmissionPolicy: mode 'audit' is served by the webhook backend only/,
+    );
+  });
+});

@@ -13,7 +13,7 @@ import { type PodRevision, appliedConfig, podRevision } from './pod-revision';
 import { createRequestFor } from './preview';
 
 /** What one injection of one pod is, measured against the current config. */
-export type InjectionState = 'up-to-date' | 'outdated' | 'version-unknown' | 'missing' | 'no-longer-configured';
+export type InjectionState = 'up-to-date' | 'outdated' | 'version-unknown' | 'missing' | 'no-longer-configured' | 'audit';
 /** The states a rollout changes: the pod is not what the config says now. */
 export const STALE_STATES: readonly InjectionState[] = ['outdated', 'missing', 'no-longer-configured'];
 
@@ -40,7 +40,8 @@ export interface PodStatus {
   readonly workload: WorkloadRef;
   /** Every injection the pod has or should have, in config order, then the ones no longer configured. */
   readonly injections: readonly PodInjection[];
-  /** `up-to-date` unless some injection is not; `none` when the pod has and needs none. */
+  /** `up-to-date` unless some injection is not; `none` when the pod has and needs none (an injection in
+   * audit mode that would apply is listed as `audit` and changes nothing here). */
   readonly state: 'up-to-date' | 'stale' | 'version-unknown' | 'none';
   /** Override annotation values the config ignores for this pod, each with why (the webhook's warnings). A pod
    * that carries good overrides is not outdated for it: only its injections' hashes decide that. */
@@ -147,8 +148,8 @@ function injectionsDueNow(
   chain: readonly string[],
   namespaceLabels: Record<string, string> | undefined,
   namespaceAnnotations: Record<string, string> | undefined,
-): { due: Set<string>; ignoredOverrides: string[] } {
-  if (!config.enabled || !sentToWebhook(source, pod, namespace, namespaceLabels)) return { due: new Set(), ignoredOverrides: [] };
+): { due: Set<string>; audit: Set<string>; ignoredOverrides: string[] } {
+  if (!config.enabled || !sentToWebhook(source, pod, namespace, namespaceLabels)) return { due: new Set(), audit: new Set(), ignoredOverrides: [] };
   const keys = annotationKeys(config.annotationPrefix);
   const metadata = { ...metadataOf(pod) };
   const annotations = { ...ownStringMap(metadata.annotations) };
@@ -161,6 +162,7 @@ function injectionsDueNow(
   const result = evaluate(createRequestFor(bare, namespace, 'status'), configForPod(config, chain), context);
   return {
     due: new Set(result.decisions.filter((decision) => decision.reason === 'injected').map((decision) => decision.injection)),
+    audit: new Set(result.decisions.filter((decision) => decision.reason === 'audit').map((decision) => decision.injection)),
     ignoredOverrides: result.podWarnings.filter((warning) => warning.reason === 'override-ignored' && warning.override?.reason !== 'namespace-unknown').map((warning) => warning.message),
   };
 }
@@ -180,9 +182,9 @@ export function classifyPods(objects: ClusterObjects, source: InjectorSource): P
     const configured = applies ? configuredHashes(applies) : NOTHING_CONFIGURED;
     const has = parseStatus(annotations[keys.status]);
     const recorded = parseInjectionHashes(annotations[keys.hashes]);
-    const { due, ignoredOverrides } = applies
+    const { due, audit, ignoredOverrides } = applies
       ? injectionsDueNow(source, applies, pod, namespace, chain, objects.namespaceLabels.get(namespace), objects.namespaceAnnotations?.get(namespace))
-      : { due: new Set<string>(), ignoredOverrides: [] };
+      : { due: new Set<string>(), audit: new Set<string>(), ignoredOverrides: [] };
     const injections: PodInjection[] = [];
     for (const [name, configuredHash] of configured) {
       if (has.has(name)) {
@@ -191,6 +193,8 @@ export function classifyPods(objects: ClusterObjects, source: InjectorSource): P
         injections.push({ injection: name, state, ...(podHash ? { podHash } : {}), configuredHash });
       } else if (due.has(name)) {
         injections.push({ injection: name, state: 'missing', configuredHash });
+      } else if (audit.has(name)) {
+        injections.push({ injection: name, state: 'audit', configuredHash });
       }
     }
     for (const name of has) {
@@ -201,7 +205,7 @@ export function classifyPods(objects: ClusterObjects, source: InjectorSource): P
     const unserved = revision?.unserved !== undefined && (revision.by === 'workload' || sentToWebhook(source, pod, namespace, objects.namespaceLabels.get(namespace)));
     const state: PodStatus['state'] =
       unserved ? 'stale'
-      : injections.length === 0 ? 'none'
+      : injections.every((entry) => entry.state === 'audit') ? 'none'
       : injections.some((entry) => STALE_STATES.includes(entry.state)) ? 'stale'
       : injections.some((entry) => entry.state === 'version-unknown') ? 'version-unknown'
       : 'up-to-date';

@@ -23,6 +23,11 @@ export const RESTARTABLE_KINDS: readonly string[] = ['Deployment', 'StatefulSet'
 
 const STATES: readonly InjectionState[] = ['up-to-date', 'outdated', 'missing', 'no-longer-configured', 'version-unknown'];
 
+/** Whether the config (or one of its revisions) has an injection in audit mode: then `audit` counts appear. */
+function hasAudit(config: ResolvedInjectorConfig): boolean {
+  return revisionConfigs(config).some((view) => view.injections.some((injection) => injection.mode === 'audit'));
+}
+
 /** One workload's pods, counted. A pod counts once under `pods`, and under each state one of its injections is in. */
 export interface WorkloadStatus {
   readonly namespace: string;
@@ -44,6 +49,8 @@ export interface WorkloadStatus {
   /** Override annotation values the config ignores (out of bounds, unparsable, not offered), each with its pods.
    * Reported, not counted in the exit code: those pods run with the configured values. */
   readonly ignoredOverrides: readonly { readonly message: string; readonly pods: readonly string[] }[];
+  /** With an injection in audit mode: pods it would have been added to (they run without it, as configured). */
+  readonly audit?: number;
   /** Pods whose `<prefix>/rev` label (their own or their namespace's) names nothing served: they run without
    * the injections they asked for. Counted in the exit code as missing. */
   readonly unservedRevision?: number;
@@ -94,11 +101,13 @@ export interface StatusReport {
     readonly versionUnknown: number;
     /** With revisions: pods whose revision label names nothing served. */
     readonly unservedRevision?: number;
+    /** With an injection in audit mode: pods it would have been added to. */
+    readonly audit?: number;
   };
   readonly exitCode: number;
 }
 
-const COUNTER: Record<InjectionState, keyof Pick<WorkloadStatus, 'upToDate' | 'outdated' | 'missing' | 'noLongerConfigured' | 'versionUnknown'>> = {
+const COUNTER: Record<Exclude<InjectionState, 'audit'>, keyof Pick<WorkloadStatus, 'upToDate' | 'outdated' | 'missing' | 'noLongerConfigured' | 'versionUnknown'>> = {
   'up-to-date': 'upToDate',
   outdated: 'outdated',
   missing: 'missing',
@@ -107,12 +116,13 @@ const COUNTER: Record<InjectionState, keyof Pick<WorkloadStatus, 'upToDate' | 'o
 };
 
 export function statusReport(pods: readonly PodStatus[], config: ResolvedInjectorConfig): StatusReport {
-  type Counts = { -readonly [key in keyof Omit<WorkloadStatus, 'findings' | 'ignoredOverrides' | 'unservedRevision' | 'revisions' | 'revisionFindings'>]: WorkloadStatus[key] };
+  type Counts = { -readonly [key in keyof Omit<WorkloadStatus, 'findings' | 'ignoredOverrides' | 'unservedRevision' | 'revisions' | 'revisionFindings' | 'audit'>]: WorkloadStatus[key] };
   type Entry = {
     status: Counts;
     findings: Map<string, Finding & { pods: string[] }>;
     ignoredOverrides: Map<string, string[]>;
     unservedRevision: number;
+    audit: number;
     running: Set<string>;
     chosen: Set<string>;
     revisionFindings: Map<string, string[]>;
@@ -120,6 +130,7 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
   const byWorkload = new Map<string, Entry>();
   const summary = { pods: pods.length, podsWithoutInjections: 0, upToDate: 0, outdated: 0, missing: 0, noLongerConfigured: 0, versionUnknown: 0 };
   let unservedRevision = 0;
+  let audited = 0;
   const served = new Set((config.revisions ?? []).map((revision) => revision.name));
   const running = new Map<string, number>();
   const chosen = new Map<string, number>();
@@ -136,7 +147,9 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
       running.set(revision.recorded, (running.get(revision.recorded) ?? 0) + 1);
       if (!served.has(revision.recorded)) listed(removed, revision.recorded, `${pod.namespace}/${pod.name}`);
     }
-    if (pod.state === 'none') {
+    const audit = pod.injections.some((injection) => injection.state === 'audit');
+    if (audit) audited++;
+    if (pod.state === 'none' && !audit) {
       summary.podsWithoutInjections++;
       continue;
     }
@@ -161,6 +174,7 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
         findings: new Map(),
         ignoredOverrides: new Map(),
         unservedRevision: 0,
+        audit: 0,
         running: new Set(),
         chosen: new Set(),
         revisionFindings: new Map(),
@@ -177,15 +191,16 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
     if (revision?.recorded !== undefined && !served.has(revision.recorded)) listed(entry.revisionFindings, `revision ${revision.recorded}, which injected it, is no longer served`, pod.name);
     for (const message of pod.ignoredOverrides) listed(entry.ignoredOverrides, message, pod.name);
     entry.status.pods++;
+    if (audit) entry.audit++;
     const states = new Set(pod.injections.map((injection) => injection.state));
     if (pod.state === 'up-to-date') {
       entry.status.upToDate++;
       summary.upToDate++;
     }
     for (const state of STATES) {
-      if (state === 'up-to-date' || !states.has(state)) continue;
-      entry.status[COUNTER[state]]++;
-      summary[COUNTER[state]]++;
+      if (state === 'up-to-date' || state === 'audit' || !states.has(state)) continue;
+      entry.status[COUNTER[state as Exclude<InjectionState, 'audit'>]]++;
+      summary[COUNTER[state as Exclude<InjectionState, 'audit'>]]++;
     }
     for (const injection of pod.injections) {
       if (injection.state === 'up-to-date') continue;
@@ -198,6 +213,7 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
       finding.pods.push(pod.name);
     }
   }
+  const withAudit = hasAudit(config);
   const workloads = [...byWorkload.values()]
     .map(
       (entry) =>
@@ -205,6 +221,7 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
           ...entry.status,
           findings: [...entry.findings.values()],
           ignoredOverrides: [...entry.ignoredOverrides].map(([message, pods]) => ({ message, pods })),
+          ...(withAudit ? { audit: entry.audit } : {}),
           // Without revisions the report keeps the shape scripts already read: no revision fields at all.
           ...(config.revisions
             ? {
@@ -239,7 +256,7 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
     injections: config.injections.map((injection) => ({ name: injection.name, hash: injectionHash(injection) })),
     ...(revisions ? { revisions, removedRevisions: [...removed].map(([revision, list]) => ({ revision, pods: list })) } : {}),
     workloads,
-    summary: revisions ? { ...summary, unservedRevision } : summary,
+    summary: { ...summary, ...(revisions ? { unservedRevision } : {}), ...(withAudit ? { audit: audited } : {}) },
     exitCode,
   };
 }
@@ -267,6 +284,8 @@ function describeFinding(finding: Finding): string {
       return `${finding.injection}: no longer configured, still in ${pods}${finding.podHash ? ` (pod has ${finding.podHash})` : ''}`;
     case 'version-unknown':
       return `${finding.injection}: version unknown in ${pods} (injected by a version that recorded no hash; configured now ${finding.configuredHash})`;
+    case 'audit':
+      return `${finding.injection}: audit mode, would be added to ${pods} (configured ${finding.configuredHash}; nothing added)`;
   }
 }
 
@@ -315,7 +334,8 @@ export function formatStatus(report: StatusReport, sourceDescription: string): s
   lines.push(
     '',
     `${s.pods} pods: ${s.upToDate} up to date, ${s.outdated} outdated, ${s.missing} missing an injection, ${s.noLongerConfigured} with one no longer configured, ${s.versionUnknown} version unknown, ${s.podsWithoutInjections} without injections` +
-      (report.revisions ? `, ${s.unservedRevision ?? 0} labelled with a revision not served` : ''),
+      (report.revisions ? `, ${s.unservedRevision ?? 0} labelled with a revision not served` : '') +
+      (s.audit !== undefined ? `, ${s.audit} an injection in audit mode would have changed` : ''),
   );
   return lines.join('\n') + '\n';
 }

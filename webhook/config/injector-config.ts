@@ -176,6 +176,11 @@ export const QOS_POLICIES = ['warn', 'preserve-guaranteed'] as const;
 export type QosPolicy = (typeof QOS_POLICIES)[number];
 
 /** Which pods get an injection's `containers` as native sidecars instead of regular containers. */
+/** Whether an injection changes pods (`enforce`) or only says what it would add (`audit`). */
+export const INJECTION_MODES = ['enforce', 'audit'] as const;
+/** `enforce` (the default) or `audit`: see Injection.mode. */
+export type InjectionMode = (typeof INJECTION_MODES)[number];
+
 export const NATIVE_SIDECAR_MODES = ['never', 'jobs', 'always'] as const;
 /** One of {@link NATIVE_SIDECAR_MODES}: `never`, `jobs` (Job pods only) or `always`; see {@link Injection.nativeSidecars}. */
 export type NativeSidecarMode = (typeof NATIVE_SIDECAR_MODES)[number];
@@ -229,6 +234,14 @@ export interface Injection {
    * @default 'warn'
    */
   readonly qos?: QosPolicy;
+  /**
+   * `audit` changes no pod: where the injection would apply, the webhook adds nothing and answers with a
+   * warning naming what it would have added; the metrics (`reason="audit"`), `status` (the `audit`
+   * state) and the reconciler's reports count those pods. For rehearsing a new injection on a live
+   * cluster. The webhook backend only.
+   * @default 'enforce'
+   */
+  readonly mode?: InjectionMode;
   /**
    * Which pods get this injection's `containers` as native sidecars (init containers with
    * `restartPolicy: Always`, Kubernetes 1.29+) instead of regular containers. A regular container

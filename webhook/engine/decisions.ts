@@ -16,7 +16,9 @@ export type DecisionReason =
   | 'trigger-not-met'
   | 'render-failed'
   | 'no-change'
-  | 'injected';
+  | 'injected'
+  /** An injection in audit mode whose trigger holds: nothing added, a warning says what would be. */
+  | 'audit';
 
 /** What became of one injection for one admission request. */
 export interface InjectionDecision {
@@ -30,7 +32,7 @@ export interface InjectionDecision {
  * A way an injection makes the pod worse, named so the server can count it (a metric label) next to
  * the warning the response carries.
  */
-export type PodWarningReason = 'qos-class-changed' | 'job-never-completes' | 'override-ignored';
+export type PodWarningReason = 'qos-class-changed' | 'job-never-completes' | 'override-ignored' | 'audit';
 
 /** A warning about what one injection did to the pod, with a reason to count it by. */
 export interface PodWarning {

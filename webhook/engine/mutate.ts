@@ -137,6 +137,14 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
       const trigger = triggerMet(entry, currentAnnotations, labelsNow, requested);
       if (trigger === false) continue;
       removeAt(pending, index);
+      if (entry.audit) {
+        // Changes nothing, so no other trigger can be met because of it: go on with the next one.
+        decisions[entry.index] = entry.decisions.audit;
+        warnings.push(entry.audit.message);
+        podWarnings.push(entry.audit);
+        index--;
+        continue;
+      }
       progressed = true;
       let rendered: RenderedInjection;
       // Whether the containers added are the config's own objects, the same on every request (not

@@ -16,7 +16,7 @@ import {
 import { Json } from './json-object';
 import { PatchEncoder, markStable } from './patch-encoding';
 
-import type { DecisionReason, InjectionDecision } from './decisions';
+import type { DecisionReason, InjectionDecision, PodWarning } from './decisions';
 
 export const RENDERED_FIELDS = [
   'containers', 'initContainers', 'volumes', 'volumeMounts', 'env', 'imagePullSecrets', 'labels', 'annotations', 'merges',
@@ -64,6 +64,8 @@ export interface PreparedInjection {
   readonly hashEntry: string;
   /** It offers overrides: its containers are merged with annotation values before they go in. */
   readonly offersOverrides: boolean;
+  /** In audit mode: the warning saying what it would add (made once); undefined when it enforces. */
+  readonly audit?: PodWarning;
 }
 
 const preparedCache = new WeakMap<ResolvedInjectorConfig, PreparedConfig>();
@@ -86,6 +88,7 @@ export function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
         decisions: decisionsOf(injection),
         hashEntry: injectionHashEntry(injection),
         offersOverrides: (injection.overrides?.length ?? 0) > 0,
+        ...(injection.mode === 'audit' ? { audit: auditWarning(injection) } : {}),
       })),
       encoder: new PatchEncoder(),
       readinessGate: Object.freeze({ conditionType: readinessConditionType(config.annotationPrefix) }),
@@ -112,6 +115,22 @@ function overrideKeysOf(config: ResolvedInjectorConfig): Pick<PreparedConfig, 'o
 }
 
 
+/** `audit: injection "envoy" would add containers envoy; volumes envoy-config; env SERVICE_NAME`: from the config alone. */
+function auditWarning(injection: ResolvedInjection): PodWarning {
+  const names = (list: readonly { name?: unknown }[] | undefined) => (list ?? []).map((item) => String(item.name));
+  const parts = [
+    ['containers', names(injection.containers)],
+    ['init containers', names(injection.initContainers)],
+    ['volumes', names(injection.volumes)],
+    ['volume mounts', (injection.volumeMounts ?? []).map((mount) => String(mount.mountPath))],
+    ['env', names(injection.env)],
+    ['labels', Object.keys(injection.labels ?? {})],
+    ['annotations', Object.keys(injection.annotations ?? {})],
+  ].filter(([, list]) => list.length > 0).map(([what, list]) => `${what} ${(list as string[]).join(', ')}`);
+  const message = `audit: injection "${injection.name}" would add ${parts.length > 0 ? parts.join('; ') : 'nothing'}; it is in audit mode, so nothing was added`;
+  return Object.freeze({ injection: injection.name, reason: 'audit', message, shown: true });
+}
+
 /** Every DecisionReason (the compiler checks that none is missing). */
 const DECISION_REASONS = Object.keys({
   disabled: true,
@@ -122,6 +141,7 @@ const DECISION_REASONS = Object.keys({
   'render-failed': true,
   'no-change': true,
   injected: true,
+  audit: true,
 } satisfies Record<DecisionReason, true>) as DecisionReason[];
 
 /** The decisions an injection can get, made once each: the same answer on every request allocates nothing. */

@@ -17,12 +17,16 @@ export const MAX_RESULTS = 1000;
 /** What a workload's pods are, as one result: fail when some pod is stale, warn when only versions are unknown. */
 function resultOf(workload: WorkloadStatus): 'pass' | 'fail' | 'warn' {
   if (workload.missing + workload.outdated + workload.noLongerConfigured + (workload.unservedRevision ?? 0) > 0) return 'fail';
-  return workload.versionUnknown > 0 ? 'warn' : 'pass';
+  return workload.versionUnknown > 0 || (workload.audit ?? 0) > 0 ? 'warn' : 'pass';
 }
 
 function messageOf(workload: WorkloadStatus): string {
   if (workload.findings.length === 0 && (workload.unservedRevision ?? 0) === 0) return `all ${workload.pods} pods carry their injections as configured`;
-  const findings = workload.findings.map((finding) => `${finding.injection} ${finding.state} in ${finding.pods.length} pod${finding.pods.length === 1 ? '' : 's'}`);
+  const findings = workload.findings.map((finding) =>
+    finding.state === 'audit'
+      ? `${finding.injection} (audit mode) would be added to ${finding.pods.length} pod${finding.pods.length === 1 ? '' : 's'}`
+      : `${finding.injection} ${finding.state} in ${finding.pods.length} pod${finding.pods.length === 1 ? '' : 's'}`,
+  );
   if (workload.unservedRevision) findings.push(`${workload.unservedRevision} pods label a revision that is not served`);
   return findings.join('; ');
 }
@@ -46,16 +50,19 @@ export function policyReport(namespace: string, pods: readonly PodStatus[], repo
       missing: String(workload.missing),
       noLongerConfigured: String(workload.noLongerConfigured),
       versionUnknown: String(workload.versionUnknown),
+      ...(workload.audit !== undefined ? { audit: String(workload.audit) } : {}),
     },
   }));
   const count = (state: PodStatus['state']) => pods.filter((pod) => pod.state === state).length;
+  const auditOnly = pods.filter((pod) => pod.state === 'none' && pod.injections.some((injection) => injection.state === 'audit')).length;
   return {
     apiVersion: 'wgpolicyk8s.io/v1alpha2',
     kind: 'PolicyReport',
     metadata: { name: POLICY_REPORT_NAME, namespace, labels: { 'app.kubernetes.io/managed-by': 'sidecar-injector-reconciler' } },
     // Pods, as `status` counts them: up to date, stale (missing, outdated, no longer configured, an
-    // unserved revision), versions unknown. Pods that have and owe no injection are not counted.
-    summary: { pass: count('up-to-date'), fail: count('stale'), warn: count('version-unknown'), error: 0, skip: 0 },
+    // unserved revision), and warn: versions unknown, or only an injection in audit mode would change
+    // them. Pods that have and owe no injection are not counted.
+    summary: { pass: count('up-to-date'), fail: count('stale'), warn: count('version-unknown') + auditOnly, error: 0, skip: 0 },
     results,
   } as KubernetesObject;
 }

@@ -24,7 +24,7 @@ const plural = (count: number, word: string) => `${count} ${word}${count === 1 ?
 
 /** `envoy missing in 3 pods; log-shipper outdated in 1 pod`. */
 export function describeFindings(workload: WorkloadStatus): string {
-  const parts = workload.findings.map((finding) => `${finding.injection} ${finding.state.replace(/-/g, ' ')} in ${plural(finding.pods.length, 'pod')}`);
+  const parts = workload.findings.filter((finding) => finding.state !== 'audit').map((finding) => `${finding.injection} ${finding.state.replace(/-/g, ' ')} in ${plural(finding.pods.length, 'pod')}`);
   if (workload.unservedRevision) parts.push(`${plural(workload.unservedRevision, 'pod')} labelled with a revision nobody serves`);
   return parts.join('; ');
 }

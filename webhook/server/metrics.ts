@@ -142,7 +142,7 @@ export class WebhookMetrics {
     });
     new Counter({
       name: 'sidecar_injector_pod_warnings_total',
-      help: 'Warnings that an injection makes a pod worse (its QoS class changed, a Job that will not complete), by injection and reason.',
+      help: 'Warnings that an injection makes a pod worse (its QoS class changed, a Job that will not complete), and what an injection in audit mode would have added (reason audit), by injection and reason.',
       labelNames: ['injection', 'reason'],
       registers,
       collect() {
