@@ -175,12 +175,12 @@ export const QOS_POLICIES = ['warn', 'preserve-guaranteed'] as const;
 /** One of {@link QOS_POLICIES}: `warn` or `preserve-guaranteed`; see {@link Injection.qos}. */
 export type QosPolicy = (typeof QOS_POLICIES)[number];
 
-/** Which pods get an injection's `containers` as native sidecars instead of regular containers. */
 /** Whether an injection changes pods (`enforce`) or only says what it would add (`audit`). */
 export const INJECTION_MODES = ['enforce', 'audit'] as const;
 /** `enforce` (the default) or `audit`: see Injection.mode. */
 export type InjectionMode = (typeof INJECTION_MODES)[number];
 
+/** Which pods get an injection's `containers` as native sidecars instead of regular containers. */
 export const NATIVE_SIDECAR_MODES = ['never', 'jobs', 'always'] as const;
 /** One of {@link NATIVE_SIDECAR_MODES}: `never`, `jobs` (Job pods only) or `always`; see {@link Injection.nativeSidecars}. */
 export type NativeSidecarMode = (typeof NATIVE_SIDECAR_MODES)[number];
