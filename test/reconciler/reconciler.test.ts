@@ -315,3 +315,30 @@ describe('the reconciler with the policy backend', () => {
     assert.deepEqual(kube.forbidden, [], 'no ConfigMap, no EndpointSlice: the policy backend\'s RBAC is enough');
   });
 });
+
+describe('PolicyReports are written when they change', () => {
+  test('a pass that finds the same writes nothing; a namespace with nothing to report gets no report', async () => {
+    const { kube, clock, replica } = reconcilerHarness({ missing: 'report' });
+    kube.served.add('wgpolicyk8s.io/v1alpha2');
+    setWebhookReady(kube, false);
+    kube.deployment('apps', 'web', 2, APP_SPEC);
+    kube.deployment('plain', 'other', 2, APP_SPEC); // not an enabled namespace: owes nothing
+    const { reconciler, lease } = replica('reconciler-a');
+    await lease.tryAcquireOrRenew();
+    assert.equal((await reconciler.pass()).reports, 1);
+    assert.equal(kube.get('wgpolicyk8s.io', 'policyreports', 'plain', POLICY_REPORT_NAME), undefined);
+    const reportWrites = () => kube.requests.filter((request) => request.resource === 'policyreports' && request.verb !== 'get').length;
+    const before = reportWrites();
+    clock.advance(30_000);
+    await lease.tryAcquireOrRenew();
+    assert.equal((await reconciler.pass()).reports, 0);
+    assert.equal(reportWrites(), before, 'nothing new: no write');
+    setWebhookReady(kube, true);
+    kube.deployment('apps', 'late', 1, APP_SPEC);
+    clock.advance(30_000);
+    await lease.tryAcquireOrRenew();
+    assert.equal((await reconciler.pass()).reports, 1);
+    const results = kube.get('wgpolicyk8s.io', 'policyreports', 'apps', POLICY_REPORT_NAME).results;
+    assert.deepEqual(results.map((result: any) => [result.resources[0].name, result.result]), [['late', 'pass'], ['web', 'fail']]);
+  });
+});

@@ -4,6 +4,7 @@
 // StatusReport `status` prints, so the two cannot disagree. A report holds at most MAX_RESULTS results
 // (an object must fit etcd's 1.5 MiB); the summary always counts every pod.
 
+import { createHash } from 'node:crypto';
 import type { KubernetesObject } from '../engine/admission-review';
 import type { PodStatus } from '../cli/injection-status';
 import type { StatusReport, WorkloadStatus } from '../cli/status-command';
@@ -78,18 +79,56 @@ export async function policyReportsServed(api: KubeApi): Promise<boolean> {
   }
 }
 
-/** Creates or replaces the namespace's report. */
-export async function writePolicyReport(api: KubeApi, report: KubernetesObject): Promise<void> {
-  const namespace = String((report.metadata as any).namespace);
-  const collection = `${POLICY_REPORT_API}/namespaces/${namespace}/policyreports`;
-  let existing: any;
-  try {
-    existing = await api.request('GET', `${collection}/${POLICY_REPORT_NAME}`);
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-    await api.request('POST', collection, { body: report });
-    return;
+/** What a report says, without its timestamps: equal texts need no write. */
+function reportContent(report: KubernetesObject): string {
+  const results = (((report as any).results ?? []) as any[]).map(({ timestamp: _timestamp, ...result }) => result);
+  return JSON.stringify({ summary: (report as any).summary, results });
+}
+
+/** The most namespaces whose last written report is remembered (a hash each); past it, they are read back. */
+export const MAX_REMEMBERED_REPORTS = 8192;
+
+/**
+ * Writes each namespace's report when what it says changed: a pass every 30 s over a thousand
+ * namespaces would otherwise write 33 reports a second that say nothing new. What was written is
+ * remembered as a hash per namespace (bounded); a namespace with no workload to report is written
+ * only when it had a report before (then emptied: the reconciler may not delete).
+ */
+export class PolicyReportWriter {
+  private readonly written = new Map<string, string>();
+
+  constructor(private readonly api: KubeApi) {}
+
+  /** Whether a write went out. */
+  async write(report: KubernetesObject): Promise<boolean> {
+    const namespace = String((report.metadata as any).namespace);
+    const content = createHash('sha256').update(reportContent(report)).digest('base64');
+    const last = this.written.get(namespace);
+    if (last === content) return false;
+    const empty = ((report as any).results ?? []).length === 0;
+    const collection = `${POLICY_REPORT_API}/namespaces/${namespace}/policyreports`;
+    let existing: any;
+    try {
+      existing = await this.api.request('GET', `${collection}/${POLICY_REPORT_NAME}`);
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+    if (existing === undefined) {
+      if (!empty) await this.api.request('POST', collection, { body: report });
+    } else if (reportContent(existing) !== reportContent(report)) {
+      const metadata = { ...(report.metadata as Record<string, unknown>), resourceVersion: existing?.metadata?.resourceVersion };
+      await this.api.request('PUT', `${collection}/${POLICY_REPORT_NAME}`, { body: { ...report, metadata } });
+    } else {
+      this.remember(namespace, content);
+      return false;
+    }
+    this.remember(namespace, content);
+    return existing !== undefined || !empty;
   }
-  const metadata = { ...(report.metadata as Record<string, unknown>), resourceVersion: existing?.metadata?.resourceVersion };
-  await api.request('PUT', `${collection}/${POLICY_REPORT_NAME}`, { body: { ...report, metadata } });
+
+  private remember(namespace: string, content: string): void {
+    this.written.delete(namespace);
+    if (this.written.size >= MAX_REMEMBERED_REPORTS) this.written.delete(this.written.keys().next().value as string);
+    this.written.set(namespace, content);
+  }
 }

@@ -21,7 +21,7 @@ import { probeInjection } from './injection-probe';
 import { type KubeApi, isConflict, listPages } from './kube-api';
 import type { LeaderLease } from './lease';
 import { readLiveInjector, webhookUnready } from './live-injector';
-import { policyReport, policyReportsServed, writePolicyReport } from './policy-report';
+import { PolicyReportWriter, policyReport, policyReportsServed } from './policy-report';
 import { type RepairDecision, type WaitReason, repairDecision, repairKey } from './repair-decision';
 import { upgradeInPlace } from './in-place-repair';
 
@@ -67,6 +67,7 @@ export interface PassOutcome {
   readonly restarted: readonly string[];
   readonly upgraded: readonly string[];
   readonly waiting: readonly { readonly workload: string; readonly reason: WaitReason; readonly message: string }[];
+  /** PolicyReports written this pass (only those whose content changed). */
   readonly reports: number;
 }
 
@@ -77,11 +78,13 @@ const RESOURCES: Readonly<Record<string, string>> = { Deployment: 'deployments',
 
 export class Reconciler {
   readonly events: EventRecorder;
+  private readonly reports: PolicyReportWriter;
   private readonly tokens: { available: number; refilledAt: number };
   private readonly backoff = new Map<string, { failures: number; until: number }>();
 
   constructor(private readonly options: ReconcilerOptions) {
     this.events = new EventRecorder(options.api, options.clock, options.identity);
+    this.reports = new PolicyReportWriter(options.api);
     this.tokens = { available: options.settings.repairsPerMinute, refilledAt: options.clock.now() };
   }
 
@@ -205,10 +208,7 @@ export class Reconciler {
         this.failed(workload, decision, error as Error);
       }
     }
-    if (writeReport) {
-      await writePolicyReport(this.options.api, policyReport(namespace, statuses, report, this.options.clock.now()));
-      pass.reports++;
-    }
+    if (writeReport && (await this.reports.write(policyReport(namespace, statuses, report, this.options.clock.now())))) pass.reports++;
   }
 
   private target(workload: WorkloadStatus, uid?: string): EventTarget {
