@@ -65,7 +65,7 @@ export interface PreparedInjection {
   /** It offers overrides: its containers are merged with annotation values before they go in. */
   readonly offersOverrides: boolean;
   /** In audit mode: the warning saying what it would add (made once); undefined when it enforces. */
-  readonly audit?: PodWarning;
+  readonly audit: PodWarning | undefined;
 }
 
 const preparedCache = new WeakMap<ResolvedInjectorConfig, PreparedConfig>();
@@ -88,7 +88,8 @@ export function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
         decisions: decisionsOf(injection),
         hashEntry: injectionHashEntry(injection),
         offersOverrides: (injection.overrides?.length ?? 0) > 0,
-        ...(injection.mode === 'audit' ? { audit: auditWarning(injection) } : {}),
+        // Always set, so every entry has one shape (the loop over them stays monomorphic).
+        audit: injection.mode === 'audit' ? auditWarning(injection) : undefined,
       })),
       encoder: new PatchEncoder(),
       readinessGate: Object.freeze({ conditionType: readinessConditionType(config.annotationPrefix) }),
