@@ -17,6 +17,7 @@ import {
   type ReconcilerInjector,
   type ReconcilerSettings,
   reconcilerSettingsIssues,
+  memoryQuantityBytes,
 } from '../webhook/config';
 import type { ReconcilerProps } from './sidecar-injector-props';
 import { sha256 } from './webhook-tls';
@@ -216,6 +217,7 @@ export class InjectorReconciler extends Construct {
                   { name: RECONCILER_ENV.opsPort, value: String(RECONCILER_OPS_PORT) },
                   { name: RECONCILER_ENV.podName, valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
                   { name: RECONCILER_ENV.podNamespace, valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                  ...heapEnv(resources.limits?.memory),
                   ...code.env,
                 ],
                 resources: { requests: quantities(resources.requests), limits: quantities(resources.limits) },
@@ -250,6 +252,13 @@ export class InjectorReconciler extends Construct {
       },
     });
   }
+}
+
+/** V8's heap limit at 60% of the container's memory limit, so a full heap is an error in the reconciler's log, not an OOM kill. */
+function heapEnv(limit: string | undefined): k8s.EnvVar[] {
+  const bytes = limit === undefined ? undefined : memoryQuantityBytes(limit);
+  if (bytes === undefined) return [];
+  return [{ name: 'NODE_OPTIONS', value: `--max-old-space-size=${Math.max(64, Math.floor((bytes * 0.6) / (1024 * 1024)))}` }];
 }
 
 /** The policy backend's admission objects under `scope`, by kind: what the reconciler reads by name. */

@@ -8,6 +8,7 @@ import { injectorFromDocuments } from '../../webhook/cli/synthesized-injectors';
 import { statusReport } from '../../webhook/cli/status-command';
 import { repairedForAnnotation } from '../../webhook/config';
 import { POLICY_REPORT_NAME } from '../../webhook/reconciler/policy-report';
+import { MAX_REPAIR_CANDIDATES } from '../../webhook/reconciler/reconciler';
 import { APP_SPEC, NAMESPACE, eventsIn, reconcilerHarness, setWebhookReady } from '../support/reconciler-harness';
 import { ENVOY_V1, ENVOY_V2, envoyInjection } from '../support/revision-fixtures';
 import type { FakeKube } from '../support/fake-kube';
@@ -340,5 +341,40 @@ describe('PolicyReports are written when they change', () => {
     assert.equal((await reconciler.pass()).reports, 1);
     const results = kube.get('wgpolicyk8s.io', 'policyreports', 'apps', POLICY_REPORT_NAME).results;
     assert.deepEqual(results.map((result: any) => [result.resources[0].name, result.result]), [['late', 'pass'], ['web', 'fail']]);
+  });
+});
+
+describe('repairs come after the list', () => {
+  test('no workload is read or changed before the last page of pods is in; past MAX_REPAIR_CANDIDATES the rest wait for the next pass', async () => {
+    const { kube, replica } = reconcilerHarness({ repairsPerMinute: 60 });
+    setWebhookReady(kube, false);
+    const names = Array.from({ length: MAX_REPAIR_CANDIDATES + 3 }, (_, index) => `w${String(index).padStart(3, '0')}`);
+    for (const name of names) kube.deployment('apps', name, 1, APP_SPEC);
+    setWebhookReady(kube, true);
+    const { reconciler, lease } = replica('reconciler-a');
+    await lease.tryAcquireOrRenew();
+    const outcome = await reconciler.pass();
+    const lastPodPage = kube.requests.map((request, index) => ({ request, index })).filter(({ request }) => request.resource === 'pods' && request.verb === 'list' && request.namespace === undefined).pop()!.index;
+    const firstWorkloadRead = kube.requests.findIndex((request) => request.resource === 'deployments');
+    assert.ok(firstWorkloadRead > lastPodPage, `the first Deployment read (request ${firstWorkloadRead}) comes after the last pod page (request ${lastPodPage})`);
+    assert.equal(outcome.restarted.length, 60, 'as many as the rate allows');
+    assert.equal(outcome.waiting.filter((entry) => /more than 64 workloads to repair/.test(entry.message)).length, 3);
+  });
+
+  test('in place, a change beyond images restarts the workload instead, once', async () => {
+    const { kube, clock, replica, apply } = reconcilerHarness({ outdated: 'in-place' });
+    kube.deployment('apps', 'web', 2, APP_SPEC);
+    const changed = envoyInjection(ENVOY_V2);
+    apply({ injections: [{ ...changed, containers: [{ ...changed.containers![0], env: [{ name: 'LOG_LEVEL', value: 'debug' }] }] }] });
+    const { reconciler, lease } = replica('reconciler-a');
+    await lease.tryAcquireOrRenew();
+    const outcome = await reconciler.pass();
+    assert.deepEqual([outcome.upgraded.length, outcome.restarted], [0, ['apps/Deployment/web']]);
+    kube.settle();
+    clock.advance(30_000);
+    await lease.tryAcquireOrRenew();
+    assert.deepEqual((await reconciler.pass()).restarted, []);
+    assert.equal(kube.rollouts.get('apps/web')!.length, 2);
+    assert.deepEqual(podsOf(kube, 'apps', 'web').map((pod) => pod.spec.containers[1].env), [[{ name: 'LOG_LEVEL', value: 'debug' }], [{ name: 'LOG_LEVEL', value: 'debug' }]]);
   });
 });

@@ -21,7 +21,7 @@ export interface InPlaceRepair {
   readonly clock: Clock;
   readonly source: InjectorSource;
   readonly namespace: string;
-  readonly workload: WorkloadStatus;
+  readonly workload: Pick<WorkloadStatus, 'namespace' | 'kind' | 'name'>;
   /** The workload object as read (its replicas and strategy, for the budgets). */
   readonly object: KubernetesObject;
   readonly namespaceLabels: ClusterObjects['namespaceLabels'];

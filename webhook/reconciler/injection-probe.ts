@@ -53,5 +53,12 @@ export async function probeInjection(
   const hashes = parseInjectionHashes(annotations[keys.hashes]);
   const lacking = [...expected].filter(([name, hash]) => !has.has(name) || (hashes !== undefined && hashes.get(name) !== hash)).map(([name]) => name);
   if (lacking.length === 0) return undefined;
+  // A template injection (targetKinds naming the workload's kind) marks the template itself: every pod
+  // made from it is "injected already", and a restart makes the same pods again.
+  const templateHas = parseStatus(ownStringMap(template?.metadata?.annotations)[keys.status]);
+  const inTemplate = lacking.filter((name) => templateHas.has(name));
+  if (inTemplate.length === lacking.length) {
+    return `its pod template carries ${inTemplate.join(', ')} as injected before (a template injection): a restart makes the same pods; change the workload to inject it again`;
+  }
   return `a dry-run create of its pod came back without ${lacking.join(', ')} as configured now: the injector is not injecting it`;
 }

@@ -1,12 +1,13 @@
 // One pass of the reconciler over the cluster, while this replica holds the Lease: read the injector as
 // the cluster has it, judge every pod with the same code as `status` (cli/injection-status.ts, which
-// runs the webhook's engine), namespace by namespace as the apiserver lists them, and for each stale
-// workload do what the settings say, behind every guard: the injector must be able to inject now (its
-// endpoints ready, a dry-run create of the workload's pod answered with the injections), the workload
-// not mid-rollout, its PodDisruptionBudgets not at their limit, at most one restart per workload and
-// config (recorded on the workload, so a new leader knows), a rate limit, and a backoff per workload
-// after an error. Then Events where app teams look, and a PolicyReport per namespace.
-// Memory: one page of pods and one namespace's pod statuses (at most MAX_NAMESPACE_PODS) are held.
+// runs the webhook's engine), namespace by namespace as the apiserver lists them, writing Events and a
+// PolicyReport per namespace as it goes; then, with the list done, repair the stale workloads the
+// settings say to, behind every guard: the injector must be able to inject now (its endpoints ready, a
+// dry-run create of the workload's pod answered with the injections), the workload not mid-rollout,
+// its PodDisruptionBudgets not at their limit, at most one restart per workload and config (recorded
+// on the workload, so a new leader knows), a rate limit, and a backoff per workload after an error.
+// Memory: one page of pods, one namespace's pod statuses (at most MAX_NAMESPACE_PODS) and at most
+// MAX_REPAIR_CANDIDATES workloads to repair (names and findings, no pod lists) are held.
 
 import { repairedForAnnotation, type ReconcilerSettings } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
@@ -29,6 +30,16 @@ import { upgradeInPlace } from './in-place-repair';
 export const MAX_NAMESPACE_PODS = 20_000;
 /** Workloads remembered for their backoff after a failed repair (names: bounded, oldest dropped). */
 const MAX_BACKOFF_ENTRIES = 4096;
+/** Workloads kept to repair after the pods are listed; more than a pass can repair anyway at 60 a minute. */
+export const MAX_REPAIR_CANDIDATES = 64;
+
+/** A workload, as far as a repair needs to name it. */
+type WorkloadName = Pick<WorkloadStatus, 'namespace' | 'kind' | 'name'>;
+/** A workload to repair once the list is done: its name and what to do (no pod names: bounded). */
+interface RepairCandidate {
+  readonly workload: WorkloadName;
+  readonly decision: Extract<RepairDecision, { action: 'restart' | 'in-place' }>;
+}
 
 
 /** What the reconciler reports of itself; main.ts binds it to Prometheus metrics. */
@@ -182,6 +193,25 @@ export class Reconciler {
       }
     });
     await flush();
+    // Repairs only now, with the list done: an in-place upgrade waits minutes for the kubelet, and a
+    // list's continue token does not outlive etcd's compaction.
+    const budgets = new Map<string, KubernetesObject[]>();
+    const readBudgets = async (namespace: string) => {
+      const cached = budgets.get(namespace);
+      if (cached) return cached;
+      const found: KubernetesObject[] = [];
+      await listPages(this.options.api, `/apis/policy/v1/namespaces/${namespace}/poddisruptionbudgets`, (items) => void found.push(...items));
+      budgets.set(namespace, found);
+      return found;
+    };
+    for (const candidate of pass.candidates) {
+      try {
+        await this.repair(pass, candidate, () => readBudgets(candidate.workload.namespace), () => budgets.delete(candidate.workload.namespace));
+      } catch (error) {
+        if (error instanceof LostLease) throw error;
+        this.failed(candidate.workload, candidate.decision, error as Error);
+      }
+    }
   }
 
   private async judgeNamespace(pass: PassState, namespace: string, statuses: readonly PodStatus[], writeReport: boolean): Promise<void> {
@@ -191,44 +221,32 @@ export class Reconciler {
       else if (status.state === 'stale') pass.counts.stale++;
       else if (status.state === 'version-unknown') pass.counts.versionUnknown++;
     }
-    let budgets: KubernetesObject[] | undefined;
-    const readBudgets = async () => {
-      if (budgets) return budgets;
-      const found: KubernetesObject[] = [];
-      await listPages(this.options.api, `/apis/policy/v1/namespaces/${namespace}/poddisruptionbudgets`, (items) => void found.push(...items));
-      return (budgets = found);
-    };
     for (const workload of report.workloads) {
       const decision = repairDecision(workload, this.options.settings);
       if (decision.action === 'none') continue;
-      try {
-        await this.handle(pass, workload, decision, readBudgets, () => (budgets = undefined));
-      } catch (error) {
-        if (error instanceof LostLease) throw error;
-        this.failed(workload, decision, error as Error);
-      }
+      await this.judged(pass, workload, decision);
     }
     if (writeReport && (await this.reports.write(policyReport(namespace, statuses, report, this.options.clock.now())))) pass.reports++;
   }
 
-  private target(workload: WorkloadStatus, uid?: string): EventTarget {
+  private target(workload: WorkloadName, uid?: string): EventTarget {
     return { apiVersion: API_VERSIONS[workload.kind] ?? 'v1', kind: workload.kind, namespace: workload.namespace, name: workload.name, ...(uid ? { uid } : {}) };
   }
 
-  private wait(pass: PassState, workload: WorkloadStatus, reason: WaitReason, eventReason: EventReason, message: string, uid?: string): Promise<boolean> {
+  private wait(pass: PassState, workload: WorkloadName, reason: WaitReason, eventReason: EventReason, message: string, uid?: string): Promise<boolean> {
     pass.waiting.push({ workload: `${workload.kind} ${workload.namespace}/${workload.name}`, reason, message });
     return this.events.record(this.target(workload, uid), 'Warning', eventReason, message);
   }
 
-  private async handle(pass: PassState, workload: WorkloadStatus, decision: Exclude<RepairDecision, { action: 'none' }>, readBudgets: () => Promise<KubernetesObject[]>, budgetsChanged: () => void): Promise<void> {
+  /** What can be said at once: reports, and repairs that wait for the injector or a backoff; the rest become candidates. */
+  private async judged(pass: PassState, workload: WorkloadStatus, decision: Exclude<RepairDecision, { action: 'none' }>): Promise<void> {
     if (decision.action === 'report') {
       await this.events.record(this.target(workload), decision.type, decision.reason, decision.message);
       return;
     }
     const key = `${workload.namespace}/${workload.kind}/${workload.name}`;
-    const what = decision.findings;
     if (pass.injectorNotReady) {
-      await this.wait(pass, workload, 'injector-not-ready', 'WaitingForInjector', `${what}: waiting, not restarted while ${pass.injectorNotReady}`);
+      await this.wait(pass, workload, 'injector-not-ready', 'WaitingForInjector', `${decision.findings}: waiting, not restarted while ${pass.injectorNotReady}`);
       return;
     }
     const backoff = this.backoff.get(key);
@@ -236,6 +254,18 @@ export class Reconciler {
       pass.waiting.push({ workload: key, reason: 'backoff', message: `backing off after ${backoff.failures} failed repairs` });
       return;
     }
+    if (pass.candidates.length >= MAX_REPAIR_CANDIDATES) {
+      pass.waiting.push({ workload: key, reason: 'rate-limit', message: `more than ${MAX_REPAIR_CANDIDATES} workloads to repair: the next pass takes it` });
+      return;
+    }
+    pass.candidates.push({ workload: { namespace: workload.namespace, kind: workload.kind, name: workload.name }, decision });
+  }
+
+  /** One repair, behind every guard, once the pods are listed. */
+  private async repair(pass: PassState, candidate: RepairCandidate, readBudgets: () => Promise<KubernetesObject[]>, budgetsChanged: () => void): Promise<void> {
+    const { workload, decision } = candidate;
+    const key = `${workload.namespace}/${workload.kind}/${workload.name}`;
+    const what = decision.findings;
     const { api, settings } = this.options;
     const prefix = pass.source.config.annotationPrefix;
     const path = `/apis/apps/v1/namespaces/${workload.namespace}/${RESOURCES[workload.kind]}/${workload.name}`;
@@ -288,6 +318,11 @@ export class Reconciler {
         this.backoff.delete(key);
         return;
       }
+      // More than images differ in some pod: a restart, held to once per config like any other.
+      if (recorded === restartKey) {
+        await this.wait(pass, workload, 'restarted-already', 'NotRepaired', `${what}: restarted once for this config already and still not right: not restarting again; look at the injector (its logs, status --from)`, uid);
+        return;
+      }
     }
     if (!this.takeToken()) {
       pass.waiting.push({ workload: key, reason: 'rate-limit', message: `at most ${settings.repairsPerMinute} repairs a minute` });
@@ -312,7 +347,7 @@ export class Reconciler {
     await this.events.record(this.target(workload, uid), 'Normal', 'RestartedForSidecars', `restarted to ${decision.verb} (${what}); once per config: this one is ${restartKey}`);
   }
 
-  private failed(workload: WorkloadStatus, decision: RepairDecision, error: Error): void {
+  private failed(workload: WorkloadName, decision: RepairDecision, error: Error): void {
     const key = `${workload.namespace}/${workload.kind}/${workload.name}`;
     const previous = this.backoff.get(key);
     const failures = (previous?.failures ?? 0) + 1;
@@ -349,6 +384,8 @@ class PassState {
   readonly restarted: string[] = [];
   readonly upgraded: string[] = [];
   readonly waiting: { workload: string; reason: WaitReason; message: string }[] = [];
+  /** Workloads to repair once the list is done (at most MAX_REPAIR_CANDIDATES). */
+  readonly candidates: RepairCandidate[] = [];
   namespaceLabels: ReadonlyMap<string, Record<string, string>> = new Map();
   namespaceAnnotations: ReadonlyMap<string, Record<string, string>> = new Map();
 
