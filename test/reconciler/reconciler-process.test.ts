@@ -112,3 +112,38 @@ describe('the Lease and the Events table', () => {
     assert.equal(kube.list('', 'events', 'apps').length, before);
   });
 });
+
+describe('the bundled reconciler, as its Deployment starts it', () => {
+  test('the image-free loader runs reconciler.js from the ConfigMap: bad settings are refused naming the prop; outside a cluster it says so', async () => {
+    const fs = await import('node:fs');
+    const os = await import('node:os');
+    const path = await import('node:path');
+    const zlib = await import('node:zlib');
+    const { spawnSync } = await import('node:child_process');
+    const { RECONCILER_BUNDLE_FILES, RECONCILER_BUNDLE_LOADER, SERVER_BUNDLE_DIR_ENV } = await import('../../charts/webhook-server');
+    const { REPO_ROOT } = await import('../support/markdown-docs');
+    const code = fs.mkdtempSync(path.join(os.tmpdir(), 'reconciler-code-'));
+    const settingsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'reconciler-settings-'));
+    try {
+      fs.writeFileSync(path.join(code, RECONCILER_BUNDLE_FILES.bundle), zlib.brotliCompressSync(fs.readFileSync(path.join(REPO_ROOT, 'build/webhook/reconciler.js'))));
+      const run = () =>
+        spawnSync(process.execPath, ['-e', RECONCILER_BUNDLE_LOADER], {
+          env: { PATH: process.env.PATH, [SERVER_BUNDLE_DIR_ENV]: code, RECONCILER_SETTINGS_DIR: settingsDir, POD_NAME: 'r-0', POD_NAMESPACE: NAMESPACE },
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+      const { settings } = reconcilerHarness();
+      fs.writeFileSync(path.join(settingsDir, 'reconciler.json'), JSON.stringify({ ...settings, repairsPerMinute: 0 }));
+      const bad = run();
+      assert.equal(bad.status, 1);
+      assert.match(bad.stderr, /reconciler\.json is invalid:\n  reconciler\.repairsPerMinute: must be a whole number from 1 to 60, got 0/);
+      fs.writeFileSync(path.join(settingsDir, 'reconciler.json'), JSON.stringify(settings));
+      const outside = run();
+      assert.equal(outside.status, 1);
+      assert.equal(outside.stderr, 'sidecar-injector reconciler: the reconciler runs in the cluster only: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set\n');
+    } finally {
+      fs.rmSync(code, { recursive: true, force: true });
+      fs.rmSync(settingsDir, { recursive: true, force: true });
+    }
+  });
+});
