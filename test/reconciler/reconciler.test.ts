@@ -10,7 +10,7 @@ import { repairedForAnnotation } from '../../webhook/config';
 import { POLICY_REPORT_NAME } from '../../webhook/reconciler/policy-report';
 import { MAX_REPAIR_CANDIDATES } from '../../webhook/reconciler/reconciler';
 import { APP_SPEC, NAMESPACE, eventsIn, reconcilerHarness, setWebhookReady } from '../support/reconciler-harness';
-import { ENVOY_V1, ENVOY_V2, envoyInjection } from '../support/revision-fixtures';
+import { ENVOY_V1, ENVOY_V2, envoyInjection, revisionedProps } from '../support/revision-fixtures';
 import type { FakeKube } from '../support/fake-kube';
 
 const containerNames = (pod: any) => pod.spec.containers.map((container: any) => container.name);
@@ -376,5 +376,29 @@ describe('repairs come after the list', () => {
     assert.deepEqual((await reconciler.pass()).restarted, []);
     assert.equal(kube.rollouts.get('apps/web')!.length, 2);
     assert.deepEqual(podsOf(kube, 'apps', 'web').map((pod) => pod.spec.containers[1].env), [[{ name: 'LOG_LEVEL', value: 'debug' }], [{ name: 'LOG_LEVEL', value: 'debug' }]]);
+  });
+});
+
+describe('the reconciler with revisions', () => {
+  test('a bare Deployment in a canary namespace is restarted onto r2, the one its tag names, and the probe asks for r2\'s hash', async () => {
+    const props = revisionedProps('r1');
+    const { kube, clock, replica } = reconcilerHarness({}, { revisions: props.revisions, tags: props.tags, injections: undefined });
+    kube.namespace('canary-apps', { injection: 'enabled', 'sidecar-injector.io/rev': 'canary' });
+    setWebhookReady(kube, false);
+    kube.deployment('canary-apps', 'web', 2, APP_SPEC);
+    setWebhookReady(kube, true);
+    const { reconciler, lease } = replica('reconciler-a');
+    await lease.tryAcquireOrRenew();
+    assert.deepEqual((await reconciler.pass()).restarted, ['canary-apps/Deployment/web']);
+    kube.settle();
+    for (const pod of podsOf(kube, 'canary-apps', 'web')) {
+      assert.equal(pod.spec.containers.find((c: any) => c.name === 'envoy').image, ENVOY_V2);
+      assert.equal(pod.metadata.annotations['sidecar-injector.io/revision'], 'r2');
+    }
+    clock.advance(30_000);
+    await lease.tryAcquireOrRenew();
+    const again = await reconciler.pass();
+    assert.deepEqual([again.restarted, again.waiting], [[], []]);
+    assert.deepEqual(kube.forbidden, []);
   });
 });
