@@ -4,7 +4,9 @@
 // to 0 while a Deployment is created bare; nothing restarted while it is down, and an Event says why;
 // once it is back, exactly one restart, the budget never broken. Then the pods it must leave alone, an
 // Envoy bump repaired in place, the acting replica killed mid-repair, and its Events and PolicyReport
-// next to `status -o json`. The reconciler runs with exactly the RBAC it was synthesized with.
+// next to `status -o json`; and an injection in audit mode. The reconciler runs with exactly the RBAC
+// it was synthesized with.
+import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { NodeCluster } from './support/node-cluster';
@@ -176,5 +178,32 @@ describe(`the reconciler on a node (${BACKEND})`, { skip: skip || (!WEBHOOK && '
         );
       }
     }
+  });
+});
+
+describe(`an injection in audit mode on a node (${BACKEND})`, { skip: skip || (!WEBHOOK && 'audit mode is served by the webhook backend only') }, () => {
+  test('pods byte-identical to no injection; the warning, the metric and the report name what it would add', async () => {
+    apply(POLICY_REPORT_CRD);
+    await applyConfig(variant(ENVOY_FIRST, { reconciler: RECONCILER, audit: true }));
+    namespace('audited', ENABLED);
+    namespace('not-enabled');
+    const pod = (ns: string) => JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe', namespace: ns, labels: { app: 'probe' } }, spec: { containers: [app('app')] } });
+    const created = spawnSync('kubectl', ['--kubeconfig', cluster.kubeconfig, 'create', '-f', '-'], { input: pod('audited'), encoding: 'utf8' });
+    assert.equal(created.status, 0, created.stderr);
+    assert.match(created.stderr, /Warning: audit: injection "envoy" would add containers envoy; .*it is in audit mode, so nothing was added/);
+    kubectl(cluster, ['create', '-f', '-'], pod('not-enabled'));
+    const shape = (ns: string) => {
+      const object = getJson(['-n', ns, 'get', 'pod', 'probe']);
+      return { annotations: object.metadata.annotations ?? {}, labels: object.metadata.labels, spec: { ...object.spec, nodeName: undefined } };
+    };
+    assert.deepEqual(shape('audited'), shape('not-enabled'), 'the audited pod is the pod as written, as in a namespace the injector does not serve');
+    const webhookPod = (await listPods(cluster, INJECTOR_NAMESPACE, 'app.kubernetes.io/name=sidecar-injector'))[0].metadata.name;
+    const metrics = kubectl(cluster, ['get', '--raw', `/api/v1/namespaces/${INJECTOR_NAMESPACE}/pods/${webhookPod}:8081/proxy/metrics`]);
+    progress(metrics.split('\n').filter((line) => line.includes('reason="audit"')).join('\n'));
+    assert.match(metrics, /^sidecar_injector_pod_warnings_total\{injection="envoy",reason="audit"\} [1-9]/m);
+    await cluster.until('the audit namespace reported', async () => {
+      const report = getJson(['get', 'policyreports', '-A']).items.find((item: any) => item.metadata.namespace === 'audited');
+      return report?.results?.[0]?.properties?.audit === '1';
+    }, 120_000);
   });
 });

@@ -184,14 +184,14 @@ export async function policiesInForce(outdir: string): Promise<void> {
 const variants = new Map<string, { version: string; gated: boolean }>();
 
 /** The default app with Envoy's image at `version` (and `readinessGate`), synthesized to a directory of its own with the same certificates. */
-export function variant(version: string, options: { readinessGate?: boolean; overrides?: boolean; reconciler?: Record<string, unknown> } = {}): string {
-  const outdir = path.join(work, `dist-envoy-${version}${options.readinessGate ? '-gated' : ''}${options.overrides ? '-overrides' : ''}${options.reconciler ? `-reconciler-${Object.values(options.reconciler).join('-')}` : ''}`);
+export function variant(version: string, options: { readinessGate?: boolean; overrides?: boolean; reconciler?: Record<string, unknown>; audit?: boolean } = {}): string {
+  const outdir = path.join(work, `dist-envoy-${version}${options.readinessGate ? '-gated' : ''}${options.overrides ? '-overrides' : ''}${options.reconciler ? `-reconciler-${Object.values(options.reconciler).join('-')}` : ''}${options.audit ? '-audit' : ''}`);
   variants.set(outdir, { version, gated: options.readinessGate === true });
   if (fs.existsSync(outdir)) return outdir;
   // With overrides, Envoy also gets a cpu limit: a namespace whose ResourceQuota covers limits.cpu
   // admits only pods whose every container sets one.
   const container = { image: `envoyproxy/envoy:v${version}`, ...(options.overrides ? { resources: ENVOY_OVERRIDE_RESOURCES } : {}) };
-  const injection = { ...(options.readinessGate ? { readinessGate: true } : {}), ...(options.overrides ? { overrides: ENVOY_OVERRIDES } : {}) };
+  const injection = { ...(options.readinessGate ? { readinessGate: true } : {}), ...(options.overrides ? { overrides: ENVOY_OVERRIDES } : {}), ...(options.audit ? { mode: 'audit' } : {}) };
   const script = path.join(work, 'variant.ts');
   fs.writeFileSync(
     script,
