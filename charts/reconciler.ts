@@ -22,6 +22,7 @@ import {
 import type { ReconcilerProps } from './sidecar-injector-props';
 import { sha256 } from './webhook-tls';
 import type { WebhookServer } from './webhook-server';
+import { RESTRICTED_CONTAINER_SECURITY, RESTRICTED_POD_SECURITY, opsProbe, resourceRequirements, spreadAcrossNodes, oneAtATimeDisruptionBudget } from './webhook-workload';
 
 /** What the SidecarInjector tells its reconciler: names, labels, where the injector lives, how to run. */
 export interface ReconcilerTarget {
@@ -183,9 +184,6 @@ export class InjectorReconciler extends Construct {
     this.configMap = new k8s.KubeConfigMap(this, 'Settings', { metadata, data: { [RECONCILER_SETTINGS_FILE]: Lazy.any({ produce: settingsJson }) as unknown as string } });
     const code = target.server.bindReconciler(this, { name: target.name, namespace: target.namespace, labels });
     const resources = props.resources ?? { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '256Mi' } };
-    const quantities = (map: Record<string, string> | undefined) => map && Object.fromEntries(Object.entries(map).map(([key, value]) => [key, k8s.Quantity.fromString(value)]));
-    const probe = (path: string, periodSeconds: number): k8s.Probe => ({ httpGet: { path, port: k8s.IntOrString.fromString('ops'), scheme: 'HTTP' }, periodSeconds, timeoutSeconds: 2, failureThreshold: 3 });
-    const uid = 65532;
     this.deployment = new k8s.KubeDeployment(this, 'Deployment', {
       metadata,
       spec: {
@@ -203,8 +201,8 @@ export class InjectorReconciler extends Construct {
             enableServiceLinks: false,
             terminationGracePeriodSeconds: 30,
             imagePullSecrets: target.imagePullSecrets?.map((secret) => ({ name: secret })),
-            securityContext: { runAsNonRoot: true, runAsUser: uid, runAsGroup: uid, fsGroup: uid, seccompProfile: { type: 'RuntimeDefault' } },
-            topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selectorLabels } }],
+            securityContext: RESTRICTED_POD_SECURITY,
+            topologySpreadConstraints: spreadAcrossNodes(selectorLabels),
             containers: [
               {
                 name: 'reconciler',
@@ -220,10 +218,10 @@ export class InjectorReconciler extends Construct {
                   ...heapEnv(resources.limits?.memory),
                   ...code.env,
                 ],
-                resources: { requests: quantities(resources.requests), limits: quantities(resources.limits) },
-                readinessProbe: probe('/readyz', 10),
-                livenessProbe: probe('/healthz', 20),
-                securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } },
+                resources: resourceRequirements(resources),
+                readinessProbe: opsProbe('/readyz', 10),
+                livenessProbe: opsProbe('/healthz', 20),
+                securityContext: RESTRICTED_CONTAINER_SECURITY,
                 volumeMounts: [{ name: 'settings', mountPath: RECONCILER_DEFAULT_DIR, readOnly: true }, ...code.volumeMounts],
               },
             ],
@@ -232,7 +230,7 @@ export class InjectorReconciler extends Construct {
         },
       },
     });
-    this.podDisruptionBudget = new k8s.KubePodDisruptionBudget(this, 'PodDisruptionBudget', { metadata, spec: { maxUnavailable: k8s.IntOrString.fromNumber(1), selector: { matchLabels: selectorLabels } } });
+    this.podDisruptionBudget = oneAtATimeDisruptionBudget(this, metadata, selectorLabels);
     this.networkPolicy = new k8s.KubeNetworkPolicy(this, 'NetworkPolicy', {
       metadata,
       spec: {

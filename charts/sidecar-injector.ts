@@ -38,7 +38,7 @@ import { PACKAGE_VERSION } from './version';
 import { ALWAYS_EXCLUDED_NAMESPACES, excludedNamespaces, injectedObjectSelector, mutatingWebhookConfiguration, namespaceSelector } from './webhook-configuration';
 import { sha256 } from './webhook-tls';
 import { WebhookServer } from './webhook-server';
-import { webhookDeployment, webhookNetworkPolicy, webhookPodDisruptionBudget, webhookService } from './webhook-workload';
+import { webhookDeployment, webhookNetworkPolicy, oneAtATimeDisruptionBudget, webhookService } from './webhook-workload';
 
 export {
   DEFAULT_WEBHOOK_IMAGE,
@@ -264,7 +264,7 @@ export class SidecarInjector extends Construct {
       serviceAccountName: () => (this.namespaceReader ? this.name : undefined),
     });
     this.service = webhookService(this, metadata(this.serviceName), this.selectorLabels);
-    this.podDisruptionBudget = webhookPodDisruptionBudget(this, metadata(this.name), this.selectorLabels);
+    this.podDisruptionBudget = oneAtATimeDisruptionBudget(this, metadata(this.name), this.selectorLabels);
     this.networkPolicy = webhookNetworkPolicy(this, metadata(this.name), this.selectorLabels, this.port, props.apiServerCidrs, this.opsPort, props.metricsSourceCidrs, {
       ports: props.apiServerPorts ?? [443, 6443],
       needed: () => this.namespaceReader !== undefined,

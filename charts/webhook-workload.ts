@@ -40,18 +40,37 @@ export interface WebhookDeploymentSettings {
   readonly serviceAccountName?: () => string | undefined;
 }
 
+/** The pod security context of the injector's pods (the webhook's, the reconciler's): restricted, non-root. */
+export const RESTRICTED_POD_SECURITY: k8s.PodSecurityContext = { runAsNonRoot: true, runAsUser: UID, runAsGroup: UID, fsGroup: UID, seccompProfile: { type: 'RuntimeDefault' } };
+
+/** Their containers' security context: restricted, read-only root filesystem, no capabilities. */
+export const RESTRICTED_CONTAINER_SECURITY: k8s.SecurityContext = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  capabilities: { drop: ['ALL'] },
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+
+/** Replicas spread across nodes where they can be (a node lost takes one, not all). */
+export function spreadAcrossNodes(selectorLabels: Record<string, string>): k8s.TopologySpreadConstraint[] {
+  return [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selectorLabels } }];
+}
+
+/** A probe on the `ops` port, plain HTTP: a full webhook port (connections, slow clients) cannot fail it. */
+export function opsProbe(path: string, periodSeconds: number): k8s.Probe {
+  return { httpGet: { path, port: k8s.IntOrString.fromString('ops'), scheme: 'HTTP' }, periodSeconds, timeoutSeconds: 2, failureThreshold: 3 };
+}
+
+/** Resource requirements as written in the props, as Kubernetes quantities. */
+export function resourceRequirements(resources: ResourceRequirementsProps): k8s.ResourceRequirements {
+  const quantities = (map: Record<string, string> | undefined) => map && Object.fromEntries(Object.entries(map).map(([key, value]) => [key, k8s.Quantity.fromString(value)]));
+  return { requests: quantities(resources.requests), limits: quantities(resources.limits) };
+}
+
 /** The webhook server's Deployment: restricted pod security, no service-account token, spread across nodes. */
 export function webhookDeployment(scope: Construct, settings: WebhookDeploymentSettings): k8s.KubeDeployment {
   const resources = settings.resources ?? { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '192Mi' } };
-  const quantities = (map: Record<string, string> | undefined) =>
-    map && Object.fromEntries(Object.entries(map).map(([key, value]) => [key, k8s.Quantity.fromString(value)]));
-  // On the ops port, plain HTTP: a full webhook port (connections, slow clients) cannot fail them.
-  const probe = (path: string, periodSeconds: number): k8s.Probe => ({
-    httpGet: { path, port: k8s.IntOrString.fromString('ops'), scheme: 'HTTP' },
-    periodSeconds,
-    timeoutSeconds: 2,
-    failureThreshold: 3,
-  });
   return new k8s.KubeDeployment(scope, 'Deployment', {
     metadata: settings.metadata,
     spec: {
@@ -75,21 +94,8 @@ export function webhookDeployment(scope: Construct, settings: WebhookDeploymentS
           priorityClassName: settings.priorityClassName,
           ...settings.scheduling,
           imagePullSecrets: settings.imagePullSecrets?.map((name) => ({ name })),
-          securityContext: {
-            runAsNonRoot: true,
-            runAsUser: UID,
-            runAsGroup: UID,
-            fsGroup: UID,
-            seccompProfile: { type: 'RuntimeDefault' },
-          },
-          topologySpreadConstraints: [
-            {
-              maxSkew: 1,
-              topologyKey: 'kubernetes.io/hostname',
-              whenUnsatisfiable: 'ScheduleAnyway',
-              labelSelector: { matchLabels: settings.selectorLabels },
-            },
-          ],
+          securityContext: RESTRICTED_POD_SECURITY,
+          topologySpreadConstraints: spreadAcrossNodes(settings.selectorLabels),
           containers: [
             {
               name: 'webhook',
@@ -111,16 +117,10 @@ export function webhookDeployment(scope: Construct, settings: WebhookDeploymentS
                 ...memoryEnv(resources.limits?.memory),
                 ...(settings.server?.env ?? []),
               ],
-              resources: { requests: quantities(resources.requests), limits: quantities(resources.limits) },
-              readinessProbe: probe('/readyz', 5),
-              livenessProbe: probe('/healthz', 10),
-              securityContext: {
-                allowPrivilegeEscalation: false,
-                readOnlyRootFilesystem: true,
-                runAsNonRoot: true,
-                capabilities: { drop: ['ALL'] },
-                seccompProfile: { type: 'RuntimeDefault' },
-              },
+              resources: resourceRequirements(resources),
+              readinessProbe: opsProbe('/readyz', 5),
+              livenessProbe: opsProbe('/healthz', 10),
+              securityContext: RESTRICTED_CONTAINER_SECURITY,
               // Whole directories, not subPath: the kubelet updates them in place, subPath never.
               volumeMounts: [
                 { name: 'tls', mountPath: TLS_MOUNT, readOnly: true },
@@ -170,8 +170,8 @@ export function webhookService(scope: Construct, metadata: k8s.ObjectMeta, selec
   });
 }
 
-/** At most one webhook pod down at a time through voluntary disruptions (node drains). */
-export function webhookPodDisruptionBudget(scope: Construct, metadata: k8s.ObjectMeta, selectorLabels: Record<string, string>): k8s.KubePodDisruptionBudget {
+/** At most one of the selected pods (the webhook's, the reconciler's) down at a time through voluntary disruptions (node drains). */
+export function oneAtATimeDisruptionBudget(scope: Construct, metadata: k8s.ObjectMeta, selectorLabels: Record<string, string>): k8s.KubePodDisruptionBudget {
   return new k8s.KubePodDisruptionBudget(scope, 'PodDisruptionBudget', {
     metadata,
     spec: { maxUnavailable: k8s.IntOrString.fromNumber(1), selector: { matchLabels: selectorLabels } },
