@@ -7,7 +7,7 @@
 import type { KubernetesObject } from '../engine/admission-review';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import type { GuardedOperation } from './in-place-plan';
-import { PatchConflict, type PodClient, type PodEndpoint } from './in-place-rollout';
+import { PatchConflict, type PodClient, podConditionPatch, podEndpointsIn } from './in-place-rollout';
 import { type ClusterObjects, ownerKey } from './injection-status';
 import { lookupKey, type VolumeSourceLookup, type VolumeSourceNeed } from './volume-sources';
 
@@ -246,8 +246,7 @@ export function podClient(connection: ClusterConnection): PodClient {
       }
     },
     async setPodCondition(namespace, name, condition) {
-      // Merged by type into status.conditions (the kubelet's own are kept): pods/status, as the kubelet writes it.
-      const body = { status: { conditions: [{ ...condition, lastProbeTime: null, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }] } };
+      const body = podConditionPatch(condition);
       const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
       await call(`setting condition ${condition.type} of pod ${namespace}/${name}`, () => core.patchNamespacedPodStatus({ namespace, name, body }, options));
     },
@@ -256,18 +255,9 @@ export function podClient(connection: ClusterConnection): PodClient {
       const known = servicesOfPod.get(podUid);
       const labelSelector = known && known.size > 0 ? `kubernetes.io/service-name in (${[...known].join(',')})` : undefined;
       const slices = await listAll(`listing endpointslices in namespace ${namespace}`, (token) => discovery.listNamespacedEndpointSlice({ namespace, labelSelector, limit: 500, _continue: token }));
-      const found: PodEndpoint[] = [];
-      const services = new Set<string>();
-      for (const slice of slices as any[]) {
-        for (const endpoint of slice.endpoints ?? []) {
-          if (endpoint?.targetRef?.kind !== 'Pod' || endpoint.targetRef.uid !== podUid) continue;
-          found.push({ slice: String(slice.metadata?.name), ready: endpoint.conditions?.ready !== false });
-          const service = slice.metadata?.labels?.['kubernetes.io/service-name'];
-          if (typeof service === 'string') services.add(service);
-        }
-      }
-      if (!known) servicesOfPod.set(podUid, services);
-      return found;
+      const found = podEndpointsIn(slices as any[], podUid);
+      if (!known) servicesOfPod.set(podUid, new Set(found.flatMap(({ service }) => (service === undefined ? [] : [service]))));
+      return found.map(({ endpoint }) => endpoint);
     },
   };
 }

@@ -36,6 +36,27 @@ export interface PodClient {
   podEndpoints(namespace: string, podUid: string): Promise<readonly PodEndpoint[]>;
 }
 
+/**
+ * The pods/status strategic-merge patch that sets one condition: merged by type into status.conditions,
+ * so the kubelet's own are kept (as the kubelet writes it).
+ */
+export function podConditionPatch(condition: Parameters<PodClient['setPodCondition']>[2]): { status: { conditions: Record<string, unknown>[] } } {
+  return { status: { conditions: [{ ...condition, lastProbeTime: null, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }] } };
+}
+
+/** The pod's endpoints (by its uid) in these EndpointSlices, each with the Service its slice belongs to. */
+export function podEndpointsIn(slices: Iterable<any>, podUid: string): { endpoint: PodEndpoint; service: string | undefined }[] {
+  const found: { endpoint: PodEndpoint; service: string | undefined }[] = [];
+  for (const slice of slices) {
+    for (const endpoint of Array.isArray(slice?.endpoints) ? slice.endpoints : []) {
+      if (endpoint?.targetRef?.kind !== 'Pod' || endpoint.targetRef.uid !== podUid) continue;
+      const service = slice.metadata?.labels?.['kubernetes.io/service-name'];
+      found.push({ endpoint: { slice: String(slice.metadata?.name), ready: endpoint.conditions?.ready !== false }, service: typeof service === 'string' ? service : undefined });
+    }
+  }
+  return found;
+}
+
 /** Time, so the tests can advance it. */
 export interface Clock {
   now(): number;

@@ -46,8 +46,9 @@ export class ResponseTooLarge extends Error {
 
 /** Whether an error is the apiserver saying the object is not there. */
 export const isNotFound = (error: unknown) => error instanceof KubeApiError && error.status === 404;
-/** Whether an error is a write that lost a race (a stale resourceVersion, a failed `test`). */
-export const isConflict = (error: unknown) => error instanceof KubeApiError && (error.status === 409 || error.status === 422 && /test operation/i.test(error.message));
+/** Whether an error is a write that lost a race: 409, a stale resourceVersion. (A JSON Patch whose `test`
+ * fails is a bare 422 from the apiserver; `rollout --in-place`'s upgradePod tells it apart by reading the pod again.) */
+export const isConflict = (error: unknown) => error instanceof KubeApiError && error.status === 409;
 
 /** The most one answer may hold: a page of pods is asked for at `PAGE_LIMIT` and one pod is at most 1.5 MiB. */
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;

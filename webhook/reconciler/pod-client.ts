@@ -2,7 +2,7 @@
 // upgrade code then runs from the CLI and from the reconciler.
 
 import type { KubernetesObject } from '../engine/admission-review';
-import { PatchConflict, type PodClient, type PodEndpoint } from '../cli/in-place-rollout';
+import { PatchConflict, type PodClient, type PodEndpoint, podConditionPatch, podEndpointsIn } from '../cli/in-place-rollout';
 import type { GuardedOperation } from '../cli/in-place-plan';
 import { type KubeApi, isConflict, listPages } from './kube-api';
 
@@ -19,18 +19,12 @@ export function kubePodClient(api: KubeApi): PodClient {
       }
     },
     async setPodCondition(namespace, name, condition) {
-      // Merged by type into status.conditions (the kubelet's own are kept), as the CLI writes it.
-      const body = { status: { conditions: [{ ...condition, lastProbeTime: null, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }] } };
-      await api.request('PATCH', `${podPath(namespace, name)}/status`, { body, contentType: 'application/strategic-merge-patch+json' });
+      await api.request('PATCH', `${podPath(namespace, name)}/status`, { body: podConditionPatch(condition), contentType: 'application/strategic-merge-patch+json' });
     },
     async podEndpoints(namespace, podUid) {
       const found: PodEndpoint[] = [];
       await listPages(api, `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices`, (slices) => {
-        for (const slice of slices) {
-          for (const endpoint of Array.isArray(slice?.endpoints) ? slice.endpoints : []) {
-            if (endpoint?.targetRef?.kind === 'Pod' && endpoint.targetRef.uid === podUid) found.push({ slice: String(slice.metadata?.name), ready: endpoint.conditions?.ready !== false });
-          }
-        }
+        for (const { endpoint } of podEndpointsIn(slices, podUid)) found.push(endpoint);
       });
       return found;
     },
