@@ -9,19 +9,19 @@ import { classifyPods, workloadOf, type ClusterObjects } from '../cli/injection-
 import type { InjectorSource } from '../cli/injector-source';
 import { DEFAULT_NATIVE_SIDECARS, type InPlaceOptions, inPlacePatch, planPod } from '../cli/in-place-plan';
 import { type Clock, type Replan, describeUpgrade, upgradePod } from '../cli/in-place-rollout';
-import type { WorkloadStatus } from '../cli/status-command';
 import { disruptionBlocked } from './disruption-guard';
 import type { EventRecorder, EventTarget } from './event-recorder';
 import { type KubeApi, listPages } from './kube-api';
 import { kubePodClient } from './pod-client';
 import type { WaitReason } from './repair-decision';
+import type { WorkloadName } from './workload-name';
 
 export interface InPlaceRepair {
   readonly api: KubeApi;
   readonly clock: Clock;
   readonly source: InjectorSource;
   readonly namespace: string;
-  readonly workload: Pick<WorkloadStatus, 'namespace' | 'kind' | 'name'>;
+  readonly workload: WorkloadName;
   /** The workload object as read (its replicas and strategy, for the budgets). */
   readonly object: KubernetesObject;
   readonly namespaceLabels: ClusterObjects['namespaceLabels'];

@@ -9,6 +9,8 @@ import type { KubernetesObject } from '../engine/admission-review';
 import type { PodStatus } from '../cli/injection-status';
 import type { StatusReport, WorkloadStatus } from '../cli/status-command';
 import { type KubeApi, isNotFound } from './kube-api';
+import { staleCount } from './repair-decision';
+import { workloadApiVersion } from './workload-name';
 
 export const POLICY_REPORT_API = '/apis/wgpolicyk8s.io/v1alpha2';
 /** The report's name in each namespace, and the `policy` of its results. */
@@ -17,7 +19,7 @@ export const MAX_RESULTS = 1000;
 
 /** What a workload's pods are, as one result: fail when some pod is stale, warn when only versions are unknown. */
 function resultOf(workload: WorkloadStatus): 'pass' | 'fail' | 'warn' {
-  if (workload.missing + workload.outdated + workload.noLongerConfigured + (workload.unservedRevision ?? 0) > 0) return 'fail';
+  if (staleCount(workload) > 0) return 'fail';
   return workload.versionUnknown > 0 || (workload.audit ?? 0) > 0 ? 'warn' : 'pass';
 }
 
@@ -43,7 +45,7 @@ export function policyReport(namespace: string, pods: readonly PodStatus[], repo
     scored: true,
     message: messageOf(workload),
     timestamp,
-    resources: [{ apiVersion: workload.kind === 'Pod' ? 'v1' : workload.kind === 'Job' || workload.kind === 'CronJob' ? 'batch/v1' : 'apps/v1', kind: workload.kind, name: workload.name, namespace }],
+    resources: [{ apiVersion: workloadApiVersion(workload.kind) ?? 'apps/v1', kind: workload.kind, name: workload.name, namespace }],
     properties: {
       pods: String(workload.pods),
       upToDate: String(workload.upToDate),

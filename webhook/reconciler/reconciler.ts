@@ -23,8 +23,9 @@ import { type KubeApi, isConflict, listPages } from './kube-api';
 import type { LeaderLease } from './lease';
 import { readLiveInjector, webhookUnready } from './live-injector';
 import { PolicyReportWriter, policyReport, policyReportsServed } from './policy-report';
-import { type RepairDecision, type WaitReason, repairDecision, repairKey } from './repair-decision';
+import { type RepairDecision, WAIT_REASONS, type WaitReason, repairDecision, repairKey } from './repair-decision';
 import { upgradeInPlace } from './in-place-repair';
+import { type WorkloadName, workloadApiVersion, workloadKey, workloadPath } from './workload-name';
 
 /** Pod statuses held for one namespace; pods past it are counted (untracked), not judged, that pass. */
 export const MAX_NAMESPACE_PODS = 20_000;
@@ -33,14 +34,11 @@ const MAX_BACKOFF_ENTRIES = 4096;
 /** Workloads kept to repair after the pods are listed; more than a pass can repair anyway at 60 a minute. */
 export const MAX_REPAIR_CANDIDATES = 64;
 
-/** A workload, as far as a repair needs to name it. */
-type WorkloadName = Pick<WorkloadStatus, 'namespace' | 'kind' | 'name'>;
 /** A workload to repair once the list is done: its name and what to do (no pod names: bounded). */
 interface RepairCandidate {
   readonly workload: WorkloadName;
   readonly decision: Extract<RepairDecision, { action: 'restart' | 'in-place' }>;
 }
-
 
 /** What the reconciler reports of itself; main.ts binds it to Prometheus metrics. */
 export interface ReconcilerMetrics {
@@ -84,8 +82,6 @@ export interface PassOutcome {
 
 class LostLease extends Error {}
 
-const API_VERSIONS: Readonly<Record<string, string>> = { Pod: 'v1', Deployment: 'apps/v1', StatefulSet: 'apps/v1', DaemonSet: 'apps/v1', ReplicaSet: 'apps/v1', Job: 'batch/v1', CronJob: 'batch/v1' };
-const RESOURCES: Readonly<Record<string, string>> = { Deployment: 'deployments', StatefulSet: 'statefulsets', DaemonSet: 'daemonsets' };
 
 export class Reconciler {
   readonly events: EventRecorder;
@@ -128,7 +124,7 @@ export class Reconciler {
       this.options.log('warn', 'lost the Lease mid-pass: stopped acting');
     }
     this.options.metrics?.pods({ upToDate: pass.counts.upToDate, stale: pass.counts.stale, versionUnknown: pass.counts.versionUnknown, untracked: pass.untracked });
-    const waiting = { 'injector-not-ready': 0, 'rollout-in-progress': 0, 'disruption-budget': 0, 'rate-limit': 0, 'restarted-already': 0, backoff: 0 } as Record<WaitReason, number>;
+    const waiting = Object.fromEntries(WAIT_REASONS.map((reason) => [reason, 0])) as Record<WaitReason, number>;
     for (const entry of pass.waiting) waiting[entry.reason]++;
     this.options.metrics?.waiting(waiting);
     this.options.metrics?.pass('done', seconds());
@@ -230,11 +226,11 @@ export class Reconciler {
   }
 
   private target(workload: WorkloadName, uid?: string): EventTarget {
-    return { apiVersion: API_VERSIONS[workload.kind] ?? 'v1', kind: workload.kind, namespace: workload.namespace, name: workload.name, ...(uid ? { uid } : {}) };
+    return { apiVersion: workloadApiVersion(workload.kind) ?? 'v1', kind: workload.kind, namespace: workload.namespace, name: workload.name, ...(uid ? { uid } : {}) };
   }
 
   private wait(pass: PassState, workload: WorkloadName, reason: WaitReason, eventReason: EventReason, message: string, uid?: string): Promise<boolean> {
-    pass.waiting.push({ workload: `${workload.kind} ${workload.namespace}/${workload.name}`, reason, message });
+    pass.waiting.push({ workload: workloadKey(workload), reason, message });
     return this.events.record(this.target(workload, uid), 'Warning', eventReason, message);
   }
 
@@ -244,7 +240,7 @@ export class Reconciler {
       await this.events.record(this.target(workload), decision.type, decision.reason, decision.message);
       return;
     }
-    const key = `${workload.namespace}/${workload.kind}/${workload.name}`;
+    const key = workloadKey(workload);
     if (pass.injectorNotReady) {
       await this.wait(pass, workload, 'injector-not-ready', 'WaitingForInjector', `${decision.findings}: waiting, not restarted while ${pass.injectorNotReady}`);
       return;
@@ -264,11 +260,11 @@ export class Reconciler {
   /** One repair, behind every guard, once the pods are listed. */
   private async repair(pass: PassState, candidate: RepairCandidate, readBudgets: () => Promise<KubernetesObject[]>, budgetsChanged: () => void): Promise<void> {
     const { workload, decision } = candidate;
-    const key = `${workload.namespace}/${workload.kind}/${workload.name}`;
+    const key = workloadKey(workload);
     const what = decision.findings;
     const { api, settings } = this.options;
     const prefix = pass.source.config.annotationPrefix;
-    const path = `/apis/apps/v1/namespaces/${workload.namespace}/${RESOURCES[workload.kind]}/${workload.name}`;
+    const path = workloadPath(workload);
     const object: KubernetesObject = await api.request('GET', path);
     const uid = String((object.metadata as any)?.uid ?? '');
     const template = (object.spec as any)?.template ?? {};
@@ -279,8 +275,12 @@ export class Reconciler {
       await this.wait(pass, workload, 'rollout-in-progress', 'WaitingForRollout', `${what}: waiting, ${inProgress}`, uid);
       return;
     }
-    if (decision.action === 'restart' && recorded === restartKey) {
-      await this.wait(pass, workload, 'restarted-already', 'NotRepaired', `${what}: restarted once for this config already and still not right: not restarting again; look at the injector (its logs, status --from)`, uid);
+    // Once per config, for a restart as chosen or as in-place's fallback (checked before the probe and the budgets for the first).
+    const restartedAlready = recorded === restartKey;
+    const waitRestartedAlready = () =>
+      this.wait(pass, workload, 'restarted-already', 'NotRepaired', `${what}: restarted once for this config already and still not right: not restarting again; look at the injector (its logs, status --from)`, uid);
+    if (decision.action === 'restart' && restartedAlready) {
+      await waitRestartedAlready();
       return;
     }
     const blocked = disruptionBlocked(object, await readBudgets(), decision.action);
@@ -319,8 +319,8 @@ export class Reconciler {
         return;
       }
       // More than images differ in some pod: a restart, held to once per config like any other.
-      if (recorded === restartKey) {
-        await this.wait(pass, workload, 'restarted-already', 'NotRepaired', `${what}: restarted once for this config already and still not right: not restarting again; look at the injector (its logs, status --from)`, uid);
+      if (restartedAlready) {
+        await waitRestartedAlready();
         return;
       }
     }
@@ -348,7 +348,7 @@ export class Reconciler {
   }
 
   private failed(workload: WorkloadName, decision: RepairDecision, error: Error): void {
-    const key = `${workload.namespace}/${workload.kind}/${workload.name}`;
+    const key = workloadKey(workload);
     const previous = this.backoff.get(key);
     const failures = (previous?.failures ?? 0) + 1;
     // 30 s doubling to 30 min.

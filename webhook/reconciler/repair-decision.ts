@@ -10,7 +10,13 @@ import { RESTARTABLE_KINDS, type WorkloadStatus } from '../cli/status-command';
 import type { EventReason } from './event-recorder';
 
 /** Why a stale workload was not repaired this pass (fixed words: metric labels). */
-export type WaitReason = 'injector-not-ready' | 'rollout-in-progress' | 'disruption-budget' | 'rate-limit' | 'restarted-already' | 'backoff';
+export const WAIT_REASONS = ['injector-not-ready', 'rollout-in-progress', 'disruption-budget', 'rate-limit', 'restarted-already', 'backoff'] as const;
+export type WaitReason = (typeof WAIT_REASONS)[number];
+
+/** Stale findings of a workload's pods, as `status` counts them (a pod counts once per state it is in). */
+export function staleCount(workload: WorkloadStatus): number {
+  return workload.missing + workload.outdated + workload.noLongerConfigured + (workload.unservedRevision ?? 0);
+}
 
 export type RepairDecision =
   /** Nothing stale. */
@@ -45,8 +51,7 @@ export function repairKey(expected: ReadonlyMap<string, string>): string {
 }
 
 export function repairDecision(workload: WorkloadStatus, settings: Pick<ReconcilerSettings, 'missing' | 'outdated'>): RepairDecision {
-  const stale = workload.missing + workload.outdated + workload.noLongerConfigured + (workload.unservedRevision ?? 0);
-  if (stale === 0) return { action: 'none' };
+  if (staleCount(workload) === 0) return { action: 'none' };
   const findings = describeFindings(workload);
   const missing = workload.missing > 0;
   const reason: EventReason = missing || workload.unservedRevision ? 'SidecarsMissing' : 'SidecarsOutdated';
