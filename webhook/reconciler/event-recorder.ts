@@ -34,6 +34,9 @@ const MAX_MESSAGE = 1000;
 /** The sent-Events table's bound: keys are at most ~1.3 KiB (names and a message), so about 3,000 entries. */
 export const SENT_EVENTS_MAX_BYTES = 4 * 1024 * 1024;
 
+/** What one entry of the sent-Events table costs: the key's UTF-16 and the Map entry around it. */
+const entryBytes = (key: string) => key.length * 2 + 64;
+
 export class EventRecorder {
   private readonly sent = new Map<string, number>();
   private bytes = 0;
@@ -83,7 +86,7 @@ export class EventRecorder {
   }
 
   private remember(key: string, now: number): void {
-    const size = key.length * 2 + 64;
+    const size = entryBytes(key);
     if (this.sent.has(key)) {
       this.sent.delete(key);
       this.bytes -= size;
@@ -91,7 +94,7 @@ export class EventRecorder {
     while (this.bytes + size > SENT_EVENTS_MAX_BYTES && this.sent.size > 0) {
       const oldest = this.sent.keys().next().value as string;
       this.sent.delete(oldest);
-      this.bytes -= oldest.length * 2 + 64;
+      this.bytes -= entryBytes(oldest);
     }
     this.sent.set(key, now);
     this.bytes += size;

@@ -22,7 +22,7 @@ export class LeaderLease {
   /** When this replica last wrote the Lease as holder (its own clock); undefined: not the holder. */
   private renewedAt: number | undefined;
   /** The other holder's record as last seen, and when it was first seen so. */
-  private observed: { record: string; since: number } | undefined;
+  private observed: { holder: string; record: string; since: number } | undefined;
 
   constructor(
     private readonly api: KubeApi,
@@ -53,7 +53,7 @@ export class LeaderLease {
       return this.held();
     } finally {
       const after = this.held();
-      if (after !== before) this.onChange(after, after ? this.settings.identity : this.observed?.record.split('\u0000')[0]);
+      if (after !== before) this.onChange(after, after ? this.settings.identity : this.observed?.holder);
     }
   }
 
@@ -80,7 +80,7 @@ export class LeaderLease {
     const holder = typeof spec.holderIdentity === 'string' ? spec.holderIdentity : '';
     if (holder !== identity && holder !== '') {
       const record = `${holder}\u0000${spec.renewTime ?? ''}\u0000${spec.leaseDurationSeconds ?? ''}`;
-      if (this.observed?.record !== record) this.observed = { record, since: now };
+      if (this.observed?.record !== record) this.observed = { holder, record, since: now };
       const duration = (Number(spec.leaseDurationSeconds) || durationSeconds) * 1000;
       if (now - this.observed.since < duration) return false;
     }

@@ -104,10 +104,9 @@ export class PolicyReportWriter {
   /** Whether a write went out. */
   async write(report: KubernetesObject): Promise<boolean> {
     const namespace = String((report.metadata as any).namespace);
-    const content = createHash('sha256').update(reportContent(report)).digest('base64');
-    const last = this.written.get(namespace);
-    if (last === content) return false;
-    const empty = ((report as any).results ?? []).length === 0;
+    const text = reportContent(report);
+    const content = createHash('sha256').update(text).digest('base64');
+    if (this.written.get(namespace) === content) return false;
     const collection = `${POLICY_REPORT_API}/namespaces/${namespace}/policyreports`;
     let existing: any;
     try {
@@ -115,17 +114,19 @@ export class PolicyReportWriter {
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
+    let wrote = false;
     if (existing === undefined) {
-      if (!empty) await this.api.request('POST', collection, { body: report });
-    } else if (reportContent(existing) !== reportContent(report)) {
+      if (((report as any).results ?? []).length > 0) {
+        await this.api.request('POST', collection, { body: report });
+        wrote = true;
+      }
+    } else if (reportContent(existing) !== text) {
       const metadata = { ...(report.metadata as Record<string, unknown>), resourceVersion: existing?.metadata?.resourceVersion };
       await this.api.request('PUT', `${collection}/${POLICY_REPORT_NAME}`, { body: { ...report, metadata } });
-    } else {
-      this.remember(namespace, content);
-      return false;
+      wrote = true;
     }
     this.remember(namespace, content);
-    return existing !== undefined || !empty;
+    return wrote;
   }
 
   private remember(namespace: string, content: string): void {
