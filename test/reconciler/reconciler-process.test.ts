@@ -3,14 +3,21 @@
 // content), and gives the Lease up when stopped. Waits on its log lines, never on time.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as http from 'node:http';
+import * as path from 'node:path';
+import * as zlib from 'node:zlib';
+import { RECONCILER_BUNDLE_FILES, RECONCILER_BUNDLE_LOADER, SERVER_BUNDLE_DIR_ENV } from '../../charts/webhook-server';
 import { createLogger } from '../../webhook/server/logger';
 import { HttpsKubeApi } from '../../webhook/reconciler/kube-api';
 import { startReconciler } from '../../webhook/reconciler/reconciler-process';
 import { EventRecorder, SENT_EVENTS_MAX_BYTES } from '../../webhook/reconciler/event-recorder';
 import { LeaderLease } from '../../webhook/reconciler/lease';
 import { serveOverHttps } from '../support/fake-kube';
+import { REPO_ROOT } from '../support/markdown-docs';
 import { APP_SPEC, NAMESPACE, TestClock, reconcilerHarness, setWebhookReady } from '../support/reconciler-harness';
+import { makeTempDir } from '../support/synth-helpers';
 
 function get(port: number, path: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -115,35 +122,23 @@ describe('the Lease and the Events table', () => {
 
 describe('the bundled reconciler, as its Deployment starts it', () => {
   test('the image-free loader runs reconciler.js from the ConfigMap: bad settings are refused naming the prop; outside a cluster it says so', async () => {
-    const fs = await import('node:fs');
-    const os = await import('node:os');
-    const path = await import('node:path');
-    const zlib = await import('node:zlib');
-    const { spawnSync } = await import('node:child_process');
-    const { RECONCILER_BUNDLE_FILES, RECONCILER_BUNDLE_LOADER, SERVER_BUNDLE_DIR_ENV } = await import('../../charts/webhook-server');
-    const { REPO_ROOT } = await import('../support/markdown-docs');
-    const code = fs.mkdtempSync(path.join(os.tmpdir(), 'reconciler-code-'));
-    const settingsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'reconciler-settings-'));
-    try {
-      fs.writeFileSync(path.join(code, RECONCILER_BUNDLE_FILES.bundle), zlib.brotliCompressSync(fs.readFileSync(path.join(REPO_ROOT, 'build/webhook/reconciler.js'))));
-      const run = () =>
-        spawnSync(process.execPath, ['-e', RECONCILER_BUNDLE_LOADER], {
-          env: { PATH: process.env.PATH, [SERVER_BUNDLE_DIR_ENV]: code, RECONCILER_SETTINGS_DIR: settingsDir, POD_NAME: 'r-0', POD_NAMESPACE: NAMESPACE },
-          encoding: 'utf8',
-          timeout: 30_000,
-        });
-      const { settings } = reconcilerHarness();
-      fs.writeFileSync(path.join(settingsDir, 'reconciler.json'), JSON.stringify({ ...settings, repairsPerMinute: 0 }));
-      const bad = run();
-      assert.equal(bad.status, 1);
-      assert.match(bad.stderr, /reconciler\.json is invalid:\n  reconciler\.repairsPerMinute: must be a whole number from 1 to 60, got 0/);
-      fs.writeFileSync(path.join(settingsDir, 'reconciler.json'), JSON.stringify(settings));
-      const outside = run();
-      assert.equal(outside.status, 1);
-      assert.equal(outside.stderr, 'sidecar-injector reconciler: the reconciler runs in the cluster only: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set\n');
-    } finally {
-      fs.rmSync(code, { recursive: true, force: true });
-      fs.rmSync(settingsDir, { recursive: true, force: true });
-    }
+    const code = makeTempDir('reconciler-code');
+    const settingsDir = makeTempDir('reconciler-settings');
+    fs.writeFileSync(path.join(code, RECONCILER_BUNDLE_FILES.bundle), zlib.brotliCompressSync(fs.readFileSync(path.join(REPO_ROOT, 'build/webhook/reconciler.js'))));
+    const run = () =>
+      spawnSync(process.execPath, ['-e', RECONCILER_BUNDLE_LOADER], {
+        env: { PATH: process.env.PATH, [SERVER_BUNDLE_DIR_ENV]: code, RECONCILER_SETTINGS_DIR: settingsDir, POD_NAME: 'r-0', POD_NAMESPACE: NAMESPACE },
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+    const { settings } = reconcilerHarness();
+    fs.writeFileSync(path.join(settingsDir, 'reconciler.json'), JSON.stringify({ ...settings, repairsPerMinute: 0 }));
+    const bad = run();
+    assert.equal(bad.status, 1);
+    assert.match(bad.stderr, /reconciler\.json is invalid:\n  reconciler\.repairsPerMinute: must be a whole number from 1 to 60, got 0/);
+    fs.writeFileSync(path.join(settingsDir, 'reconciler.json'), JSON.stringify(settings));
+    const outside = run();
+    assert.equal(outside.status, 1);
+    assert.equal(outside.stderr, 'sidecar-injector reconciler: the reconciler runs in the cluster only: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set\n');
   });
 });

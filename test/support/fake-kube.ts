@@ -8,11 +8,18 @@
 // Ignore: the pod is admitted bare). `settle()` plays the Deployment controller and the kubelet: a
 // Deployment whose template changed gets new pods (a new pod-template-hash) made through admission.
 import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { applyPatch, type Operation } from 'fast-json-patch';
 import type { InjectorSource } from '../../webhook/cli/injector-source';
 import { previewAll } from '../../webhook/cli/preview';
 import type { KubernetesObject } from '../../webhook/engine/admission-review';
 import { KubeApiError, type KubeApi, type KubeRequest, type Method } from '../../webhook/reconciler/kube-api';
+import type { ApiserverConnection } from '../../webhook/server/namespace-watch';
+import { testCertificate } from './test-certificate';
 
 interface Rule {
   readonly apiGroups?: readonly string[];
@@ -279,12 +286,7 @@ export class FakeKube implements KubeApi {
  * The in-memory apiserver behind real HTTPS (the test CA), so the reconciler's own client is what talks
  * to it: the bearer token checked, the body JSON, errors as Status objects. `delayMs` holds every answer.
  */
-export async function serveOverHttps(kube: FakeKube, options: { delayMs?: number; answer?: (path: string) => string | undefined } = {}): Promise<{ connection: import('../../webhook/server/namespace-watch').ApiserverConnection; tokens: string[]; stop(): Promise<void> }> {
-  const fs = await import('node:fs');
-  const https = await import('node:https');
-  const os = await import('node:os');
-  const path = await import('node:path');
-  const { testCertificate } = await import('./test-certificate');
+export async function serveOverHttps(kube: FakeKube, options: { delayMs?: number; answer?: (path: string) => string | undefined } = {}): Promise<{ connection: ApiserverConnection; tokens: string[]; stop(): Promise<void> }> {
   const material = testCertificate();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-kube-'));
   fs.writeFileSync(path.join(dir, 'token'), 'reconciler-token\n');
@@ -311,7 +313,7 @@ export async function serveOverHttps(kube: FakeKube, options: { delayMs?: number
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as import('node:net').AddressInfo;
+  const { port } = server.address() as AddressInfo;
   return {
     connection: { url: `https://127.0.0.1:${port}`, tokenFile: path.join(dir, 'token'), caFile: path.join(dir, 'ca.crt'), serverName: 'sidecar-injector.sidecar-injector.svc' },
     tokens,
