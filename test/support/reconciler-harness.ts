@@ -1,7 +1,6 @@
 // A synthesized injector with its reconciler, loaded into the in-memory apiserver with the reconciler's
 // RBAC enforced exactly as synthesized, and a Reconciler running against it on a clock the test moves.
-import { App, Chart } from 'cdk8s';
-import { SidecarInjector, type SidecarInjectorProps } from '../../charts/sidecar-injector';
+import type { SidecarInjectorProps } from '../../charts/sidecar-injector';
 import type { ReconcilerProps } from '../../charts/sidecar-injector-props';
 import { injectorFromDocuments } from '../../webhook/cli/synthesized-injectors';
 import type { Clock } from '../../webhook/cli/in-place-rollout';
@@ -10,7 +9,7 @@ import { LeaderLease } from '../../webhook/reconciler/lease';
 import { Reconciler } from '../../webhook/reconciler/reconciler';
 import { FakeKube } from './fake-kube';
 import { ENVOY_V1, envoyInjection } from './revision-fixtures';
-import { testCertificate } from './test-certificate';
+import { synthChart } from './synth-helpers';
 
 export const NAMESPACE = 'sidecar-injector';
 
@@ -38,12 +37,8 @@ export interface Harness {
   apply(props: Partial<SidecarInjectorProps>): void;
 }
 
-function synth(props: SidecarInjectorProps): Record<string, any>[] {
-  const app = new App();
-  const chart = new Chart(app, 'test');
-  new SidecarInjector(chart, 'injector', { certificate: testCertificate(), ...props });
-  return chart.toJson();
-}
+/** The injector's objects as synthesized (the shared test certificate of its Service). */
+const synth = (props: SidecarInjectorProps) => synthChart(props, { constructId: 'injector' }).manifests;
 
 export function reconcilerHarness(reconciler: ReconcilerProps = {}, props: Partial<SidecarInjectorProps> = {}): Harness {
   const base: SidecarInjectorProps = { injections: [envoyInjection(ENVOY_V1)], reconciler, ...props };
