@@ -21,7 +21,8 @@ export const EXIT_STATUS_VOLUME_SOURCE_MISSING = 8;
 /** The workloads whose pods `rollout` restarts the way `kubectl rollout restart` does. */
 export const RESTARTABLE_KINDS: readonly string[] = ['Deployment', 'StatefulSet', 'DaemonSet'];
 
-const STATES: readonly InjectionState[] = ['up-to-date', 'outdated', 'missing', 'no-longer-configured', 'version-unknown'];
+/** The states counted per pod (`audit` is counted apart: it is not a state of an injection the pod has). */
+const STATES: readonly Exclude<InjectionState, 'audit'>[] = ['up-to-date', 'outdated', 'missing', 'no-longer-configured', 'version-unknown'];
 
 /** Whether the config (or one of its revisions) has an injection in audit mode: then `audit` counts appear. */
 function hasAudit(config: ResolvedInjectorConfig): boolean {
@@ -198,9 +199,9 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
       summary.upToDate++;
     }
     for (const state of STATES) {
-      if (state === 'up-to-date' || state === 'audit' || !states.has(state)) continue;
-      entry.status[COUNTER[state as Exclude<InjectionState, 'audit'>]]++;
-      summary[COUNTER[state as Exclude<InjectionState, 'audit'>]]++;
+      if (state === 'up-to-date' || !states.has(state)) continue;
+      entry.status[COUNTER[state]]++;
+      summary[COUNTER[state]]++;
     }
     for (const injection of pod.injections) {
       if (injection.state === 'up-to-date') continue;
