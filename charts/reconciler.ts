@@ -114,7 +114,7 @@ export function reconcilerClusterRules(settings: ReconcilerSettings): k8s.Policy
       rules.push({ apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingadmissionpolicybindings'], resourceNames: [...injector.validatingBindingNames], verbs: ['get'] });
     }
   }
-  if (settings.policyReports) rules.push({ apiGroups: ['wgpolicyk8s.io'], resources: ['policyreports'], verbs: ['get', 'create', 'update'] });
+  if (settings.policyReports) rules.push({ apiGroups: ['wgpolicyk8s.io'], resources: ['policyreports'], verbs: ['get', 'list', 'create', 'update'] });
   return rules;
 }
 

@@ -328,7 +328,7 @@ describe('PolicyReports are written when they change', () => {
     await lease.tryAcquireOrRenew();
     assert.equal((await reconciler.pass()).reports, 1);
     assert.equal(kube.get('wgpolicyk8s.io', 'policyreports', 'plain', POLICY_REPORT_NAME), undefined);
-    const reportWrites = () => kube.requests.filter((request) => request.resource === 'policyreports' && request.verb !== 'get').length;
+    const reportWrites = () => kube.requests.filter((request) => request.resource === 'policyreports' && ['create', 'update'].includes(request.verb)).length;
     const before = reportWrites();
     clock.advance(30_000);
     await lease.tryAcquireOrRenew();
@@ -341,6 +341,59 @@ describe('PolicyReports are written when they change', () => {
     assert.equal((await reconciler.pass()).reports, 1);
     const results = kube.get('wgpolicyk8s.io', 'policyreports', 'apps', POLICY_REPORT_NAME).results;
     assert.deepEqual(results.map((result: any) => [result.resources[0].name, result.result]), [['late', 'pass'], ['web', 'fail']]);
+  });
+});
+
+describe('PolicyReports of namespaces left without pods', () => {
+  test('are emptied on the next pass (not deleted: it may not), then left alone; a namespace never reported gets none', async () => {
+    const { kube, clock, replica } = reconcilerHarness({ missing: 'report' });
+    kube.served.add('wgpolicyk8s.io/v1alpha2');
+    setWebhookReady(kube, false);
+    kube.deployment('apps', 'web', 2, APP_SPEC);
+    kube.namespace('team-b', { injection: 'enabled' });
+    kube.deployment('team-b', 'api', 1, APP_SPEC);
+    kube.put('wgpolicyk8s.io', 'policyreports', { apiVersion: 'wgpolicyk8s.io/v1alpha2', kind: 'PolicyReport', metadata: { name: 'someone-else', namespace: 'gone', labels: { 'app.kubernetes.io/managed-by': 'sidecar-injector-reconciler' } }, results: [{ result: 'fail' }] });
+    const { reconciler, lease } = replica('reconciler-a');
+    await lease.tryAcquireOrRenew();
+    assert.equal((await reconciler.pass()).reports, 2);
+    assert.equal(kube.get('wgpolicyk8s.io', 'policyreports', 'apps', POLICY_REPORT_NAME).summary.fail, 2);
+    for (const pod of podsOf(kube, 'apps', 'web')) kube.remove('', 'pods', 'apps', pod.metadata.name);
+    kube.remove('apps', 'deployments', 'apps', 'web');
+    clock.advance(30_000);
+    await lease.tryAcquireOrRenew();
+    assert.equal((await reconciler.pass()).reports, 1, 'only the vacated namespace is written');
+    const emptied = kube.get('wgpolicyk8s.io', 'policyreports', 'apps', POLICY_REPORT_NAME);
+    assert.deepEqual([emptied.results, emptied.summary], [[], { pass: 0, fail: 0, warn: 0, error: 0, skip: 0 }]);
+    assert.equal(kube.get('wgpolicyk8s.io', 'policyreports', 'team-b', POLICY_REPORT_NAME).summary.fail, 1, 'a namespace with pods keeps its findings');
+    assert.deepEqual(kube.get('wgpolicyk8s.io', 'policyreports', 'gone', 'someone-else').results, [{ result: 'fail' }], 'only reports of its own name');
+    clock.advance(30_000);
+    await lease.tryAcquireOrRenew();
+    assert.equal((await reconciler.pass()).reports, 0, 'emptied once');
+    // A new leader, that remembers nothing, reads the empty report back and writes nothing.
+    const other = replica('reconciler-b');
+    clock.advance(30_000);
+    await other.lease.tryAcquireOrRenew();
+    assert.equal((await other.reconciler.pass()).reports, 0);
+    assert.deepEqual(kube.forbidden, [], 'the list of its reports is within its ClusterRole');
+  });
+});
+
+describe('workloads of kinds the reconciler does not know', () => {
+  test('Events and report results name them with the apiVersion of their owner reference, not a guess', async () => {
+    const { kube, replica } = reconcilerHarness({ missing: 'restart' });
+    kube.served.add('wgpolicyk8s.io/v1alpha2');
+    setWebhookReady(kube, false);
+    const owner = { apiVersion: 'apps.kruise.io/v1alpha1', kind: 'CloneSet', name: 'web', uid: 'c1', controller: true };
+    kube.admitPod({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web-x7k2p', namespace: 'apps', ownerReferences: [owner] }, spec: APP_SPEC });
+    setWebhookReady(kube, true);
+    const { reconciler, lease } = replica('reconciler-a');
+    await lease.tryAcquireOrRenew();
+    assert.deepEqual((await reconciler.pass()).restarted, [], 'not a kind it restarts');
+    const events = kube.list('', 'events', 'apps');
+    assert.ok(events.length > 0);
+    for (const event of events) assert.deepEqual([event.involvedObject.apiVersion, event.involvedObject.kind, event.involvedObject.name], ['apps.kruise.io/v1alpha1', 'CloneSet', 'web'], event.message);
+    const [result] = kube.get('wgpolicyk8s.io', 'policyreports', 'apps', POLICY_REPORT_NAME).results;
+    assert.deepEqual(result.resources, [{ apiVersion: 'apps.kruise.io/v1alpha1', kind: 'CloneSet', name: 'web', namespace: 'apps' }]);
   });
 });
 

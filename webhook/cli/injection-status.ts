@@ -28,6 +28,8 @@ export interface PodInjection {
 
 /** The object that owns a pod, as `kubectl rollout restart` names it: `Deployment/web`. */
 export interface WorkloadRef {
+  /** The owner's apiVersion (`argoproj.io/v1alpha1` for a Rollout): as its reference gives it, `apps/v1` when inferred; absent when the reference had none. */
+  readonly apiVersion?: string;
   readonly kind: string;
   readonly name: string;
   /** How the owner was found: `ownerReferences`, or `inferred` from a ReplicaSet's name and the pod-template-hash label. */
@@ -68,11 +70,12 @@ function metadataOf(object: KubernetesObject | undefined): Record<string, any> {
   return metadata && typeof metadata === 'object' && !Array.isArray(metadata) ? (metadata as Record<string, any>) : {};
 }
 
-function controllerOf(object: KubernetesObject | undefined): { kind: string; name: string } | undefined {
+function controllerOf(object: KubernetesObject | undefined): { apiVersion?: string; kind: string; name: string } | undefined {
   const owners = metadataOf(object).ownerReferences;
   if (!Array.isArray(owners)) return undefined;
   const owner = owners.find((candidate) => candidate && candidate.controller === true) ?? owners[0];
-  return owner && typeof owner.kind === 'string' && typeof owner.name === 'string' ? { kind: owner.kind, name: owner.name } : undefined;
+  if (!owner || typeof owner.kind !== 'string' || typeof owner.name !== 'string') return undefined;
+  return { ...(typeof owner.apiVersion === 'string' ? { apiVersion: owner.apiVersion } : {}), kind: owner.kind, name: owner.name };
 }
 
 export function ownerKey(namespace: string, kind: string, name: string): string {
@@ -82,7 +85,7 @@ export function ownerKey(namespace: string, kind: string, name: string): string 
 /** The workload to restart for a pod: its controller, followed through a ReplicaSet to its Deployment and a Job to its CronJob. */
 export function workloadOf(pod: KubernetesObject, namespace: string, owners: ClusterObjects['owners']): WorkloadRef & { chain: string[] } {
   const controller = controllerOf(pod);
-  if (!controller) return { kind: 'Pod', name: String(metadataOf(pod).name), via: 'self', chain: [] };
+  if (!controller) return { apiVersion: 'v1', kind: 'Pod', name: String(metadataOf(pod).name), via: 'self', chain: [] };
   if (controller.kind === 'ReplicaSet' || controller.kind === 'Job') {
     const owner = owners.get(ownerKey(namespace, controller.kind, controller.name));
     if (owner) {
@@ -93,7 +96,7 @@ export function workloadOf(pod: KubernetesObject, namespace: string, owners: Clu
     // Not given the ReplicaSet: a Deployment names its ReplicaSets <deployment>-<pod-template-hash>.
     const hash = ownStringMap(metadataOf(pod).labels)['pod-template-hash'];
     if (controller.kind === 'ReplicaSet' && hash && controller.name.endsWith(`-${hash}`)) {
-      return { kind: 'Deployment', name: controller.name.slice(0, -hash.length - 1), via: 'inferred', chain: ['ReplicaSet', 'Deployment'] };
+      return { apiVersion: 'apps/v1', kind: 'Deployment', name: controller.name.slice(0, -hash.length - 1), via: 'inferred', chain: ['ReplicaSet', 'Deployment'] };
     }
   }
   return { ...controller, via: 'ownerReferences', chain: [controller.kind] };

@@ -32,6 +32,8 @@ function hasAudit(config: ResolvedInjectorConfig): boolean {
 /** One workload's pods, counted. A pod counts once under `pods`, and under each state one of its injections is in. */
 export interface WorkloadStatus {
   readonly namespace: string;
+  /** As the pods' owner references give it (`apps/v1`, `argoproj.io/v1alpha1`); absent when a reference had none. */
+  readonly apiVersion?: string;
   readonly kind: string;
   readonly name: string;
   /** How the workload was found from its pods (`inferred`: a ReplicaSet's name, when the ReplicaSet was not read). */
@@ -161,6 +163,7 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
       entry = {
         status: {
           namespace: pod.namespace,
+          ...(pod.workload.apiVersion !== undefined ? { apiVersion: pod.workload.apiVersion } : {}),
           kind: pod.workload.kind,
           name: pod.workload.name,
           via: pod.workload.via,

@@ -9,7 +9,8 @@ import type { Clock } from '../cli/in-place-rollout';
 import type { KubeApi } from './kube-api';
 
 export interface EventTarget {
-  readonly apiVersion: string;
+  /** Left out when unknown rather than guessed (an Event's involvedObject may omit it). */
+  readonly apiVersion?: string;
   readonly kind: string;
   readonly namespace: string;
   readonly name: string;
@@ -65,7 +66,7 @@ export class EventRecorder {
           apiVersion: 'v1',
           kind: 'Event',
           metadata: { name: `${target.name.slice(0, 200)}.${randomBytes(8).toString('hex')}`, namespace: target.namespace },
-          involvedObject: { apiVersion: target.apiVersion, kind: target.kind, namespace: target.namespace, name: target.name, ...(target.uid ? { uid: target.uid } : {}) },
+          involvedObject: { ...(target.apiVersion !== undefined ? { apiVersion: target.apiVersion } : {}), kind: target.kind, namespace: target.namespace, name: target.name, ...(target.uid ? { uid: target.uid } : {}) },
           type,
           reason,
           message: note,

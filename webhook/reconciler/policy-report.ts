@@ -16,6 +16,9 @@ export const POLICY_REPORT_API = '/apis/wgpolicyk8s.io/v1alpha2';
 /** The report's name in each namespace, and the `policy` of its results. */
 export const POLICY_REPORT_NAME = 'sidecar-injector';
 export const MAX_RESULTS = 1000;
+/** The label on every report the reconciler writes, and the selector it lists them by. */
+const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'sidecar-injector-reconciler' };
+export const POLICY_REPORT_SELECTOR = Object.entries(MANAGED_BY).map(([key, value]) => `${key}=${value}`).join(',');
 
 /** What a workload's pods are, as one result: fail when some pod is stale, warn when only versions are unknown. */
 function resultOf(workload: WorkloadStatus): 'pass' | 'fail' | 'warn' {
@@ -37,31 +40,34 @@ function messageOf(workload: WorkloadStatus): string {
 /** The namespace's PolicyReport, from its pods' statuses and the StatusReport of exactly those pods. */
 export function policyReport(namespace: string, pods: readonly PodStatus[], report: StatusReport, now: number): KubernetesObject {
   const timestamp = { seconds: Math.floor(now / 1000), nanos: 0 };
-  const results = report.workloads.slice(0, MAX_RESULTS).map((workload) => ({
-    source: POLICY_REPORT_NAME,
-    policy: POLICY_REPORT_NAME,
-    rule: 'injections-up-to-date',
-    result: resultOf(workload),
-    scored: true,
-    message: messageOf(workload),
-    timestamp,
-    resources: [{ apiVersion: workloadApiVersion(workload.kind) ?? 'apps/v1', kind: workload.kind, name: workload.name, namespace }],
-    properties: {
-      pods: String(workload.pods),
-      upToDate: String(workload.upToDate),
-      outdated: String(workload.outdated),
-      missing: String(workload.missing),
-      noLongerConfigured: String(workload.noLongerConfigured),
-      versionUnknown: String(workload.versionUnknown),
-      ...(workload.audit !== undefined ? { audit: String(workload.audit) } : {}),
-    },
-  }));
+  const results = report.workloads.slice(0, MAX_RESULTS).map((workload) => {
+    const apiVersion = workloadApiVersion(workload);
+    return {
+      source: POLICY_REPORT_NAME,
+      policy: POLICY_REPORT_NAME,
+      rule: 'injections-up-to-date',
+      result: resultOf(workload),
+      scored: true,
+      message: messageOf(workload),
+      timestamp,
+      resources: [{ ...(apiVersion !== undefined ? { apiVersion } : {}), kind: workload.kind, name: workload.name, namespace }],
+      properties: {
+        pods: String(workload.pods),
+        upToDate: String(workload.upToDate),
+        outdated: String(workload.outdated),
+        missing: String(workload.missing),
+        noLongerConfigured: String(workload.noLongerConfigured),
+        versionUnknown: String(workload.versionUnknown),
+        ...(workload.audit !== undefined ? { audit: String(workload.audit) } : {}),
+      },
+    };
+  });
   const count = (state: PodStatus['state']) => pods.filter((pod) => pod.state === state).length;
   const auditOnly = pods.filter((pod) => pod.state === 'none' && pod.injections.some((injection) => injection.state === 'audit')).length;
   return {
     apiVersion: 'wgpolicyk8s.io/v1alpha2',
     kind: 'PolicyReport',
-    metadata: { name: POLICY_REPORT_NAME, namespace, labels: { 'app.kubernetes.io/managed-by': 'sidecar-injector-reconciler' } },
+    metadata: { name: POLICY_REPORT_NAME, namespace, labels: { ...MANAGED_BY } },
     // Pods, as `status` counts them: up to date, stale (missing, outdated, no longer configured, an
     // unserved revision), and warn: versions unknown, or only an injection in audit mode would change
     // them. Pods that have and owe no injection are not counted.
@@ -94,7 +100,8 @@ export const MAX_REMEMBERED_REPORTS = 8192;
  * Writes each namespace's report when what it says changed: a pass every 30 s over a thousand
  * namespaces would otherwise write 33 reports a second that say nothing new. What was written is
  * remembered as a hash per namespace (bounded); a namespace with no workload to report is written
- * only when it had a report before (then emptied: the reconciler may not delete).
+ * only when it had a report before (then emptied: the reconciler may not delete), which is also how a
+ * namespace whose pods are all gone has its report emptied.
  */
 export class PolicyReportWriter {
   private readonly written = new Map<string, string>();

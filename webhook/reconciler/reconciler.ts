@@ -22,7 +22,7 @@ import { probeInjection } from './injection-probe';
 import { type KubeApi, isConflict, listPages } from './kube-api';
 import type { LeaderLease } from './lease';
 import { readLiveInjector, webhookUnready } from './live-injector';
-import { PolicyReportWriter, policyReport, policyReportsServed } from './policy-report';
+import { POLICY_REPORT_API, POLICY_REPORT_NAME, POLICY_REPORT_SELECTOR, PolicyReportWriter, policyReport, policyReportsServed } from './policy-report';
 import { type RepairDecision, WAIT_REASONS, type WaitReason, repairDecision, repairKey } from './repair-decision';
 import { upgradeInPlace } from './in-place-repair';
 import { type WorkloadName, workloadApiVersion, workloadKey, workloadPath } from './workload-name';
@@ -189,6 +189,7 @@ export class Reconciler {
       }
     });
     await flush();
+    if (reportsServed) await this.emptyVacatedReports(pass, flushed);
     // Repairs only now, with the list done: an in-place upgrade waits minutes for the kubelet, and a
     // list's continue token does not outlive etcd's compaction.
     const budgets = new Map<string, KubernetesObject[]>();
@@ -225,8 +226,30 @@ export class Reconciler {
     if (writeReport && (await this.reports.write(policyReport(namespace, statuses, report, this.options.clock.now())))) pass.reports++;
   }
 
+  /**
+   * Empties the reports of namespaces that had pods and have none now (the pod list named them not): a
+   * namespace's report is written as it is judged, so without this its last `fail` would outlive its
+   * pods. Emptied, not deleted: the reconciler may not delete. One list of its own reports a pass.
+   */
+  private async emptyVacatedReports(pass: PassState, judged: ReadonlySet<string>): Promise<void> {
+    const empty = statusReport([], pass.source.config);
+    await listPages(
+      this.options.api,
+      `${POLICY_REPORT_API}/policyreports`,
+      async (reports) => {
+        for (const report of reports) {
+          const namespace = String(report?.metadata?.namespace ?? '');
+          if (report?.metadata?.name !== POLICY_REPORT_NAME || judged.has(namespace) || namespace === 'kube-system' || namespace === this.options.namespace) continue;
+          if (await this.reports.write(policyReport(namespace, [], empty, this.options.clock.now()))) pass.reports++;
+        }
+      },
+      { labelSelector: POLICY_REPORT_SELECTOR },
+    );
+  }
+
   private target(workload: WorkloadName, uid?: string): EventTarget {
-    return { apiVersion: workloadApiVersion(workload.kind) ?? 'v1', kind: workload.kind, namespace: workload.namespace, name: workload.name, ...(uid ? { uid } : {}) };
+    const apiVersion = workloadApiVersion(workload);
+    return { ...(apiVersion !== undefined ? { apiVersion } : {}), kind: workload.kind, namespace: workload.namespace, name: workload.name, ...(uid ? { uid } : {}) };
   }
 
   private wait(pass: PassState, workload: WorkloadName, reason: WaitReason, eventReason: EventReason, message: string, uid?: string): Promise<boolean> {
@@ -254,7 +277,7 @@ export class Reconciler {
       pass.waiting.push({ workload: key, reason: 'rate-limit', message: `more than ${MAX_REPAIR_CANDIDATES} workloads to repair: the next pass takes it` });
       return;
     }
-    pass.candidates.push({ workload: { namespace: workload.namespace, kind: workload.kind, name: workload.name }, decision });
+    pass.candidates.push({ workload: { namespace: workload.namespace, apiVersion: workload.apiVersion, kind: workload.kind, name: workload.name }, decision });
   }
 
   /** One repair, behind every guard, once the pods are listed. */

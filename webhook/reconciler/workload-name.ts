@@ -5,7 +5,7 @@ import { TARGET_KIND_RESOURCES, type TargetKind } from '../config';
 import type { WorkloadStatus } from '../cli/status-command';
 
 /** A workload, as far as the reconciler needs to name it. */
-export type WorkloadName = Pick<WorkloadStatus, 'namespace' | 'kind' | 'name'>;
+export type WorkloadName = Pick<WorkloadStatus, 'namespace' | 'apiVersion' | 'kind' | 'name'>;
 
 /** `namespace/Kind/name`: the key of its backoff, the name in a pass's outcome. */
 export function workloadKey(workload: WorkloadName): string {
@@ -14,10 +14,14 @@ export function workloadKey(workload: WorkloadName): string {
 
 const known = (kind: string): kind is TargetKind => Object.prototype.hasOwnProperty.call(TARGET_KIND_RESOURCES, kind);
 
-/** The apiVersion of a target kind (`apps/v1`); undefined for an owner of another kind (a custom controller's). */
-export function workloadApiVersion(kind: string): string | undefined {
-  if (!known(kind)) return undefined;
-  const { group } = TARGET_KIND_RESOURCES[kind];
+/**
+ * The workload's apiVersion: as its pods' owner references give it (a custom controller's kind, an Argo
+ * Rollout's `argoproj.io/v1alpha1`), else that of a target kind (`apps/v1`); undefined when neither says.
+ */
+export function workloadApiVersion(workload: Pick<WorkloadName, 'apiVersion' | 'kind'>): string | undefined {
+  if (workload.apiVersion !== undefined) return workload.apiVersion;
+  if (!known(workload.kind)) return undefined;
+  const { group } = TARGET_KIND_RESOURCES[workload.kind];
   return group === '' ? 'v1' : `${group}/v1`;
 }
 
