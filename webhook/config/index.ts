@@ -10,3 +10,4 @@ export * from './injection-hash';
 export * from './container-overrides';
 export * from './revisions';
 export * from './reconciler-settings';
+export * from './audit-message';

@@ -8,6 +8,7 @@ import {
   TARGET_KINDS,
   type TargetKind,
   annotationKeys,
+  auditMessage,
   compileValuePattern,
   containsPlaceholder,
   injectionHashEntry,
@@ -116,20 +117,9 @@ function overrideKeysOf(config: ResolvedInjectorConfig): Pick<PreparedConfig, 'o
 }
 
 
-/** `audit: injection "envoy" would add containers envoy; volumes envoy-config; env SERVICE_NAME`: from the config alone. */
+/** The warning of an injection in audit mode (config/audit-message.ts: the policy backend says the same). */
 function auditWarning(injection: ResolvedInjection): PodWarning {
-  const names = (list: readonly { name?: unknown }[] | undefined) => (list ?? []).map((item) => String(item.name));
-  const parts = [
-    ['containers', names(injection.containers)],
-    ['init containers', names(injection.initContainers)],
-    ['volumes', names(injection.volumes)],
-    ['volume mounts', (injection.volumeMounts ?? []).map((mount) => String(mount.mountPath))],
-    ['env', names(injection.env)],
-    ['labels', Object.keys(injection.labels ?? {})],
-    ['annotations', Object.keys(injection.annotations ?? {})],
-  ].filter(([, list]) => list.length > 0).map(([what, list]) => `${what} ${(list as string[]).join(', ')}`);
-  const message = `audit: injection "${injection.name}" would add ${parts.length > 0 ? parts.join('; ') : 'nothing'}; it is in audit mode, so nothing was added`;
-  return Object.freeze({ injection: injection.name, reason: 'audit', message, shown: true });
+  return Object.freeze({ injection: injection.name, reason: 'audit', message: auditMessage(injection), shown: true });
 }
 
 /** Every DecisionReason (the compiler checks that none is missing). */
