@@ -180,7 +180,13 @@ export class InjectorReconciler extends Construct {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
       subjects: [{ kind: 'ServiceAccount', name, namespace: target.namespace }],
     });
-    const settingsJson = () => JSON.stringify(this.settings(), null, 2) + '\n';
+    // The reconciler reads this file with the same validator: what it would refuse at start fails synth.
+    const settingsJson = () => {
+      const settings = this.settings();
+      const issues = reconcilerSettingsIssues(settings);
+      if (issues.length > 0) throw new Error(`[${this.node.path}] ${RECONCILER_SETTINGS_FILE} would not load: ${issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ')}`);
+      return JSON.stringify(settings, null, 2) + '\n';
+    };
     this.configMap = new k8s.KubeConfigMap(this, 'Settings', { metadata, data: { [RECONCILER_SETTINGS_FILE]: Lazy.any({ produce: settingsJson }) as unknown as string } });
     const code = target.server.bindReconciler(this, { name: target.name, namespace: target.namespace, labels });
     const resources = props.resources ?? { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '256Mi' } };

@@ -61,6 +61,14 @@ export interface MutatingAdmissionPolicySpec {
   readonly reinvocationPolicy: 'IfNeeded' | 'Never';
 }
 
+/** A ValidatingAdmissionPolicy's spec, as far as this package writes one (admissionregistration.k8s.io/v1). */
+export interface ValidatingAdmissionPolicySpec {
+  readonly matchConstraints: MatchResources;
+  readonly matchConditions?: readonly MatchCondition[];
+  readonly validations: readonly { readonly expression: string; readonly message?: string; readonly messageExpression?: string; readonly reason?: string }[];
+  readonly failurePolicy: 'Ignore' | 'Fail';
+}
+
 export interface MutatingAdmissionPolicyBindingSpec {
   readonly policyName: string;
   readonly matchResources?: MatchResources;

@@ -6,7 +6,7 @@ export {
 } from './admission-policy-types';
 export type { AdmissionPolicyApiVersion, InjectorBackend } from './admission-policy-types';
 export { AdmissionPolicyLimitationError, InjectionAdmissionPolicies } from './injection-admission-policies';
-export type { InjectionAdmissionPoliciesProps, PodStatusPolicyObjects, PolicyBindingSelectors, ShapePolicyObjects } from './injection-admission-policies';
+export type { AuditShapeObjects, InjectionAdmissionPoliciesProps, PodStatusPolicyObjects, PolicyBindingSelectors, ShapePolicyObjects } from './injection-admission-policies';
 export { UnservedRevisionPolicy } from './unserved-revision-policy';
 export type { UnservedRevisionPolicyProps } from './unserved-revision-policy';
 export { configPolicyLimitations, policyLimitations } from './injection-policy';

@@ -8,6 +8,7 @@ import {
   MutatingAdmissionPolicyBindingSpec,
   MutatingAdmissionPolicySpec,
 } from './admission-policy-types';
+import { auditShapePolicies } from './audit-policy';
 import { PolicyLimitation, policyLimitations, readinessConditionPolicySpec, shapePolicies } from './injection-policy';
 import { type TemplateShape, shapesOf } from './template-shapes';
 
@@ -66,6 +67,16 @@ export interface ShapePolicyObjects {
   readonly bindings: readonly ApiObject[];
 }
 
+/** The ValidatingAdmissionPolicy and bindings of one template shape's injections in audit mode. */
+export interface AuditShapeObjects {
+  /** Where the pod template sits in the objects this policy matches. */
+  readonly shape: TemplateShape;
+  /** The ValidatingAdmissionPolicy, named as the shape's MutatingAdmissionPolicy is: a validation per audit injection. */
+  readonly policy: ApiObject;
+  /** Its ValidatingAdmissionPolicyBindings (validationActions Warn and Audit), with the mutating bindings' selectors. */
+  readonly bindings: readonly ApiObject[];
+}
+
 /** The policy and binding that give a pod the readiness gate's condition on its first status write. */
 export interface PodStatusPolicyObjects {
   /** The MutatingAdmissionPolicy `<prefix>.pod-status`, matching UPDATE of pods/status. */
@@ -101,6 +112,10 @@ export class InjectionAdmissionPolicies extends Construct {
   readonly objects: ShapePolicyObjects[] = [];
   /** The injections the policies apply, in order. */
   readonly injectionNames: string[] = [];
+  /** The ValidatingAdmissionPolicy and bindings of each template shape with an injection in audit mode. */
+  readonly auditObjects: AuditShapeObjects[] = [];
+  /** The injections in audit mode (warned about, never applied), in order. */
+  readonly auditNames: string[] = [];
   /**
    * The policy (`<prefix>.pod-status`) and binding that set the readiness gate's condition True on a
    * pod's first status write; made when the first injection with `readinessGate` is added.
@@ -128,6 +143,13 @@ export class InjectionAdmissionPolicies extends Construct {
   addInjection(injection: ResolvedInjection): void {
     const reasons = policyLimitations(injection);
     if (reasons.length > 0) throw new AdmissionPolicyLimitationError(reasons.map((reason) => ({ injection: injection.name, reason })));
+    if (injection.mode === 'audit') {
+      this.auditNames.push(injection.name);
+      for (const shape of shapesOf(injection)) {
+        if (!this.auditObjects.some((objects) => objects.shape === shape)) this.auditObjects.push(this.makeAuditShape(shape));
+      }
+      return;
+    }
     this.injectionNames.push(injection.name);
     for (const shape of shapesOf(injection)) {
       if (!this.objects.some((objects) => objects.shape === shape)) this.objects.push(this.makeShape(shape));
@@ -163,30 +185,67 @@ export class InjectionAdmissionPolicies extends Construct {
       if (!policy) throw new Error(`no injection targets ${shape} any more`);
       return policy.spec;
     };
-    // The whole config rides along for `status --from`, as the webhook's ConfigMap carries it; cdk8s
-    // resolves a Lazy annotation value at synth, after every addInjection().
-    const configAnnotation = Lazy.any({ produce: () => this.synthesizeConfigAnnotation() }) as unknown as string;
-    const tags = this.props.carriedConfig?.().tags;
-    const annotations = { [POLICY_CONFIG_ANNOTATION]: configAnnotation, ...(tags ? { [POLICY_TAGS_ANNOTATION]: JSON.stringify(tags) } : {}) };
     const policy = new ApiObject(this, `${shape}-policy`, {
       apiVersion,
       kind: 'MutatingAdmissionPolicy',
-      metadata: { name, labels, annotations },
+      metadata: { name, labels, annotations: this.configAnnotations() },
       spec: Lazy.any({ produce: spec }),
     });
-    const bindingOf = (id: string, bindingName: string, namespaceSelector: LabelSelector, objectSelector: LabelSelector) =>
+    const bindings = this.bindingsOf(`${shape}-binding`, name, (id, bindingName, matchResources) =>
       new ApiObject(this, id, {
         apiVersion,
         kind: 'MutatingAdmissionPolicyBinding',
         metadata: { name: bindingName, labels },
-        spec: { policyName: name, matchResources: { namespaceSelector, objectSelector } } satisfies MutatingAdmissionPolicyBindingSpec,
-      });
-    if (this.props.bindings) {
-      const bindings = this.props.bindings.map((entry) => bindingOf(`${shape}-binding-${entry.suffix}`, `${name}.${entry.suffix}`, entry.namespaceSelector, entry.objectSelector));
-      return { shape, policy, binding: bindings[0], bindings };
-    }
-    const binding = bindingOf(`${shape}-binding`, name, this.props.namespaceSelector ?? {}, this.props.objectSelector ?? {});
-    return { shape, policy, binding, bindings: [binding] };
+        spec: { policyName: name, matchResources } satisfies MutatingAdmissionPolicyBindingSpec,
+      }),
+    );
+    return { shape, policy, binding: bindings[0], bindings };
+  }
+
+  /**
+   * A shape's audit policy: named as its MutatingAdmissionPolicy (another kind), bound with the same
+   * selectors, carrying the config too (an injector whose injections are all in audit mode has no
+   * MutatingAdmissionPolicy to carry it).
+   */
+  private makeAuditShape(shape: TemplateShape): AuditShapeObjects {
+    const name = `${this.namePrefix}.${shape}`;
+    const labels = this.props.labels;
+    const spec = () => {
+      const policy = auditShapePolicies(this.props.config(), this.auditNames).find((candidate) => candidate.shape === shape);
+      if (!policy) throw new Error(`no injection in audit mode targets ${shape} any more`);
+      return policy.spec;
+    };
+    const policy = new ApiObject(this, `${shape}-audit-policy`, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name, labels, annotations: this.configAnnotations() },
+      spec: Lazy.any({ produce: spec }),
+    });
+    const bindings = this.bindingsOf(`${shape}-audit-binding`, name, (id, bindingName, matchResources) =>
+      new ApiObject(this, id, {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicyBinding',
+        metadata: { name: bindingName, labels },
+        spec: { policyName: name, validationActions: ['Warn', 'Audit'], matchResources },
+      }),
+    );
+    return { shape, policy, bindings };
+  }
+
+  /** One binding, or with revisions one per way the revision is chosen (`<name>.<suffix>`). */
+  private bindingsOf(id: string, name: string, make: (id: string, name: string, matchResources: { namespaceSelector: LabelSelector; objectSelector: LabelSelector }) => ApiObject): ApiObject[] {
+    if (this.props.bindings) return this.props.bindings.map((entry) => make(`${id}-${entry.suffix}`, `${name}.${entry.suffix}`, { namespaceSelector: entry.namespaceSelector, objectSelector: entry.objectSelector }));
+    return [make(id, name, { namespaceSelector: this.props.namespaceSelector ?? {}, objectSelector: this.props.objectSelector ?? {} })];
+  }
+
+  /**
+   * The whole config rides along for `status --from`, as the webhook's ConfigMap carries it; cdk8s
+   * resolves a Lazy annotation value at synth, after every addInjection().
+   */
+  private configAnnotations(): Record<string, string> {
+    const configAnnotation = Lazy.any({ produce: () => this.synthesizeConfigAnnotation() }) as unknown as string;
+    const tags = this.props.carriedConfig?.().tags;
+    return { [POLICY_CONFIG_ANNOTATION]: configAnnotation, ...(tags ? { [POLICY_TAGS_ANNOTATION]: JSON.stringify(tags) } : {}) };
   }
 
   /** The config as compact JSON, or an error naming `injections` when the apiserver would refuse its size. */

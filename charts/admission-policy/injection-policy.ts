@@ -63,8 +63,6 @@ export interface InjectionPolicySettings {
  */
 export function policyLimitations(injection: ResolvedInjection): string[] {
   const reasons: string[] = [];
-  // A mutating policy either applies its mutations or does not run: it has no "say what you would add".
-  if (injection.mode === 'audit') reasons.push(`mode 'audit' is served by the webhook backend only: a policy cannot answer with what it would have added`);
   const trigger = injection.trigger;
   if (trigger.type === 'annotation' && trigger.valuePattern !== undefined) {
     try {

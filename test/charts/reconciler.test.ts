@@ -125,13 +125,16 @@ describe('the reconciler prop', () => {
 });
 
 describe('an injection in audit mode in the construct', () => {
-  test('synthesizes into the webhook config; the policy backend refuses it, naming the injection and why', () => {
+  test('synthesizes into the webhook config, and on the policy backend into a ValidatingAdmissionPolicy the reconciler may read by name', () => {
     const { manifests } = synthChart({ injections: [{ ...envoyInjection(ENVOY_V1), mode: 'audit' }] });
     const config = JSON.parse(manifests.find((object) => object.kind === 'ConfigMap' && object.data?.['config.json'])!.data['config.json']);
     assert.equal(config.injections[0].mode, 'audit');
-    assert.throws(
-      () => synthChart({ backend: 'admissionPolicy', injections: [{ ...envoyInjection(ENVOY_V1), mode: 'audit' }] }),
-      /injections\[0\]: injection "envoy" cannot be a MutatingAdmissionPolicy: mode 'audit' is served by the webhook backend only/,
-    );
+    const policyBackend = synthChart({ backend: 'admissionPolicy', reconciler: {}, injections: [{ ...envoyInjection(ENVOY_V1), mode: 'audit' }] }).manifests;
+    const validating = policyBackend.filter((object) => object.kind === 'ValidatingAdmissionPolicy').map((object) => object.metadata.name);
+    assert.deepEqual(validating, ['sidecar-injector.sidecar-injector.pods']);
+    const settings = parseReconcilerSettings(named(policyBackend, 'ConfigMap')!.data[RECONCILER_SETTINGS_FILE]);
+    assert.deepEqual((settings.injector as any).validatingPolicyNames, validating);
+    const rule = named(policyBackend, 'ClusterRole')!.rules.find((candidate: any) => candidate.resources.includes('validatingadmissionpolicies'));
+    assert.deepEqual(rule.resourceNames, validating);
   });
 });

@@ -234,3 +234,18 @@ export function admitWithPolicies(policies: readonly SimulatedPolicy[], request:
   for (const policy of ran.filter((candidate) => candidate.spec.reinvocationPolicy === 'IfNeeded')) object = evaluatePolicy(policy, request, object).object;
   return object;
 }
+
+/**
+ * A ValidatingAdmissionPolicy against the object as the mutating admission left it: its rules and match
+ * conditions, then each validation; the messages of the validations that failed (what the apiserver
+ * returns as warnings under validationActions Warn), none when it does not match.
+ */
+export function failedValidations(policy: SimulatedPolicy, request: SimulatedRequest, object: any): string[] {
+  const env = kubernetesCelEnvironment();
+  if (!ruleMatches(policy.spec, request)) return [];
+  const context = contextOf(request, object);
+  for (const condition of policy.spec.matchConditions ?? []) {
+    if (env.evaluate(condition.expression, context) !== true) return [];
+  }
+  return (policy.spec.validations as any[]).filter((validation) => env.evaluate(validation.expression, context) !== true).map((validation) => String(validation.message));
+}

@@ -85,7 +85,12 @@ interface SynthesizedInjector {
 function policyInjectors(from: string, documents: readonly SourceDocument[]): SynthesizedInjector[] {
   const policies = documents.filter((document) => isAdmissionRegistration(document, 'MutatingAdmissionPolicy'));
   const bindings = documents.filter((document) => isAdmissionRegistration(document, 'MutatingAdmissionPolicyBinding'));
-  const carrying = policies.filter((document) => typeof objectOf(document).metadata?.annotations?.[POLICY_CONFIG_ANNOTATION] === 'string');
+  const validating = documents.filter((document) => isAdmissionRegistration(document, 'ValidatingAdmissionPolicy'));
+  const validatingBindings = documents.filter((document) => isAdmissionRegistration(document, 'ValidatingAdmissionPolicyBinding'));
+  const carries = (document: SourceDocument) => typeof objectOf(document).metadata?.annotations?.[POLICY_CONFIG_ANNOTATION] === 'string';
+  // The ValidatingAdmissionPolicies of injections in audit mode carry the config too (named as the
+  // shape's MutatingAdmissionPolicy): where they bind, the injector sees the object, as the webhook would.
+  const carrying = [...policies.filter(carries), ...validating.filter(carries)];
   if (policies.length > 0 && carrying.length === 0) {
     throw new InputError([
       `${from}: holds MutatingAdmissionPolicies (${policies.map((document) => describeObject(document.object!)).join(', ')}) without the ` +
@@ -99,8 +104,6 @@ function policyInjectors(from: string, documents: readonly SourceDocument[]): Sy
     const key = `${annotations[POLICY_CONFIG_ANNOTATION]}\u0000${annotations[POLICY_TAGS_ANNOTATION] ?? ''}`;
     groups.set(key, [...(groups.get(key) ?? []), document]);
   }
-  const validating = documents.filter((document) => isAdmissionRegistration(document, 'ValidatingAdmissionPolicy'));
-  const validatingBindings = documents.filter((document) => isAdmissionRegistration(document, 'ValidatingAdmissionPolicyBinding'));
   const injectors = [...groups].map(([key, members]) => {
     const first = members[0].object as Record<string, any>;
     const [configOnly, tagsText] = key.split('\u0000');
@@ -120,10 +123,12 @@ function policyInjectors(from: string, documents: readonly SourceDocument[]): Sy
     for (const member of members) {
       const policy = member.object as Record<string, any>;
       const revision = revisionLabelKey === undefined ? undefined : policy.metadata.labels?.[revisionLabelKey];
-      for (const binding of bindings.filter((candidate) => objectOf(candidate).spec?.policyName === policy.metadata.name)) {
+      const bindingKind = `${policy.kind}Binding`;
+      const policyBindings = policy.kind === 'ValidatingAdmissionPolicy' ? validatingBindings : bindings;
+      for (const binding of policyBindings.filter((candidate) => objectOf(candidate).spec?.policyName === policy.metadata.name)) {
         const matchResources = objectOf(binding).spec?.matchResources ?? {};
         webhooks.push({
-          name: `${objectOf(binding).metadata?.name} (MutatingAdmissionPolicyBinding)`,
+          name: `${objectOf(binding).metadata?.name} (${bindingKind})`,
           rules: policy.spec?.matchConstraints?.resourceRules ?? [],
           matchPolicy: policy.spec?.matchConstraints?.matchPolicy,
           namespaceSelector: matchResources.namespaceSelector,

@@ -238,7 +238,8 @@ export interface Injection {
    * `audit` changes no pod: where the injection would apply, the webhook adds nothing and answers with a
    * warning naming what it would have added; the metrics (`reason="audit"`), `status` (the `audit`
    * state) and the reconciler's reports count those pods. For rehearsing a new injection on a live
-   * cluster. The webhook backend only.
+   * cluster. On the policy backend, a ValidatingAdmissionPolicy gives the same warning (validationActions
+   * Warn and Audit) where its MutatingAdmissionPolicy would have applied the injection.
    * @default 'enforce'
    */
   readonly mode?: InjectionMode;

@@ -134,7 +134,10 @@ export function reconcilerSettingsIssues(settings: unknown, base = 'reconciler')
       const names = injector[key];
       if (!Array.isArray(names) || !names.every(isName)) issues.push({ path: at(`injector.${key}`), message: 'must be a list of object names' });
     }
-    if (Array.isArray(injector.policyNames) && injector.policyNames.length === 0) issues.push({ path: at('injector.policyNames'), message: 'must name at least one policy' });
+    // The config rides on the MutatingAdmissionPolicies, or on the audit ValidatingAdmissionPolicies when every injection is in audit mode.
+    if (Array.isArray(injector.policyNames) && injector.policyNames.length === 0 && Array.isArray(injector.validatingPolicyNames) && injector.validatingPolicyNames.length === 0) {
+      issues.push({ path: at('injector.policyNames'), message: 'must name at least one policy (with validatingPolicyNames)' });
+    }
   } else issues.push({ path: at('injector.backend'), message: `must be 'webhook' or 'policy', got ${JSON.stringify(injector.backend)}` });
   return issues;
 }

@@ -51,7 +51,8 @@ export async function readLiveInjector(api: KubeApi, namespace: string, injector
       { path: `${ADMISSION}/v1/mutatingwebhookconfigurations/${injector.webhookConfigurationName}`, describe: `MutatingWebhookConfiguration ${injector.webhookConfigurationName}` },
     ]);
   } else {
-    const version = await admissionVersion(api);
+    // An injector whose injections are all in audit mode has ValidatingAdmissionPolicies only (v1, GA since 1.30).
+    const version = injector.policyNames.length === 0 ? 'v1' : await admissionVersion(api);
     if (version === '') return { waiting: 'the apiserver serves no MutatingAdmissionPolicy API: the policies cannot be loaded' };
     const read = (plural: string, kind: string, group: string) => (name: string) => ({ path: `${ADMISSION}/${group}/${plural}/${name}`, describe: `${kind} ${name}` });
     objects = await readAll(api, [
