@@ -378,6 +378,26 @@ describe('PolicyReports of namespaces left without pods', () => {
   });
 });
 
+describe('a namespace being deleted', () => {
+  test('its report cannot be written: logged, and the pass goes on to report and repair the others', async () => {
+    const { kube, replica, logs } = reconcilerHarness();
+    kube.served.add('wgpolicyk8s.io/v1alpha2');
+    kube.namespace('leaving', { injection: 'enabled' });
+    setWebhookReady(kube, false);
+    kube.deployment('leaving', 'old', 1, APP_SPEC);
+    kube.deployment('apps', 'web', 2, APP_SPEC);
+    setWebhookReady(kube, true);
+    kube.terminating.add('leaving');
+    const { reconciler, lease } = replica('reconciler-a');
+    await lease.tryAcquireOrRenew();
+    const outcome = await reconciler.pass();
+    assert.deepEqual(outcome.restarted, ['apps/Deployment/web'], 'in the namespace being deleted the dry-run probe is refused too, so nothing is restarted there');
+    assert.ok(kube.get('wgpolicyk8s.io', 'policyreports', 'apps', POLICY_REPORT_NAME), 'the other namespace is reported');
+    assert.equal(kube.get('wgpolicyk8s.io', 'policyreports', 'leaving', POLICY_REPORT_NAME), undefined);
+    assert.ok(logs.some((entry) => entry.level === 'warn' && /PolicyReport/.test(entry.message) && entry.fields?.namespace === 'leaving'), JSON.stringify(logs));
+  });
+});
+
 describe('workloads of kinds the reconciler does not know', () => {
   test('Events and report results name them with the apiVersion of their owner reference, not a guess', async () => {
     const { kube, replica } = reconcilerHarness({ missing: 'restart' });

@@ -65,6 +65,8 @@ export class FakeKube implements KubeApi {
   readonly served = new Set(['coordination.k8s.io/v1', 'apps/v1', 'policy/v1', 'discovery.k8s.io/v1', 'admissionregistration.k8s.io/v1']);
   /** The reconciler's rules, when RBAC is enforced. */
   rbac?: { readonly cluster: readonly Rule[]; readonly namespace: string; readonly namespaced: readonly Rule[] };
+  /** Namespaces being deleted: creates in them are refused, as the NamespaceLifecycle admission plugin refuses them. */
+  readonly terminating = new Set<string>();
   /** Each Deployment's pod-template-hashes, in order: one per rollout (what would be a ReplicaSet). */
   readonly rollouts = new Map<string, string[]>();
 
@@ -221,6 +223,9 @@ export class FakeKube implements KubeApi {
     if (!this.allowed(verb, group, fullResource, namespace, name)) {
       this.forbidden.push(this.requests[this.requests.length - 1]);
       throw new KubeApiError(403, 'Forbidden', `${fullResource}${name ? ` "${name}"` : ''} is forbidden: cannot ${verb} in ${namespace ? `namespace "${namespace}"` : 'the cluster scope'}`);
+    }
+    if (verb === 'create' && namespace !== undefined && this.terminating.has(namespace)) {
+      throw new KubeApiError(403, 'Forbidden', `${resource} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`);
     }
     if (verb === 'list') {
       let items = this.list(group, resource, namespace);

@@ -223,7 +223,19 @@ export class Reconciler {
       if (decision.action === 'none') continue;
       await this.judged(pass, workload, decision);
     }
-    if (writeReport && (await this.reports.write(policyReport(namespace, statuses, report, this.options.clock.now())))) pass.reports++;
+    if (writeReport) await this.writeReport(pass, policyReport(namespace, statuses, report, this.options.clock.now()));
+  }
+
+  /**
+   * A report that cannot be written (its namespace being deleted refuses every create, say) is logged
+   * and tried again next pass: it must not stop the pass, whose repairs come after the list.
+   */
+  private async writeReport(pass: PassState, report: KubernetesObject): Promise<void> {
+    try {
+      if (await this.reports.write(report)) pass.reports++;
+    } catch (error) {
+      this.options.log('warn', 'could not write a PolicyReport; trying again next pass', { namespace: (report.metadata as Record<string, unknown>).namespace, error: (error as Error).message });
+    }
   }
 
   /**
@@ -240,7 +252,7 @@ export class Reconciler {
         for (const report of reports) {
           const namespace = String(report?.metadata?.namespace ?? '');
           if (report?.metadata?.name !== POLICY_REPORT_NAME || judged.has(namespace) || namespace === 'kube-system' || namespace === this.options.namespace) continue;
-          if (await this.reports.write(policyReport(namespace, [], empty, this.options.clock.now()))) pass.reports++;
+          await this.writeReport(pass, policyReport(namespace, [], empty, this.options.clock.now()));
         }
       },
       { labelSelector: POLICY_REPORT_SELECTOR },
