@@ -9,8 +9,8 @@
 
 import { type ResolvedInjectorConfig, auditMessage } from '../../webhook/config';
 import type { ValidatingAdmissionPolicySpec } from './admission-policy-types';
-import { PolicyWriter } from './policy-writer';
-import { TEMPLATE_SHAPES, type TemplateShape, policyResourceRules, shapesOf } from './template-shapes';
+import { membersByShape } from './injection-policy';
+import { type TemplateShape, policyResourceRules } from './template-shapes';
 
 /** The audit policy of one template shape. */
 export interface AuditShapePolicy {
@@ -26,22 +26,14 @@ export function auditShapePolicies(config: ResolvedInjectorConfig, injections: r
   for (const injection of chosen) {
     if (injection.mode !== 'audit') throw new Error(`injection "${injection.name}" is not in audit mode`);
   }
-  const policies: AuditShapePolicy[] = [];
-  for (const shape of Object.keys(TEMPLATE_SHAPES) as TemplateShape[]) {
-    const members = chosen.filter((injection) => shapesOf(injection).includes(shape));
-    if (members.length === 0) continue;
-    const kinds = TEMPLATE_SHAPES[shape].kinds.filter((kind) => members.some((injection) => injection.targetKinds.includes(kind)));
-    const writers = members.map((injection) => new PolicyWriter(injection, config, shape, kinds));
-    policies.push({
-      shape,
-      injections: members.map((injection) => injection.name),
-      spec: {
-        matchConstraints: { resourceRules: policyResourceRules(kinds), matchPolicy: 'Equivalent' },
-        matchConditions: writers[0].sharedConditions(),
-        validations: members.map((injection, index) => ({ expression: `!(${writers[index].guardExpression()})`, message: auditMessage(injection) })),
-        failurePolicy: 'Ignore',
-      },
-    });
-  }
-  return policies;
+  return membersByShape(config, chosen).map(({ shape, members, kinds, writers }) => ({
+    shape,
+    injections: members.map((injection) => injection.name),
+    spec: {
+      matchConstraints: { resourceRules: policyResourceRules(kinds), matchPolicy: 'Equivalent' },
+      matchConditions: writers[0].sharedConditions(),
+      validations: members.map((injection, index) => ({ expression: `!(${writers[index].guardExpression()})`, message: auditMessage(injection) })),
+      failurePolicy: 'Ignore',
+    },
+  }));
 }

@@ -13,7 +13,7 @@
 // mutations in order, which keeps the webhook's order of containers and of the status annotation.
 
 import { RE2JS } from 're2js';
-import { JsonValue, ResolvedInjection, ResolvedInjectorConfig, initialReadinessCondition, readinessConditionMissingCel } from '../../webhook/config';
+import { JsonValue, ResolvedInjection, ResolvedInjectorConfig, type TargetKind, initialReadinessCondition, readinessConditionMissingCel } from '../../webhook/config';
 import type { AdmissionPolicyApiVersion, MutatingAdmissionPolicySpec, Variable } from './admission-policy-types';
 import { celValue } from './cel-text';
 import { mutationGroups, readsWhatALaterOneAdds } from './mutation-groups';
@@ -79,6 +79,24 @@ export function configPolicyLimitations(config: ResolvedInjectorConfig): PolicyL
   return config.injections.flatMap((injection) => policyLimitations(injection).map((reason) => ({ injection: injection.name, reason })));
 }
 
+/** The injections of one template shape, the kinds its policy matches, and a writer per injection. */
+export interface ShapeMembers {
+  readonly shape: TemplateShape;
+  readonly members: readonly ResolvedInjection[];
+  readonly kinds: readonly TargetKind[];
+  readonly writers: readonly PolicyWriter[];
+}
+
+/** `chosen` (injections of `config`) grouped by the template shapes they target, in shape order. */
+export function membersByShape(config: ResolvedInjectorConfig, chosen: readonly ResolvedInjection[]): ShapeMembers[] {
+  return (Object.keys(TEMPLATE_SHAPES) as TemplateShape[]).flatMap((shape) => {
+    const members = chosen.filter((injection) => shapesOf(injection).includes(shape));
+    if (members.length === 0) return [];
+    const kinds = TEMPLATE_SHAPES[shape].kinds.filter((kind) => members.some((injection) => injection.targetKinds.includes(kind)));
+    return [{ shape, members, kinds, writers: members.map((injection) => new PolicyWriter(injection, config, shape, kinds)) }];
+  });
+}
+
 /**
  * The policies of `injections` (names of injections of `config`, which CEL can express): one per
  * template shape any of them targets, with its injections in config order, in as few mutations as can
@@ -91,11 +109,7 @@ export function shapePolicies(config: ResolvedInjectorConfig, injections: readon
     if (limitations.length > 0) throw new Error(`injection "${injection.name}" cannot be an admission policy: ${limitations.join('; ')}`);
   }
   const policies: ShapePolicy[] = [];
-  for (const shape of Object.keys(TEMPLATE_SHAPES) as TemplateShape[]) {
-    const members = chosen.filter((injection) => shapesOf(injection).includes(shape));
-    if (members.length === 0) continue;
-    const kinds = TEMPLATE_SHAPES[shape].kinds.filter((kind) => members.some((injection) => injection.targetKinds.includes(kind)));
-    const writers = members.map((injection) => new PolicyWriter(injection, config, shape, kinds));
+  for (const { shape, members, kinds, writers } of membersByShape(config, chosen)) {
     const groups = mutationGroups(members).map((group) => group.map((injection) => writers[members.indexOf(injection)]));
     const data = groups.map((group) => (group.length === 1 ? group[0].patchData() : groupPatchData(group)));
     // Pods: the policy's conditions lead its mutation instead of being match conditions, and it is not
