@@ -55,7 +55,8 @@ export { ALWAYS_EXCLUDED_NAMESPACES } from './webhook-configuration';
 export interface RevisionPolicies {
   /** Each revision's MutatingAdmissionPolicies and bindings (a pod template's label, a namespace's), by revision name. */
   readonly revisions: Readonly<Record<string, InjectionAdmissionPolicies>>;
-  /** The bindings of the default tag's revision in the enabled namespaces, one per template shape (`<name>.default.<shape>`). */
+  /** The bindings of the default tag's revision in the enabled namespaces, one per template shape (`<name>.default.<shape>`), of its
+   * MutatingAdmissionPolicies and of its audit ValidatingAdmissionPolicies. */
   readonly defaultBindings: readonly ApiObject[];
   /** The ValidatingAdmissionPolicy (and bindings) that warns about, or refuses, a `<prefix>/rev` label naming nothing served. */
   readonly unserved: UnservedRevisionPolicy;
@@ -348,19 +349,29 @@ export class SidecarInjector extends Construct {
     // The default tag's bindings, one per shape, named for the role and pointing at its revision's
     // policies: moving the default tag changes their policyName, nothing else.
     const defaultRoute = selectors.default;
+    const defaultMatch = defaultRoute && { namespaceSelector: defaultRoute.selectors.namespaceSelector as LabelSelector, objectSelector: defaultRoute.selectors.objectSelector as LabelSelector };
     const defaultBindings = defaultRoute
-      ? revisions[defaultRoute.revision].objects.map(
-          ({ shape, policy }) =>
-            new ApiObject(this, `DefaultRevisionBinding-${shape}`, {
-              apiVersion: `admissionregistration.k8s.io/${this.admissionPolicyApiVersion}`,
-              kind: 'MutatingAdmissionPolicyBinding',
-              metadata: { name: `${this.webhookConfigurationName}.default.${shape}`, labels },
-              spec: {
-                policyName: policy.metadata.name!,
-                matchResources: { namespaceSelector: defaultRoute.selectors.namespaceSelector as LabelSelector, objectSelector: defaultRoute.selectors.objectSelector as LabelSelector },
-              },
-            }),
-        )
+      ? [
+          ...revisions[defaultRoute.revision].objects.map(
+            ({ shape, policy }) =>
+              new ApiObject(this, `DefaultRevisionBinding-${shape}`, {
+                apiVersion: `admissionregistration.k8s.io/${this.admissionPolicyApiVersion}`,
+                kind: 'MutatingAdmissionPolicyBinding',
+                metadata: { name: `${this.webhookConfigurationName}.default.${shape}`, labels },
+                spec: { policyName: policy.metadata.name!, matchResources: defaultMatch },
+              }),
+          ),
+          // Its injections in audit mode warn where the default tag applies too.
+          ...revisions[defaultRoute.revision].auditObjects.map(
+            ({ shape, policy }) =>
+              new ApiObject(this, `DefaultRevisionAuditBinding-${shape}`, {
+                apiVersion: 'admissionregistration.k8s.io/v1',
+                kind: 'ValidatingAdmissionPolicyBinding',
+                metadata: { name: `${this.webhookConfigurationName}.default.${shape}`, labels },
+                spec: { policyName: policy.metadata.name!, validationActions: ['Warn', 'Audit'], matchResources: defaultMatch },
+              }),
+          ),
+        ]
       : [];
     const unserved = new UnservedRevisionPolicy(this, 'UnservedRevisionPolicy', {
       name: `${this.webhookConfigurationName}.unserved-revision`,

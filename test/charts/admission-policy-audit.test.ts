@@ -21,7 +21,7 @@ import { admissionPolicyViolations } from '../support/admission-policy-schemas';
 import { assertValidManifest } from '../support/openapi-validator';
 import { applyResponse, loadReview, reviewNames } from '../support/recorded-reviews';
 import { describeManifest, makeTempDir, namespaceLabels, selectorMatches, synthChart } from '../support/synth-helpers';
-import { ENVOY_V1, envoyInjection } from '../support/revision-fixtures';
+import { ENVOY_V1, envoyInjection, revisionedProps } from '../support/revision-fixtures';
 
 const PREFIX = 'sidecar-injector.io';
 
@@ -111,4 +111,33 @@ test('an injector whose injections are all in audit mode: status --from reads th
   const statuses = classifyPods({ pods: [pod, elsewhere], namespaceLabels: new Map([['shop', enabled], ['plain', namespaceLabels('plain')]]), owners: new Map() }, source);
   const report = statusReport(statuses, source.config);
   assert.deepEqual(report.workloads.map((workload) => [workload.namespace, workload.name, workload.audit]), [['shop', 'web', 1]], 'only where the audit policy binds');
+});
+
+test('with revisions: an audited revision warns where the default tag applies it, and status --from counts its pods as audit', () => {
+  const props = revisionedProps('r1', { backend: 'admissionPolicy' });
+  const audited = { ...props, revisions: props.revisions!.map((revision) => (revision.name === 'r1' ? { ...revision, injections: revision.injections.map((injection) => ({ ...injection, mode: 'audit' as const })) } : revision)) };
+  const { manifests, yamlText } = synthChart(audited);
+  const names = manifests.map(describeManifest);
+  for (const name of [
+    'ValidatingAdmissionPolicy/sidecar-injector.sidecar-injector.r1.pods',
+    'ValidatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.r1.pods.workload',
+    'ValidatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.r1.pods.namespace',
+    'ValidatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.default.pods',
+    'MutatingAdmissionPolicy/sidecar-injector.sidecar-injector.r2.pods',
+  ]) assert.ok(names.includes(name), `${name} in ${names.join(', ')}`);
+  assert.equal(names.includes('MutatingAdmissionPolicy/sidecar-injector.sidecar-injector.r1.pods'), false, 'r1 applies nothing');
+  assert.equal(names.includes('MutatingAdmissionPolicyBinding/sidecar-injector.sidecar-injector.default.pods'), false);
+  for (const manifest of manifests) {
+    if (manifest.kind.startsWith('Mutating')) assert.deepEqual(admissionPolicyViolations(manifest), [], describeManifest(manifest));
+    else assertValidManifest(manifest);
+  }
+  const defaultBinding = manifests.find((m) => m.kind === 'ValidatingAdmissionPolicyBinding' && m.metadata.name.endsWith('.default.pods'))!;
+  assert.equal(defaultBinding.spec.policyName, 'sidecar-injector.sidecar-injector.r1.pods');
+  const dist = path.join(makeTempDir('policy-audit-revisions'), 'dist.yaml');
+  fs.writeFileSync(dist, yamlText);
+  const source = loadSynthesized(dist);
+  const enabled = namespaceLabels('shop', { injection: 'enabled' });
+  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'shop' }, spec: { containers: [{ name: 'app', image: 'app:1' }] } };
+  const report = statusReport(classifyPods({ pods: [pod], namespaceLabels: new Map([['shop', enabled]]), owners: new Map() }, source), source.config);
+  assert.deepEqual(report.workloads.map((workload) => [workload.name, workload.audit, workload.missing]), [['web', 1, 0]], 'audited by r1 through the default tag, missing nothing');
 });
