@@ -378,6 +378,21 @@ describe('PolicyReports of namespaces left without pods', () => {
   });
 });
 
+describe('PolicyReports that cannot be listed', () => {
+  test('(a ClusterRole from before the emptying, say): logged, and the pass still repairs', async () => {
+    const { kube, replica, logs } = reconcilerHarness();
+    kube.served.add('wgpolicyk8s.io/v1alpha2');
+    kube.rbac = { ...kube.rbac!, cluster: kube.rbac!.cluster.map((rule: any) => (rule.resources.includes('policyreports') ? { ...rule, verbs: rule.verbs.filter((verb: string) => verb !== 'list') } : rule)) };
+    setWebhookReady(kube, false);
+    kube.deployment('apps', 'web', 2, APP_SPEC);
+    setWebhookReady(kube, true);
+    const { reconciler, lease } = replica('reconciler-a');
+    await lease.tryAcquireOrRenew();
+    assert.deepEqual((await reconciler.pass()).restarted, ['apps/Deployment/web']);
+    assert.ok(logs.some((entry) => entry.level === 'warn' && /could not list the PolicyReports/.test(entry.message)), JSON.stringify(logs));
+  });
+});
+
 describe('a namespace being deleted', () => {
   test('its report cannot be written: logged, and the pass goes on to report and repair the others', async () => {
     const { kube, replica, logs } = reconcilerHarness();

@@ -189,7 +189,10 @@ export class Reconciler {
       }
     });
     await flush();
-    if (reportsServed) await this.emptyVacatedReports(pass, flushed);
+    if (reportsServed) {
+      // Like a report's write, this must not stop the repairs that follow.
+      await this.emptyVacatedReports(pass, flushed).catch((error: Error) => this.options.log('warn', 'could not list the PolicyReports to empty those of namespaces left without pods; trying again next pass', { error: error.message }));
+    }
     // Repairs only now, with the list done: an in-place upgrade waits minutes for the kubelet, and a
     // list's continue token does not outlive etcd's compaction.
     const budgets = new Map<string, KubernetesObject[]>();
