@@ -92,7 +92,7 @@ const repairs = (settings: ReconcilerSettings) => settings.missing !== 'report' 
 export function reconcilerClusterRules(settings: ReconcilerSettings): k8s.PolicyRule[] {
   const rules: k8s.PolicyRule[] = [
     { apiGroups: [''], resources: ['namespaces'], verbs: ['list'] },
-    { apiGroups: [''], resources: ['pods'], verbs: repairs(settings) ? ['list', 'create', ...(settings.outdated === 'in-place' ? ['get', 'patch'] : [])] : ['list'] },
+    { apiGroups: [''], resources: ['pods'], verbs: repairs(settings) ? ['list', 'watch', 'create', ...(settings.outdated === 'in-place' ? ['get', 'patch'] : [])] : ['list', 'watch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ];
   if (repairs(settings)) {

@@ -55,7 +55,8 @@ describe('the reconciler prop', () => {
         for (const rule of object.rules) {
           assert.deepEqual(Object.keys(rule).filter((key) => !['apiGroups', 'resources', 'resourceNames', 'verbs'].includes(key)), []);
           for (const key of Object.keys(rule)) assert.ok(rule[key].length > 0 && rule[key].every((value: unknown) => typeof value === 'string'), `${object.kind} rule ${key}`);
-          assert.ok(rule.verbs.every((verb: string) => ['get', 'list', 'create', 'update', 'patch'].includes(verb)), 'no watch, delete or wildcard');
+          assert.ok(rule.verbs.every((verb: string) => ['get', 'list', 'create', 'update', 'patch', 'watch'].includes(verb)), 'no delete or wildcard');
+          if (rule.verbs.includes('watch')) assert.deepEqual([rule.apiGroups, rule.resources], [[''], ['pods']], 'a watch of pods only (where they changed)');
         }
       }
     }
@@ -72,14 +73,14 @@ describe('the reconciler prop', () => {
     const verbsOn = (list: any[], resource: string) => list.filter((rule) => rule.resources.includes(resource)).flatMap((rule) => rule.verbs).sort();
     const report = rules({ missing: 'report', outdated: 'report' });
     assert.deepEqual(report.cluster.flatMap((rule: any) => rule.verbs).filter((verb: string) => ['patch', 'update', 'delete', 'deletecollection', '*'].includes(verb)), ['update'], 'only its PolicyReports are updated');
-    assert.deepEqual(verbsOn(report.cluster, 'pods'), ['list']);
+    assert.deepEqual(verbsOn(report.cluster, 'pods'), ['list', 'watch'], 'watch: where pods changed since the last pass');
     assert.deepEqual(verbsOn(report.cluster, 'deployments'), []);
     const restart = rules({});
-    assert.deepEqual(verbsOn(restart.cluster, 'pods'), ['create', 'list'], 'create: the server-side dry-run probe');
+    assert.deepEqual(verbsOn(restart.cluster, 'pods'), ['create', 'list', 'watch'], 'create: the server-side dry-run probe');
     assert.deepEqual(verbsOn(restart.cluster, 'deployments'), ['get', 'patch']);
     assert.deepEqual(verbsOn(restart.cluster, 'pods/status'), []);
     const inPlace = rules({ outdated: 'in-place' });
-    assert.deepEqual(verbsOn(inPlace.cluster, 'pods'), ['create', 'get', 'list', 'patch']);
+    assert.deepEqual(verbsOn(inPlace.cluster, 'pods'), ['create', 'get', 'list', 'patch', 'watch']);
     assert.deepEqual(verbsOn(inPlace.cluster, 'pods/status'), ['patch']);
     assert.deepEqual(restart.cluster.find((rule: any) => rule.resources.includes('mutatingwebhookconfigurations')).resourceNames, ['sidecar-injector.sidecar-injector']);
     assert.ok(!restart.cluster.some((rule: any) => rule.resources.includes('secrets') || rule.resources.includes('configmaps')), 'no Secret and no ConfigMap outside its namespace');

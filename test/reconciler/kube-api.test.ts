@@ -4,7 +4,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import { HttpsKubeApi, KubeApiError, ResponseTooLarge, isNotFound, listPages } from '../../webhook/reconciler/kube-api';
+import { HttpsKubeApi, KubeApiError, MAX_WATCH_LINE_BYTES, ResponseTooLarge, isNotFound, listPages } from '../../webhook/reconciler/kube-api';
 import { FakeKube, serveOverHttps } from '../support/fake-kube';
 import { APP_SPEC } from '../support/reconciler-harness';
 
@@ -75,6 +75,93 @@ describe('HttpsKubeApi', () => {
       const api = new HttpsKubeApi(served.connection, { timeoutMs: 100 });
       clients.push(api);
       await assert.rejects(api.request('GET', '/api/v1/namespaces/apps'), /no answer in 0.1 s/);
+    } finally {
+      await served.stop();
+    }
+  });
+});
+
+describe('HttpsKubeApi.watch', () => {
+  const emptyKube = () =>
+    new FakeKube(() => {
+      throw new Error('no injector in these tests');
+    });
+
+  test('reads events line by line across chunks, metadata only, until the apiserver ends it; a 410 (status or ERROR event) is gone', async () => {
+    const seen: { accept?: string; query?: string } = {};
+    let mode: 'events' | 'gone-status' | 'gone-event' = 'events';
+    const served = await serveOverHttps(emptyKube(), {
+      raw: (url, req, res) => {
+        if (url.searchParams.get('watch') !== '1') return false;
+        seen.accept = String(req.headers.accept);
+        seen.query = url.search;
+        if (mode === 'gone-status') return void res.writeHead(410).end(JSON.stringify({ kind: 'Status', code: 410, reason: 'Expired' })), true;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        if (mode === 'gone-event') return void res.end(JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } }) + '\n'), true;
+        const lines = [
+          { type: 'ADDED', object: { metadata: { name: 'a', namespace: 'apps', resourceVersion: '11' } } },
+          { type: 'BOOKMARK', object: { metadata: { resourceVersion: '12' } } },
+          { type: 'DELETED', object: { metadata: { name: 'b', namespace: 'shop', resourceVersion: '13' } } },
+        ].map((event) => JSON.stringify(event) + '\n').join('');
+        // Split mid-line: the client must join the pieces.
+        res.write(lines.slice(0, 30));
+        setImmediate(() => {
+          res.write(lines.slice(30, 100));
+          setImmediate(() => res.end(lines.slice(100)));
+        });
+        return true;
+      },
+    });
+    try {
+      const api = new HttpsKubeApi(served.connection);
+      clients.push(api);
+      const events: string[] = [];
+      const outcome = await api.watch('/api/v1/pods', { resourceVersion: '10', allowWatchBookmarks: 'true' }, (event) => events.push(`${event.type} ${event.object.metadata?.namespace ?? '-'} ${event.object.metadata?.resourceVersion}`), new AbortController().signal);
+      assert.equal(outcome, 'ended');
+      assert.deepEqual(events, ['ADDED apps 11', 'BOOKMARK - 12', 'DELETED shop 13']);
+      assert.match(seen.accept!, /as=PartialObjectMetadata;g=meta\.k8s\.io;v=v1/, 'metadata only');
+      assert.match(seen.query!, /watch=1/);
+      assert.match(seen.query!, /resourceVersion=10/);
+      mode = 'gone-status';
+      assert.equal(await api.watch('/api/v1/pods', { resourceVersion: '1' }, () => assert.fail('no event'), new AbortController().signal), 'gone');
+      mode = 'gone-event';
+      assert.equal(await api.watch('/api/v1/pods', { resourceVersion: '1' }, () => assert.fail('no event'), new AbortController().signal), 'gone');
+    } finally {
+      await served.stop();
+    }
+  });
+
+  test('a line past the bound, or one that is not JSON, fails the watch; an abort ends it at once', async () => {
+    let mode: 'long' | 'garbage' | 'hang' = 'long';
+    const served = await serveOverHttps(emptyKube(), {
+      raw: (url, _req, res) => {
+        if (url.searchParams.get('watch') !== '1') return false;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        if (mode === 'garbage') res.end('{"type": "ADDED", nope\n');
+        else if (mode === 'long') {
+          const piece = Buffer.alloc(512 * 1024, 0x61);
+          let sent = 0;
+          const more = () => {
+            if (res.destroyed || sent > MAX_WATCH_LINE_BYTES + piece.length) return void res.end();
+            sent += piece.length;
+            if (res.write(piece)) setImmediate(more);
+            else res.once('drain', more);
+          };
+          more();
+        } else res.write(JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '5' } } }) + '\n');
+        return true;
+      },
+    });
+    try {
+      const api = new HttpsKubeApi(served.connection);
+      clients.push(api);
+      await assert.rejects(api.watch('/api/v1/pods', { resourceVersion: '1' }, () => undefined, new AbortController().signal), ResponseTooLarge);
+      mode = 'garbage';
+      await assert.rejects(api.watch('/api/v1/pods', { resourceVersion: '1' }, () => undefined, new AbortController().signal), /not JSON/);
+      mode = 'hang';
+      const abort = new AbortController();
+      const watching = api.watch('/api/v1/pods', { resourceVersion: '1' }, () => abort.abort(), abort.signal);
+      assert.equal(await watching, 'ended', 'aborted after its first event');
     } finally {
       await served.stop();
     }

@@ -9,7 +9,7 @@ import { statusReport } from '../../webhook/cli/status-command';
 import { repairedForAnnotation } from '../../webhook/config';
 import { POLICY_REPORT_NAME } from '../../webhook/reconciler/policy-report';
 import { MAX_REPAIR_CANDIDATES } from '../../webhook/reconciler/reconciler';
-import { APP_SPEC, NAMESPACE, eventsIn, reconcilerHarness, setWebhookReady } from '../support/reconciler-harness';
+import { APP_SPEC, NAMESPACE, eventsIn, passAfter, reconcilerHarness, setWebhookReady } from '../support/reconciler-harness';
 import { ENVOY_V1, ENVOY_V2, envoyInjection, revisionedProps } from '../support/revision-fixtures';
 import type { FakeKube } from '../support/fake-kube';
 
@@ -56,17 +56,13 @@ describe('the reconciler after an injector outage (failurePolicy Ignore)', () =>
     assert.match(restarted[0].message, /^restarted to add envoy \(envoy missing in 3 pods\)/);
 
     // Before the controller catches up, another pass does not stack a second restart on the first.
-    clock.advance(30_000);
-    await lease.tryAcquireOrRenew();
-    const during = await reconciler.pass();
+    const during = await passAfter(clock, lease, reconciler);
     assert.deepEqual(during.restarted, []);
     assert.deepEqual(during.waiting.map((entry) => entry.reason), ['rollout-in-progress']);
 
     kube.settle();
     assert.deepEqual(podsOf(kube, 'apps', 'web').map(containerNames), [['app', 'envoy'], ['app', 'envoy'], ['app', 'envoy']]);
-    clock.advance(30_000);
-    await lease.tryAcquireOrRenew();
-    const after = await reconciler.pass();
+    const after = await passAfter(clock, lease, reconciler);
     assert.deepEqual(after.restarted, []);
     assert.deepEqual(after.waiting, []);
     assert.equal(kube.rollouts.get('apps/web')!.length, 2, 'exactly one new ReplicaSet');
@@ -215,9 +211,7 @@ describe('the reconciler\'s guards', () => {
     kube.injectorUp = false;
     kube.settle();
     kube.injectorUp = true;
-    clock.advance(30_000);
-    await lease.tryAcquireOrRenew();
-    const again = await reconciler.pass();
+    const again = await passAfter(clock, lease, reconciler);
     assert.deepEqual(again.restarted, []);
     assert.deepEqual(again.waiting.map((entry) => entry.reason), ['restarted-already']);
     assert.match(eventsIn(kube, 'apps').find((event) => event.reason === 'NotRepaired')!.message, /restarted once for this config already/);
@@ -283,9 +277,7 @@ describe('in-place repair (outdated: in-place)', () => {
     assert.equal(events.length, 3);
     assert.match(events[0].message, /^upgraded in place pod apps\/web-.*: envoy restartCount 0 -> 1, imageID sha256:.* -> sha256:.*; no other container restarted$/);
     assert.equal(kube.rollouts.get('apps/web')!.length, 1, 'no restart');
-    clock.advance(30_000);
-    await lease.tryAcquireOrRenew();
-    const again = await reconciler.pass();
+    const again = await passAfter(clock, lease, reconciler);
     assert.deepEqual([again.upgraded.length, again.restarted.length, again.waiting.length], [0, 0, 0]);
     assert.deepEqual(kube.forbidden, []);
     void ENVOY_V1;
@@ -330,15 +322,11 @@ describe('PolicyReports are written when they change', () => {
     assert.equal(kube.get('wgpolicyk8s.io', 'policyreports', 'plain', POLICY_REPORT_NAME), undefined);
     const reportWrites = () => kube.requests.filter((request) => request.resource === 'policyreports' && ['create', 'update'].includes(request.verb)).length;
     const before = reportWrites();
-    clock.advance(30_000);
-    await lease.tryAcquireOrRenew();
-    assert.equal((await reconciler.pass()).reports, 0);
+    assert.equal((await passAfter(clock, lease, reconciler)).reports, 0);
     assert.equal(reportWrites(), before, 'nothing new: no write');
     setWebhookReady(kube, true);
     kube.deployment('apps', 'late', 1, APP_SPEC);
-    clock.advance(30_000);
-    await lease.tryAcquireOrRenew();
-    assert.equal((await reconciler.pass()).reports, 1);
+    assert.equal((await passAfter(clock, lease, reconciler)).reports, 1);
     const results = kube.get('wgpolicyk8s.io', 'policyreports', 'apps', POLICY_REPORT_NAME).results;
     assert.deepEqual(results.map((result: any) => [result.resources[0].name, result.result]), [['late', 'pass'], ['web', 'fail']]);
   });
@@ -359,16 +347,12 @@ describe('PolicyReports of namespaces left without pods', () => {
     assert.equal(kube.get('wgpolicyk8s.io', 'policyreports', 'apps', POLICY_REPORT_NAME).summary.fail, 2);
     for (const pod of podsOf(kube, 'apps', 'web')) kube.remove('', 'pods', 'apps', pod.metadata.name);
     kube.remove('apps', 'deployments', 'apps', 'web');
-    clock.advance(30_000);
-    await lease.tryAcquireOrRenew();
-    assert.equal((await reconciler.pass()).reports, 1, 'only the vacated namespace is written');
+    assert.equal((await passAfter(clock, lease, reconciler)).reports, 1, 'only the vacated namespace is written');
     const emptied = kube.get('wgpolicyk8s.io', 'policyreports', 'apps', POLICY_REPORT_NAME);
     assert.deepEqual([emptied.results, emptied.summary], [[], { pass: 0, fail: 0, warn: 0, error: 0, skip: 0 }]);
     assert.equal(kube.get('wgpolicyk8s.io', 'policyreports', 'team-b', POLICY_REPORT_NAME).summary.fail, 1, 'a namespace with pods keeps its findings');
     assert.deepEqual(kube.get('wgpolicyk8s.io', 'policyreports', 'gone', 'someone-else').results, [{ result: 'fail' }], 'only reports of its own name');
-    clock.advance(30_000);
-    await lease.tryAcquireOrRenew();
-    assert.equal((await reconciler.pass()).reports, 0, 'emptied once');
+    assert.equal((await passAfter(clock, lease, reconciler)).reports, 0, 'emptied once');
     // A new leader, that remembers nothing, reads the empty report back and writes nothing.
     const other = replica('reconciler-b');
     clock.advance(30_000);
@@ -459,9 +443,7 @@ describe('repairs come after the list', () => {
     const outcome = await reconciler.pass();
     assert.deepEqual([outcome.upgraded.length, outcome.restarted], [0, ['apps/Deployment/web']]);
     kube.settle();
-    clock.advance(30_000);
-    await lease.tryAcquireOrRenew();
-    assert.deepEqual((await reconciler.pass()).restarted, []);
+    assert.deepEqual((await passAfter(clock, lease, reconciler)).restarted, []);
     assert.equal(kube.rollouts.get('apps/web')!.length, 2);
     assert.deepEqual(podsOf(kube, 'apps', 'web').map((pod) => pod.spec.containers[1].env), [[{ name: 'LOG_LEVEL', value: 'debug' }], [{ name: 'LOG_LEVEL', value: 'debug' }]]);
   });
@@ -483,9 +465,7 @@ describe('the reconciler with revisions', () => {
       assert.equal(pod.spec.containers.find((c: any) => c.name === 'envoy').image, ENVOY_V2);
       assert.equal(pod.metadata.annotations['sidecar-injector.io/revision'], 'r2');
     }
-    clock.advance(30_000);
-    await lease.tryAcquireOrRenew();
-    const again = await reconciler.pass();
+    const again = await passAfter(clock, lease, reconciler);
     assert.deepEqual([again.restarted, again.waiting], [[], []]);
     assert.deepEqual(kube.forbidden, []);
   });

@@ -17,7 +17,7 @@ import { applyPatch, type Operation } from 'fast-json-patch';
 import type { InjectorSource } from '../../webhook/cli/injector-source';
 import { previewAll } from '../../webhook/cli/preview';
 import type { KubernetesObject } from '../../webhook/engine/admission-review';
-import { KubeApiError, type KubeApi, type KubeRequest, type Method } from '../../webhook/reconciler/kube-api';
+import { KubeApiError, type KubeApi, type KubeRequest, type Method, type WatchEvent } from '../../webhook/reconciler/kube-api';
 import type { ApiserverConnection } from '../../webhook/server/namespace-watch';
 import { testCertificate } from './test-certificate';
 
@@ -65,6 +65,13 @@ export class FakeKube implements KubeApi {
   readonly served = new Set(['coordination.k8s.io/v1', 'apps/v1', 'policy/v1', 'discovery.k8s.io/v1', 'admissionregistration.k8s.io/v1']);
   /** The reconciler's rules, when RBAC is enforced. */
   rbac?: { readonly cluster: readonly Rule[]; readonly namespace: string; readonly namespaced: readonly Rule[] };
+  /** Every change of a pod since the start, as a watch sends it (metadata only). */
+  private readonly podEvents: { version: number; event: WatchEvent }[] = [];
+  private readonly podWatchers = new Set<{ onEvent: (event: WatchEvent) => void; end: (outcome: 'gone' | 'ended' | Error) => void }>();
+  /** The oldest resourceVersion a watch may start from (older: 410, as after etcd's compaction). */
+  oldestWatchable = 0;
+  /** Watches of pods (metadata only), as the apiserver's; `undefined` makes a client that cannot watch. */
+  watch?: KubeApi['watch'] = (path, query, onEvent, signal) => this.watchPods(path, query, onEvent, signal);
   /** Namespaces being deleted: creates in them are refused, as the NamespaceLifecycle admission plugin refuses them. */
   readonly terminating = new Set<string>();
   /** Each Deployment's pod-template-hashes, in order: one per rollout (what would be a ReplicaSet). */
@@ -82,8 +89,53 @@ export class FakeKube implements KubeApi {
     metadata.uid ??= createHash('sha1').update(`${group}/${resource}/${metadata.namespace}/${metadata.name}`).digest('hex').slice(0, 12);
     metadata.resourceVersion = String(++this.version);
     metadata.generation ??= 1;
-    this.store.set(this.key(group, resource, metadata.namespace, metadata.name), object);
+    const key = this.key(group, resource, metadata.namespace, metadata.name);
+    const existed = this.store.has(key);
+    this.store.set(key, object);
+    if (group === '' && resource === 'pods') this.podEvent(existed ? 'MODIFIED' : 'ADDED', metadata);
     return object;
+  }
+
+  private podEvent(type: WatchEvent['type'], metadata: any): void {
+    const event: WatchEvent = { type, object: { metadata: { name: metadata.name, namespace: metadata.namespace, resourceVersion: metadata.resourceVersion } } };
+    this.podEvents.push({ version: Number(metadata.resourceVersion), event });
+    for (const watcher of this.podWatchers) watcher.onEvent(event);
+  }
+
+  /** Ends every pod watch: `gone` as a 410 would, `ended` as the apiserver's timeout, or with an error. */
+  endWatches(outcome: 'gone' | 'ended' | Error): void {
+    for (const watcher of [...this.podWatchers]) watcher.end(outcome);
+  }
+
+  /** How many pod watches are open. */
+  get podWatches(): number {
+    return this.podWatchers.size;
+  }
+
+  private watchPods(path: string, query: Readonly<Record<string, string>>, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<'gone' | 'ended'> {
+    this.requests.push({ method: 'GET', verb: 'watch', group: '', resource: 'pods', namespace: undefined, name: undefined, dryRun: false });
+    if (path !== '/api/v1/pods') return Promise.reject(new KubeApiError(404, 'NotFound', `${path}: not watched here`));
+    if (!this.allowed('watch', '', 'pods', undefined, undefined)) {
+      this.forbidden.push(this.requests[this.requests.length - 1]);
+      return Promise.reject(new KubeApiError(403, 'Forbidden', 'pods is forbidden: cannot watch in the cluster scope'));
+    }
+    const from = Number(query.resourceVersion);
+    if (!(from >= this.oldestWatchable)) return Promise.resolve('gone');
+    return new Promise((resolve, reject) => {
+      const watcher = {
+        onEvent,
+        end: (outcome: 'gone' | 'ended' | Error) => {
+          this.podWatchers.delete(watcher);
+          if (outcome instanceof Error) reject(outcome);
+          else resolve(outcome);
+        },
+      };
+      if (signal.aborted) return resolve('ended');
+      signal.addEventListener('abort', () => watcher.end('ended'), { once: true });
+      // What happened since `from`, then every change as it comes.
+      for (const { version, event } of this.podEvents) if (version > from) onEvent(event);
+      this.podWatchers.add(watcher);
+    });
   }
 
   get(group: string, resource: string, namespace: string | undefined, name: string): any {
@@ -91,7 +143,10 @@ export class FakeKube implements KubeApi {
   }
 
   remove(group: string, resource: string, namespace: string | undefined, name: string): void {
-    this.store.delete(this.key(group, resource, namespace, name));
+    const key = this.key(group, resource, namespace, name);
+    const existing = this.store.get(key);
+    this.store.delete(key);
+    if (existing && group === '' && resource === 'pods') this.podEvent('DELETED', { ...existing.metadata, resourceVersion: String(++this.version) });
   }
 
   list(group: string, resource: string, namespace?: string): any[] {
@@ -291,7 +346,10 @@ export class FakeKube implements KubeApi {
  * The in-memory apiserver behind real HTTPS (the test CA), so the reconciler's own client is what talks
  * to it: the bearer token checked, the body JSON, errors as Status objects. `delayMs` holds every answer.
  */
-export async function serveOverHttps(kube: FakeKube, options: { delayMs?: number; answer?: (path: string) => string | undefined } = {}): Promise<{ connection: ApiserverConnection; tokens: string[]; stop(): Promise<void> }> {
+export async function serveOverHttps(
+  kube: FakeKube,
+  options: { delayMs?: number; answer?: (path: string) => string | undefined; raw?: (url: URL, req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => boolean } = {},
+): Promise<{ connection: ApiserverConnection; tokens: string[]; stop(): Promise<void> }> {
   const material = testCertificate();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-kube-'));
   fs.writeFileSync(path.join(dir, 'token'), 'reconciler-token\n');
@@ -303,6 +361,7 @@ export async function serveOverHttps(kube: FakeKube, options: { delayMs?: number
     req.on('end', async () => {
       tokens.push(String(req.headers.authorization));
       const url = new URL(req.url!, 'https://x');
+      if (options.raw?.(url, req, res)) return;
       const canned = options.answer?.(url.pathname);
       if (canned !== undefined) return void res.writeHead(200, { 'content-type': 'application/json' }).end(canned);
       if (req.headers.authorization !== 'Bearer reconciler-token') return void res.writeHead(401).end(JSON.stringify({ kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }));

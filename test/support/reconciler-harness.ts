@@ -6,7 +6,7 @@ import { injectorFromDocuments } from '../../webhook/cli/synthesized-injectors';
 import type { Clock } from '../../webhook/cli/in-place-rollout';
 import { parseReconcilerSettings, RECONCILER_SETTINGS_FILE, type ReconcilerSettings } from '../../webhook/config';
 import { LeaderLease } from '../../webhook/reconciler/lease';
-import { Reconciler } from '../../webhook/reconciler/reconciler';
+import { type PassOutcome, Reconciler } from '../../webhook/reconciler/reconciler';
 import { FakeKube } from './fake-kube';
 import { ENVOY_V1, envoyInjection } from './revision-fixtures';
 import { synthChart } from './synth-helpers';
@@ -102,6 +102,13 @@ export function setWebhookReady(kube: FakeKube, ready: boolean): void {
 /** The Events written, as `kubectl get events` lists them: reason, object and message. */
 export function eventsIn(kube: FakeKube, namespace: string): { reason: string; type: string; object: string; message: string }[] {
   return kube.list('', 'events', namespace).map((event) => ({ reason: event.reason, type: event.type, object: `${event.involvedObject.kind}/${event.involvedObject.name}`, message: event.message }));
+}
+
+/** The next pass, `ms` later (the Lease renewed as the process renews it). */
+export async function passAfter(clock: TestClock, lease: Pick<LeaderLease, 'tryAcquireOrRenew'>, reconciler: Pick<Reconciler, 'pass'>, ms = 30_000): Promise<PassOutcome> {
+  clock.advance(ms);
+  await lease.tryAcquireOrRenew();
+  return reconciler.pass();
 }
 
 /** A plain app pod spec. */

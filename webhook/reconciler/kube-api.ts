@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as https from 'node:https';
 import type { IncomingMessage } from 'node:http';
 import type { ApiserverConnection } from '../server/namespace-watch';
+import { WatchLines } from '../server/watch-lines';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -19,9 +20,22 @@ export interface KubeRequest {
   readonly query?: Readonly<Record<string, string | undefined>>;
 }
 
+/** One event of a watch, its object as metadata only (PartialObjectMetadata). */
+export interface WatchEvent {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
+  readonly object: { readonly metadata?: { readonly name?: string; readonly namespace?: string; readonly resourceVersion?: string } };
+}
+
 /** What the reconciler needs of the apiserver: one JSON request. The tests give it an in-memory cluster. */
 export interface KubeApi {
   request(method: Method, path: string, request?: KubeRequest): Promise<any>;
+  /**
+   * Watches `path` (metadata only) from `query.resourceVersion`, handing each event to `onEvent`, until
+   * the apiserver ends it (`ended`, after its `timeoutSeconds`), the version is too old (`gone`: list
+   * again), or `signal` aborts it (`ended`); rejects on any other failure. Absent: the client cannot
+   * watch, and the reconciler lists every pod every pass.
+   */
+  watch?(path: string, query: Readonly<Record<string, string>>, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<'gone' | 'ended'>;
 }
 
 /** The apiserver answered with an error status (its Status object's reason and message kept). */
@@ -53,10 +67,16 @@ export const isConflict = (error: unknown) => error instanceof KubeApiError && e
 /** The most one answer may hold: a page of pods is asked for at `PAGE_LIMIT` and one pod is at most 1.5 MiB. */
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 const REQUEST_TIMEOUT_MS = 30_000;
+/** Larger than any object the apiserver stores (etcd's limit is 1.5 MiB): past it, a watch stream is broken. */
+export const MAX_WATCH_LINE_BYTES = 3 * 1024 * 1024;
+/** A watch with no byte for this long (bookmarks come about every minute) is cut. */
+const SILENT_WATCH_MS = 150_000;
+const METADATA_WATCH_ACCEPT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 
 /** The in-cluster client. */
 export class HttpsKubeApi implements KubeApi {
   private readonly agent: https.Agent;
+  private readonly watchAgent: https.Agent;
   private readonly base: URL;
 
   constructor(
@@ -71,6 +91,7 @@ export class HttpsKubeApi implements KubeApi {
       minVersion: 'TLSv1.2',
       ...(connection.serverName ? { servername: connection.serverName } : {}),
     });
+    this.watchAgent = new https.Agent({ keepAlive: false, maxSockets: 1, ca: fs.readFileSync(connection.caFile), minVersion: 'TLSv1.2', ...(connection.serverName ? { servername: connection.serverName } : {}) });
   }
 
   request(method: Method, path: string, request: KubeRequest = {}): Promise<any> {
@@ -135,8 +156,92 @@ export class HttpsKubeApi implements KubeApi {
     });
   }
 
+  watch(path: string, query: Readonly<Record<string, string>>, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<'gone' | 'ended'> {
+    const url = new URL(path, this.base);
+    for (const [key, value] of Object.entries({ ...query, watch: '1' })) url.searchParams.set(key, value);
+    const token = fs.readFileSync(this.connection.tokenFile, 'utf8').trim();
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) return resolve('ended');
+      const req = https.request(
+        url,
+        {
+          method: 'GET',
+          // Its own socket, held for minutes: the requests' pool stays free.
+          agent: this.watchAgent,
+          ...(this.connection.serverName ? { servername: this.connection.serverName } : {}),
+          headers: { authorization: `Bearer ${token}`, accept: METADATA_WATCH_ACCEPT, 'user-agent': this.options.userAgent ?? 'sidecar-injector-reconciler' },
+          timeout: this.options.timeoutMs ?? REQUEST_TIMEOUT_MS,
+        },
+        (res: IncomingMessage) => {
+          const status = res.statusCode ?? 0;
+          if (status === 410) {
+            res.resume();
+            return resolve('gone');
+          }
+          if (status !== 200) {
+            const chunks: Buffer[] = [];
+            res.on('data', (chunk: Buffer) => chunks.length < 4 && chunks.push(chunk));
+            res.on('end', () => reject(new KubeApiError(status, `HTTP ${status}`, `watch ${url.pathname}: ${status}: ${Buffer.concat(chunks).toString('utf8').slice(0, 200)}`)));
+            return;
+          }
+          req.setTimeout(SILENT_WATCH_MS, () => req.destroy(new Error(`watch ${url.pathname}: silent for ${SILENT_WATCH_MS / 1000} s`)));
+          const splitter = new WatchLines(MAX_WATCH_LINE_BYTES);
+          let settled = false;
+          const fail = (error: Error) => {
+            if (settled) return;
+            settled = true;
+            res.destroy();
+            reject(error);
+          };
+          res.on('data', (chunk: Buffer) => {
+            if (settled) return;
+            let lines: Buffer[];
+            try {
+              lines = splitter.push(chunk);
+            } catch {
+              return fail(new ResponseTooLarge(`watch ${url.pathname}: a line over ${MAX_WATCH_LINE_BYTES} bytes`));
+            }
+            for (const line of lines) {
+              let event: any;
+              try {
+                event = JSON.parse(line.toString('utf8'));
+              } catch {
+                return fail(new Error(`watch ${url.pathname}: a line that is not JSON`));
+              }
+              if (event?.type === 'ERROR') {
+                if (event.object?.code === 410) {
+                  settled = true;
+                  res.destroy();
+                  return resolve('gone');
+                }
+                return fail(new KubeApiError(Number(event.object?.code ?? 0), String(event.object?.reason ?? 'ERROR'), `watch ${url.pathname}: ${String(event.object?.message ?? 'an error event')}`));
+              }
+              if (['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK'].includes(event?.type)) onEvent({ type: event.type, object: event.object ?? {} });
+            }
+          });
+          res.on('error', (error) => fail(error));
+          res.on('end', () => {
+            if (settled) return;
+            settled = true;
+            resolve('ended');
+          });
+        },
+      );
+      const abort = () => {
+        req.destroy();
+        resolve('ended');
+      };
+      signal.addEventListener('abort', abort, { once: true });
+      req.on('close', () => signal.removeEventListener('abort', abort));
+      req.on('timeout', () => req.destroy(new Error(`watch ${url.pathname}: no answer in ${(this.options.timeoutMs ?? REQUEST_TIMEOUT_MS) / 1000} s`)));
+      req.on('error', (error) => (signal.aborted ? resolve('ended') : reject(error)));
+      req.end();
+    });
+  }
+
   close(): void {
     this.agent.destroy();
+    this.watchAgent.destroy();
   }
 }
 

@@ -141,6 +141,7 @@ export async function startReconciler(options: ReconcilerProcessOptions): Promis
       stopped = true;
       for (const timer of timers) clearTimeout(timer);
       await passing.catch(() => {});
+      reconciler.stop();
       await lease.release();
       await new Promise<void>((resolve) => ops.close(() => resolve()));
     },

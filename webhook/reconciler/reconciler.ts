@@ -1,52 +1,42 @@
 // One pass of the reconciler over the cluster, while this replica holds the Lease: read the injector as
-// the cluster has it, judge every pod with the same code as `status` (cli/injection-status.ts, which
-// runs the webhook's engine), namespace by namespace as the apiserver lists them, writing Events and a
-// PolicyReport per namespace as it goes; then, with the list done, repair the stale workloads the
-// settings say to, behind every guard: the injector must be able to inject now (its endpoints ready, a
-// dry-run create of the workload's pod answered with the injections), the workload not mid-rollout,
-// its PodDisruptionBudgets not at their limit, at most one restart per workload and config (recorded
-// on the workload, so a new leader knows), a rate limit, and a backoff per workload after an error.
+// the cluster has it, judge pods with the same code as `status` (cli/injection-status.ts, which runs
+// the webhook's engine), namespace by namespace as the apiserver lists them, writing Events and a
+// PolicyReport per namespace as it goes. Every pod, or (pod-changes.ts) only the namespaces where pods
+// or the namespace's labels changed since the last pass, or where work was left. Then, with the list
+// done, it repairs (workload-repairs.ts) the stale workloads the settings say to, behind every guard:
+// the injector must be able to inject now (its endpoints ready, a dry-run create of the workload's pod
+// answered with the injections), the workload not mid-rollout, its PodDisruptionBudgets not at their
+// limit, at most one restart per workload and config (recorded on the workload, so a new leader
+// knows), a rate limit, and a backoff per workload after an error.
 // Memory: one page of pods, one namespace's pod statuses (at most MAX_NAMESPACE_PODS) and at most
-// MAX_REPAIR_CANDIDATES workloads to repair (names and findings, no pod lists) are held.
+// MAX_REPAIR_CANDIDATES workloads to repair (names and findings, no pod lists) are held; between passes,
+// per existing namespace its counts and whether work is left, and the names of the changed ones.
 
-import { repairedForAnnotation, type ReconcilerSettings } from '../config';
+import { createHash } from 'node:crypto';
+import type { ReconcilerSettings } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { type ClusterObjects, type PodStatus, classifyPods } from '../cli/injection-status';
-import type { InjectorSource } from '../cli/injector-source';
 import type { Clock } from '../cli/in-place-rollout';
 import { type StatusReport, type WorkloadStatus, statusReport } from '../cli/status-command';
-import { type EventReason, type EventTarget, EventRecorder } from './event-recorder';
-import { disruptionBlocked, rolloutInProgress } from './disruption-guard';
-import { probeInjection } from './injection-probe';
-import { type KubeApi, isConflict, listPages } from './kube-api';
+import { EventRecorder } from './event-recorder';
+import { type KubeApi, listPages } from './kube-api';
 import type { LeaderLease } from './lease';
 import { readLiveInjector, webhookUnready } from './live-injector';
+import { LostLease, PassState, type ReconcilerMetrics } from './pass-state';
+import { type ListPlan, PodChanges } from './pod-changes';
 import { POLICY_REPORT_API, POLICY_REPORT_NAME, POLICY_REPORT_SELECTOR, PolicyReportWriter, policyReport, policyReportsServed } from './policy-report';
-import { type RepairDecision, WAIT_REASONS, type WaitReason, repairDecision, repairKey } from './repair-decision';
-import { upgradeInPlace } from './in-place-repair';
-import { type WorkloadName, workloadApiVersion, workloadKey, workloadPath } from './workload-name';
+import { type RepairDecision, WAIT_REASONS, type WaitReason, repairDecision } from './repair-decision';
+import { eventTarget, workloadKey } from './workload-name';
+import { WorkloadRepairs } from './workload-repairs';
 
 /** Pod statuses held for one namespace; pods past it are counted (untracked), not judged, that pass. */
 export const MAX_NAMESPACE_PODS = 20_000;
-/** Workloads remembered for their backoff after a failed repair (names: bounded, oldest dropped). */
-const MAX_BACKOFF_ENTRIES = 4096;
 /** Workloads kept to repair after the pods are listed; more than a pass can repair anyway at 60 a minute. */
 export const MAX_REPAIR_CANDIDATES = 64;
 
-/** A workload to repair once the list is done: its name and what to do (no pod names: bounded). */
-interface RepairCandidate {
-  readonly workload: WorkloadName;
-  readonly decision: Extract<RepairDecision, { action: 'restart' | 'in-place' }>;
-}
 
-/** What the reconciler reports of itself; main.ts binds it to Prometheus metrics. */
-export interface ReconcilerMetrics {
-  pass(result: 'done' | 'failed' | 'not-leader' | 'injector-unreadable', seconds: number): void;
-  pods(counts: Readonly<Record<'upToDate' | 'stale' | 'versionUnknown' | 'untracked', number>>): void;
-  repair(action: 'restart' | 'in-place', result: 'done' | 'failed'): void;
-  waiting(counts: Readonly<Record<WaitReason, number>>): void;
-}
+export type { ReconcilerMetrics } from './pass-state';
 
 export interface ReconcilerOptions {
   readonly api: KubeApi;
@@ -78,29 +68,47 @@ export interface PassOutcome {
   readonly waiting: readonly { readonly workload: string; readonly reason: WaitReason; readonly message: string }[];
   /** PolicyReports written this pass (only those whose content changed). */
   readonly reports: number;
+  /** `all` when every pod was listed; else how many namespaces' pods were (changed, or with work left). */
+  readonly listed: 'all' | number;
 }
 
-class LostLease extends Error {}
+/** A namespace's pods as its last listing counted them, for the metrics of passes that do not list it. */
+interface NamespaceCounts {
+  readonly upToDate: number;
+  readonly stale: number;
+  readonly versionUnknown: number;
+  readonly untracked: number;
+}
 
 
 export class Reconciler {
   readonly events: EventRecorder;
   private readonly reports: PolicyReportWriter;
-  private readonly tokens: { available: number; refilledAt: number };
-  private readonly backoff = new Map<string, { failures: number; until: number }>();
+  private readonly repairs: WorkloadRepairs;
+  /** Where pods changed since the last pass (a watch), so a pass lists those rather than every pod. */
+  private readonly changes: PodChanges;
+  /** What the injector was at the last pass: when it changes, every pod is judged again. */
+  private injectorKey: string | undefined;
+  /** Each namespace's labels and annotations at the last pass: when they change, its pods are judged again. */
+  private namespaceKeys = new Map<string, string>();
+  /** Namespaces whose last judgement left something to say or do: listed every pass until it is gone. */
+  private readonly unsettled = new Set<string>();
+  private readonly namespaceCounts = new Map<string, NamespaceCounts>();
 
   constructor(private readonly options: ReconcilerOptions) {
+    this.changes = new PodChanges(options.api, options.clock, (level, message, fields) => options.log(level, message, fields));
     this.events = new EventRecorder(options.api, options.clock, options.identity);
     this.reports = new PolicyReportWriter(options.api);
-    this.tokens = { available: options.settings.repairsPerMinute, refilledAt: options.clock.now() };
+    this.repairs = new WorkloadRepairs({ ...options, events: this.events });
   }
 
   /** One pass; throws only what the caller should back off on (the apiserver unreachable, say). */
   async pass(): Promise<PassOutcome> {
     const started = this.options.clock.now();
     const seconds = () => (this.options.clock.now() - started) / 1000;
-    const empty = { pods: 0, untracked: 0, restarted: [], upgraded: [], waiting: [], reports: 0 };
+    const empty = { pods: 0, untracked: 0, restarted: [], upgraded: [], waiting: [], reports: 0, listed: 0 };
     if (!this.options.lease.held()) {
+      this.changes.stop();
       this.options.metrics?.pass('not-leader', seconds());
       return { leader: false, ...empty };
     }
@@ -114,16 +122,24 @@ export class Reconciler {
     const pass = new PassState(live.source, settings.injector.backend === 'webhook' ? await webhookUnready(api, namespace, settings.injector.serviceName) : undefined);
     if (pass.injectorNotReady) this.options.log('warn', 'the injector cannot inject now: nothing is repaired this pass', { reason: pass.injectorNotReady });
     const reportsServed = settings.policyReports && (await policyReportsServed(api));
+    const injectorKey = createHash('sha256').update(JSON.stringify([live.source.config, live.source.webhookConfiguration ?? null])).digest('base64');
+    const plan: ListPlan = injectorKey !== this.injectorKey ? { all: true, reason: 'the injector changed' } : this.changes.plan();
+    this.injectorKey = injectorKey;
     try {
-      await this.judgeCluster(pass, reportsServed);
+      await this.judgeCluster(pass, reportsServed, plan);
     } catch (error) {
       if (!(error instanceof LostLease)) {
         this.options.metrics?.pass('failed', seconds());
+        // What this pass left half done (the namespaces with work left, say) is not trusted: the next lists every pod.
+        this.changes.stop();
         throw error;
       }
       this.options.log('warn', 'lost the Lease mid-pass: stopped acting');
+      this.changes.stop();
     }
-    this.options.metrics?.pods({ upToDate: pass.counts.upToDate, stale: pass.counts.stale, versionUnknown: pass.counts.versionUnknown, untracked: pass.untracked });
+    const totals = { upToDate: 0, stale: 0, versionUnknown: 0, untracked: 0 };
+    for (const counts of this.namespaceCounts.values()) for (const key of Object.keys(totals) as (keyof NamespaceCounts)[]) totals[key] += counts[key];
+    this.options.metrics?.pods(totals);
     const waiting = Object.fromEntries(WAIT_REASONS.map((reason) => [reason, 0])) as Record<WaitReason, number>;
     for (const entry of pass.waiting) waiting[entry.reason]++;
     this.options.metrics?.waiting(waiting);
@@ -137,51 +153,103 @@ export class Reconciler {
       upgraded: pass.upgraded,
       waiting: pass.waiting,
       reports: pass.reports,
+      listed: pass.listed,
     };
+  }
+
+  /** Stops the pod watch (the process is ending). */
+  stop(): void {
+    this.changes.stop();
   }
 
   private excluded(namespace: string): boolean {
     return namespace === 'kube-system' || namespace === this.options.namespace || this.options.settings.excludedNamespaces.includes(namespace);
   }
 
-  /** Every pod, page by page, judged namespace by namespace (the apiserver lists them in that order). */
-  private async judgeCluster(pass: PassState, reportsServed: boolean): Promise<void> {
+  /**
+   * The pods the plan names, judged namespace by namespace: every pod, page by page (the apiserver lists
+   * them in namespace order), or the pods of each namespace where they changed, where the namespace's
+   * labels or annotations changed, and where the last judgement left something to do.
+   */
+  private async judgeCluster(pass: PassState, reportsServed: boolean, plan: ListPlan): Promise<void> {
     const { api } = this.options;
     const namespaceLabels = new Map<string, Record<string, string>>();
     const namespaceAnnotations = new Map<string, Record<string, string>>();
     pass.namespaceLabels = namespaceLabels;
     pass.namespaceAnnotations = namespaceAnnotations;
+    const keys = new Map<string, string>();
     await listPages(api, '/api/v1/namespaces', (items) => {
       for (const item of items) {
         const name = String(item?.metadata?.name);
         namespaceLabels.set(name, ownStringMap(item?.metadata?.labels));
         namespaceAnnotations.set(name, ownStringMap(item?.metadata?.annotations));
+        keys.set(name, JSON.stringify([namespaceLabels.get(name), namespaceAnnotations.get(name)]));
       }
     });
+    const relabelled = [...keys].filter(([name, key]) => this.namespaceKeys.get(name) !== key).map(([name]) => name);
+    this.namespaceKeys = keys;
+    for (const name of [...this.namespaceCounts.keys()]) if (!keys.has(name)) this.namespaceCounts.delete(name);
+    for (const name of [...this.unsettled]) if (!keys.has(name)) this.unsettled.delete(name);
+    if (plan.all) await this.judgeEveryPod(pass, reportsServed, plan.reason);
+    else await this.judgeNamespaces(pass, reportsServed, [...new Set([...plan.namespaces, ...this.unsettled, ...relabelled])].filter((name) => keys.has(name) && !this.excluded(name)).sort());
+    await this.repairs.repairAll(pass);
+  }
+
+  /** The pods of `namespaces`, one namespace's list at a time. */
+  private async judgeNamespaces(pass: PassState, reportsServed: boolean, namespaces: readonly string[]): Promise<void> {
+    pass.listed = namespaces.length;
     const owners: ClusterObjects['owners'] = new Map();
-    let current: { namespace: string; statuses: PodStatus[] } | undefined;
+    for (const namespace of namespaces) {
+      const statuses: PodStatus[] = [];
+      let untracked = 0;
+      await listPages(this.options.api, `/api/v1/namespaces/${namespace}/pods`, (pods) => {
+        for (const pod of pods as KubernetesObject[]) {
+          pass.pods++;
+          if (statuses.length >= MAX_NAMESPACE_PODS) {
+            untracked++;
+            continue;
+          }
+          statuses.push(classifyPods({ pods: [pod], namespaceLabels: pass.namespaceLabels, namespaceAnnotations: pass.namespaceAnnotations, owners }, pass.source)[0]);
+        }
+      });
+      pass.untracked += untracked;
+      // A namespace listed with no pods has its report emptied (the writer writes only over one that had results).
+      await this.judgeNamespace(pass, namespace, statuses, reportsServed, untracked);
+    }
+  }
+
+  /** Every pod, page by page; then the pod watch goes on from this list. */
+  private async judgeEveryPod(pass: PassState, reportsServed: boolean, reason: string): Promise<void> {
+    const { api } = this.options;
+    const { namespaceLabels, namespaceAnnotations } = pass;
+    this.options.log('info', 'listing every pod', { reason });
+    this.namespaceCounts.clear();
+    this.unsettled.clear();
+    const owners: ClusterObjects['owners'] = new Map();
+    let current: { namespace: string; statuses: PodStatus[]; untracked: number } | undefined;
     const flushed = new Set<string>();
     const flush = async () => {
       if (!current) return;
-      const { namespace, statuses } = current;
+      const { namespace, statuses, untracked } = current;
       current = undefined;
       if (flushed.has(namespace)) {
         this.options.log('warn', 'the pod list came back out of namespace order: this namespace was judged in parts, and its report is not written this pass', { namespace });
-        await this.judgeNamespace(pass, namespace, statuses, false);
+        await this.judgeNamespace(pass, namespace, statuses, false, untracked);
         return;
       }
       flushed.add(namespace);
-      await this.judgeNamespace(pass, namespace, statuses, reportsServed);
+      await this.judgeNamespace(pass, namespace, statuses, reportsServed, untracked);
     };
-    await listPages(api, '/api/v1/pods', async (pods) => {
+    const resourceVersion = await listPages(api, '/api/v1/pods', async (pods) => {
       for (const pod of pods as KubernetesObject[]) {
         const namespace = String((pod.metadata as Record<string, unknown> | undefined)?.namespace ?? '');
         if (this.excluded(namespace)) continue;
         if (current && current.namespace !== namespace) await flush();
-        if (!current) current = { namespace, statuses: [] };
+        if (!current) current = { namespace, statuses: [], untracked: 0 };
         pass.pods++;
         if (current.statuses.length >= MAX_NAMESPACE_PODS) {
           pass.untracked++;
+          current.untracked++;
           continue;
         }
         const [status] = classifyPods({ pods: [pod], namespaceLabels, namespaceAnnotations, owners }, pass.source);
@@ -189,43 +257,37 @@ export class Reconciler {
       }
     });
     await flush();
+    // From this list on, the watch says where pods change.
+    this.changes.synced(resourceVersion);
     if (reportsServed) {
       // Like a report's write, this must not stop the repairs that follow.
       await this.emptyVacatedReports(pass, flushed).catch((error: Error) => this.options.log('warn', 'could not list the PolicyReports to empty those of namespaces left without pods; trying again next pass', { error: error.message }));
     }
-    // Repairs only now, with the list done: an in-place upgrade waits minutes for the kubelet, and a
-    // list's continue token does not outlive etcd's compaction.
-    const budgets = new Map<string, KubernetesObject[]>();
-    const readBudgets = async (namespace: string) => {
-      const cached = budgets.get(namespace);
-      if (cached) return cached;
-      const found: KubernetesObject[] = [];
-      await listPages(this.options.api, `/apis/policy/v1/namespaces/${namespace}/poddisruptionbudgets`, (items) => void found.push(...items));
-      budgets.set(namespace, found);
-      return found;
-    };
-    for (const candidate of pass.candidates) {
-      try {
-        await this.repair(pass, candidate, () => readBudgets(candidate.workload.namespace), () => budgets.delete(candidate.workload.namespace));
-      } catch (error) {
-        if (error instanceof LostLease) throw error;
-        this.failed(candidate.workload, candidate.decision, error as Error);
-      }
-    }
   }
 
-  private async judgeNamespace(pass: PassState, namespace: string, statuses: readonly PodStatus[], writeReport: boolean): Promise<void> {
+  private async judgeNamespace(pass: PassState, namespace: string, statuses: readonly PodStatus[], writeReport: boolean, untracked: number): Promise<void> {
     const report: StatusReport = statusReport(statuses, pass.source.config);
+    const counts = { upToDate: 0, stale: 0, versionUnknown: 0, untracked };
     for (const status of statuses) {
-      if (status.state === 'up-to-date') pass.counts.upToDate++;
-      else if (status.state === 'stale') pass.counts.stale++;
-      else if (status.state === 'version-unknown') pass.counts.versionUnknown++;
+      if (status.state === 'up-to-date') counts.upToDate++;
+      else if (status.state === 'stale') counts.stale++;
+      else if (status.state === 'version-unknown') counts.versionUnknown++;
     }
+    pass.counts.upToDate += counts.upToDate;
+    pass.counts.stale += counts.stale;
+    pass.counts.versionUnknown += counts.versionUnknown;
+    if (statuses.length + untracked > 0) this.namespaceCounts.set(namespace, counts);
+    else this.namespaceCounts.delete(namespace);
+    let decided = false;
     for (const workload of report.workloads) {
       const decision = repairDecision(workload, this.options.settings);
       if (decision.action === 'none') continue;
+      decided = true;
       await this.judged(pass, workload, decision);
     }
+    // Listed again next pass, changed or not, while something is stale, unknown, untracked or decided.
+    if (decided || counts.stale + counts.versionUnknown + counts.untracked > 0) this.unsettled.add(namespace);
+    else this.unsettled.delete(namespace);
     if (writeReport) await this.writeReport(pass, policyReport(namespace, statuses, report, this.options.clock.now()));
   }
 
@@ -262,29 +324,19 @@ export class Reconciler {
     );
   }
 
-  private target(workload: WorkloadName, uid?: string): EventTarget {
-    const apiVersion = workloadApiVersion(workload);
-    return { ...(apiVersion !== undefined ? { apiVersion } : {}), kind: workload.kind, namespace: workload.namespace, name: workload.name, ...(uid ? { uid } : {}) };
-  }
-
-  private wait(pass: PassState, workload: WorkloadName, reason: WaitReason, eventReason: EventReason, message: string, uid?: string): Promise<boolean> {
-    pass.waiting.push({ workload: workloadKey(workload), reason, message });
-    return this.events.record(this.target(workload, uid), 'Warning', eventReason, message);
-  }
-
   /** What can be said at once: reports, and repairs that wait for the injector or a backoff; the rest become candidates. */
   private async judged(pass: PassState, workload: WorkloadStatus, decision: Exclude<RepairDecision, { action: 'none' }>): Promise<void> {
     if (decision.action === 'report') {
-      await this.events.record(this.target(workload), decision.type, decision.reason, decision.message);
+      await this.events.record(eventTarget(workload), decision.type, decision.reason, decision.message);
       return;
     }
     const key = workloadKey(workload);
     if (pass.injectorNotReady) {
-      await this.wait(pass, workload, 'injector-not-ready', 'WaitingForInjector', `${decision.findings}: waiting, not restarted while ${pass.injectorNotReady}`);
+      await this.repairs.wait(pass, workload, 'injector-not-ready', 'WaitingForInjector', `${decision.findings}: waiting, not restarted while ${pass.injectorNotReady}`);
       return;
     }
-    const backoff = this.backoff.get(key);
-    if (backoff && this.options.clock.now() < backoff.until) {
+    const backoff = this.repairs.backingOff(key);
+    if (backoff) {
       pass.waiting.push({ workload: key, reason: 'backoff', message: `backing off after ${backoff.failures} failed repairs` });
       return;
     }
@@ -294,141 +346,4 @@ export class Reconciler {
     }
     pass.candidates.push({ workload: { namespace: workload.namespace, apiVersion: workload.apiVersion, kind: workload.kind, name: workload.name }, decision });
   }
-
-  /** One repair, behind every guard, once the pods are listed. */
-  private async repair(pass: PassState, candidate: RepairCandidate, readBudgets: () => Promise<KubernetesObject[]>, budgetsChanged: () => void): Promise<void> {
-    const { workload, decision } = candidate;
-    const key = workloadKey(workload);
-    const what = decision.findings;
-    const { api, settings } = this.options;
-    const prefix = pass.source.config.annotationPrefix;
-    const path = workloadPath(workload);
-    const object: KubernetesObject = await api.request('GET', path);
-    const uid = String((object.metadata as any)?.uid ?? '');
-    const template = (object.spec as any)?.template ?? {};
-    const restartKey = repairKey(decision.expected);
-    const recorded = ownStringMap(template.metadata?.annotations)[repairedForAnnotation(prefix)];
-    const inProgress = rolloutInProgress(object);
-    if (inProgress) {
-      await this.wait(pass, workload, 'rollout-in-progress', 'WaitingForRollout', `${what}: waiting, ${inProgress}`, uid);
-      return;
-    }
-    // Once per config, for a restart as chosen or as in-place's fallback (checked before the probe and the budgets for the first).
-    const restartedAlready = recorded === restartKey;
-    const waitRestartedAlready = () =>
-      this.wait(pass, workload, 'restarted-already', 'NotRepaired', `${what}: restarted once for this config already and still not right: not restarting again; look at the injector (its logs, status --from)`, uid);
-    if (decision.action === 'restart' && restartedAlready) {
-      await waitRestartedAlready();
-      return;
-    }
-    const blocked = disruptionBlocked(object, await readBudgets(), decision.action);
-    if (blocked) {
-      await this.wait(pass, workload, 'disruption-budget', 'WaitingForDisruptionBudget', `${what}: waiting, ${blocked}`, uid);
-      return;
-    }
-    const probe = await probeInjection(api, prefix, workload.namespace, workload.name, template, decision.expected);
-    if (probe) {
-      await this.wait(pass, workload, 'injector-not-ready', 'WaitingForInjector', `${what}: waiting, ${probe}`, uid);
-      return;
-    }
-    if (decision.action === 'in-place') {
-      const outcome = await upgradeInPlace({
-        api,
-        clock: this.options.clock,
-        source: pass.source,
-        namespace: workload.namespace,
-        workload,
-        object,
-        namespaceLabels: pass.namespaceLabels,
-        namespaceAnnotations: pass.namespaceAnnotations,
-        budgets: async () => (budgetsChanged(), readBudgets()),
-        takeToken: () => this.takeToken(),
-        stillLeader: () => this.assertLeader(),
-        events: this.events,
-        target: this.target(workload, uid),
-        podTimeoutMs: this.options.podTimeoutMs ?? 300_000,
-        pollMs: this.options.pollMs ?? 2000,
-      });
-      pass.upgraded.push(...outcome.upgraded);
-      for (let count = 0; count < outcome.upgraded.length; count++) this.options.metrics?.repair('in-place', 'done');
-      if (outcome.waiting) pass.waiting.push({ workload: key, reason: outcome.waiting.reason, message: outcome.waiting.message });
-      if (!outcome.restartNeeded) {
-        this.backoff.delete(key);
-        return;
-      }
-      // More than images differ in some pod: a restart, held to once per config like any other.
-      if (restartedAlready) {
-        await waitRestartedAlready();
-        return;
-      }
-    }
-    if (!this.takeToken()) {
-      pass.waiting.push({ workload: key, reason: 'rate-limit', message: `at most ${settings.repairsPerMinute} repairs a minute` });
-      return;
-    }
-    this.assertLeader();
-    const patch = {
-      metadata: { resourceVersion: (object.metadata as any)?.resourceVersion },
-      spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': new Date(this.options.clock.now()).toISOString().replace(/\.\d+Z$/, 'Z'), [repairedForAnnotation(prefix)]: restartKey } } } },
-    };
-    try {
-      await api.request('PATCH', path, { body: patch, query: { fieldManager: 'sidecar-injector-reconciler' } });
-    } catch (error) {
-      // Changed since it was read: judged again next pass.
-      if (isConflict(error)) return;
-      throw error;
-    }
-    this.backoff.delete(key);
-    pass.restarted.push(key);
-    this.options.metrics?.repair('restart', 'done');
-    this.options.log('info', 'restarted a workload', { workload: key, for: what, config: restartKey });
-    await this.events.record(this.target(workload, uid), 'Normal', 'RestartedForSidecars', `restarted to ${decision.verb} (${what}); once per config: this one is ${restartKey}`);
-  }
-
-  private failed(workload: WorkloadName, decision: RepairDecision, error: Error): void {
-    const key = workloadKey(workload);
-    const previous = this.backoff.get(key);
-    const failures = (previous?.failures ?? 0) + 1;
-    // 30 s doubling to 30 min.
-    const wait = Math.min(30_000 * 2 ** (failures - 1), 30 * 60_000);
-    if (!previous && this.backoff.size >= MAX_BACKOFF_ENTRIES) this.backoff.delete(this.backoff.keys().next().value as string);
-    this.backoff.set(key, { failures, until: this.options.clock.now() + wait });
-    if (decision.action === 'restart' || decision.action === 'in-place') this.options.metrics?.repair(decision.action, 'failed');
-    this.options.log('error', 'repair failed; backing off', { workload: key, error: error.message, retryInSeconds: wait / 1000 });
-    void this.events.record(this.target(workload), 'Warning', 'RepairFailed', `repair failed: ${error.message}; trying again in ${wait / 1000} s`);
-  }
-
-  private takeToken(): boolean {
-    const now = this.options.clock.now();
-    const perMs = this.options.settings.repairsPerMinute / 60_000;
-    this.tokens.available = Math.min(this.options.settings.repairsPerMinute, this.tokens.available + (now - this.tokens.refilledAt) * perMs);
-    this.tokens.refilledAt = now;
-    if (this.tokens.available < 1) return false;
-    this.tokens.available -= 1;
-    return true;
-  }
-
-  private assertLeader(): void {
-    if (!this.options.lease.held()) throw new LostLease();
-  }
-}
-
-/** What one pass gathers as it goes. */
-class PassState {
-  pods = 0;
-  untracked = 0;
-  reports = 0;
-  readonly counts = { upToDate: 0, stale: 0, versionUnknown: 0 };
-  readonly restarted: string[] = [];
-  readonly upgraded: string[] = [];
-  readonly waiting: { workload: string; reason: WaitReason; message: string }[] = [];
-  /** Workloads to repair once the list is done (at most MAX_REPAIR_CANDIDATES). */
-  readonly candidates: RepairCandidate[] = [];
-  namespaceLabels: ReadonlyMap<string, Record<string, string>> = new Map();
-  namespaceAnnotations: ReadonlyMap<string, Record<string, string>> = new Map();
-
-  constructor(
-    readonly source: InjectorSource,
-    readonly injectorNotReady: string | undefined,
-  ) {}
 }

@@ -3,6 +3,7 @@
 
 import { TARGET_KIND_RESOURCES, type TargetKind } from '../config';
 import type { WorkloadStatus } from '../cli/status-command';
+import type { EventTarget } from './event-recorder';
 
 /** A workload, as far as the reconciler needs to name it. */
 export type WorkloadName = Pick<WorkloadStatus, 'namespace' | 'apiVersion' | 'kind' | 'name'>;
@@ -30,4 +31,10 @@ export function workloadPath(workload: WorkloadName): string {
   if (!known(workload.kind)) throw new Error(`${workload.kind} is not a kind the reconciler restarts`);
   const { group, resource } = TARGET_KIND_RESOURCES[workload.kind];
   return `${group === '' ? '/api/v1' : `/apis/${group}/v1`}/namespaces/${workload.namespace}/${resource}/${workload.name}`;
+}
+
+/** The workload as an Event's involvedObject (its apiVersion left out when unknown). */
+export function eventTarget(workload: WorkloadName, uid?: string): EventTarget {
+  const apiVersion = workloadApiVersion(workload);
+  return { ...(apiVersion !== undefined ? { apiVersion } : {}), kind: workload.kind, namespace: workload.namespace, name: workload.name, ...(uid ? { uid } : {}) };
 }

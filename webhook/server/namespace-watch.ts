@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as https from 'node:https';
 import type { IncomingMessage } from 'node:http';
 import type { NamespaceDefaultsTable } from './namespace-defaults';
+import { WatchLines } from './watch-lines';
 
 /** Where the apiserver is, and how to authenticate to it. */
 export interface ApiserverConnection {
@@ -204,29 +205,22 @@ export class NamespaceWatch {
     }
     response.socket?.setTimeout(SILENT_WATCH_MS, () => response.destroy(new Error(`watch namespaces: silent for ${SILENT_WATCH_MS / 1000}s`)));
     let version = resourceVersion;
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
+    const splitter = new WatchLines(MAX_LINE_BYTES);
     for await (const chunk of response as AsyncIterable<Buffer>) {
-      let start = 0;
-      for (let newline = chunk.indexOf(10); newline !== -1; newline = chunk.indexOf(10, start)) {
-        const line = pendingBytes === 0 ? chunk.subarray(start, newline) : Buffer.concat([...pending, chunk.subarray(start, newline)]);
-        pending = [];
-        pendingBytes = 0;
-        start = newline + 1;
+      let lines: Buffer[];
+      try {
+        lines = splitter.push(chunk);
+      } catch (error) {
+        response.destroy();
+        throw new Error(`watch namespaces: ${(error as Error).message}`);
+      }
+      for (const line of lines) {
         const outcome = this.event(line);
         if (outcome === 'gone') {
           response.destroy();
           return 'gone';
         }
         if (outcome !== undefined) version = outcome;
-      }
-      if (start < chunk.length) {
-        pendingBytes += chunk.length - start;
-        if (pendingBytes > MAX_LINE_BYTES) {
-          response.destroy();
-          throw new Error(`watch namespaces: a line over ${MAX_LINE_BYTES} bytes`);
-        }
-        pending.push(chunk.subarray(start));
       }
     }
     return version;
