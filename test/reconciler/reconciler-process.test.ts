@@ -60,11 +60,15 @@ describe('the reconciler process', () => {
       assert.equal(held.spec.holderIdentity, 'reconciler-0');
       assert.equal(held.spec.leaseDurationSeconds, 15);
       assert.match(held.spec.renewTime, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/, 'a MicroTime');
+      // After the full list, its pod watch runs over the same HTTPS client (a condition, not a time).
+      while (kube.podWatches === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     } finally {
       await running.stop();
       api.close();
       await served.stop();
     }
+    while (kube.podWatches > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.ok(kube.requests.some((request) => request.verb === 'watch'));
     assert.equal(kube.get('coordination.k8s.io', 'leases', NAMESPACE, settings.leaseName).spec.holderIdentity, '', 'given up for the other replica');
     assert.ok(lines.some((line) => line.includes('"holds the Lease: acting"')));
     assert.deepEqual(kube.forbidden, []);

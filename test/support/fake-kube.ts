@@ -362,6 +362,18 @@ export async function serveOverHttps(
       tokens.push(String(req.headers.authorization));
       const url = new URL(req.url!, 'https://x');
       if (options.raw?.(url, req, res)) return;
+      if (url.searchParams.get('watch') === '1' && kube.watch && req.headers.authorization === 'Bearer reconciler-token') {
+        // A watch as the apiserver streams it: one JSON event a line; a version too old is an ERROR 410 event.
+        const abort = new AbortController();
+        req.socket.once('close', () => abort.abort());
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const query = Object.fromEntries([...url.searchParams].filter(([key]) => key !== 'watch'));
+        kube.watch(url.pathname, query, (event) => void res.write(JSON.stringify(event) + '\n'), abort.signal).then(
+          (outcome) => res.end(outcome === 'gone' ? JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired' } }) + '\n' : undefined),
+          () => res.destroy(),
+        );
+        return;
+      }
       const canned = options.answer?.(url.pathname);
       if (canned !== undefined) return void res.writeHead(200, { 'content-type': 'application/json' }).end(canned);
       if (req.headers.authorization !== 'Bearer reconciler-token') return void res.writeHead(401).end(JSON.stringify({ kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }));
