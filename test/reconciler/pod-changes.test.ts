@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { FULL_PASS_EVERY_MS, MAX_CHANGED_NAMESPACES, PodChanges } from '../../webhook/reconciler/pod-changes';
 import type { KubeApi, WatchEvent } from '../../webhook/reconciler/kube-api';
 import { POLICY_REPORT_NAME } from '../../webhook/reconciler/policy-report';
-import { APP_SPEC, TestClock, reconcilerHarness, setWebhookReady } from '../support/reconciler-harness';
+import { APP_SPEC, TestClock, passAfter, reconcilerHarness, setWebhookReady } from '../support/reconciler-harness';
 import type { FakeKube } from '../support/fake-kube';
 
 /** The pod lists a pass asked for: `*` for every pod, else the namespace. */
@@ -98,6 +98,18 @@ describe('where pods changed', () => {
     assert.equal((await pass()).outcome.listed, 0);
     clock.advance(FULL_PASS_EVERY_MS);
     assert.equal((await pass()).outcome.listed, 'all');
+  });
+
+  test('the PolicyReport CRD installed: every pod is listed, so every namespace gets its report at once', async () => {
+    const harness = reconcilerHarness({ missing: 'report' });
+    const { kube, clock } = harness;
+    kube.deployment('apps', 'web', 1, APP_SPEC); // injected: nothing left to do there, so only a full pass lists it
+    const { reconciler, lease } = harness.replica('reconciler-a');
+    await lease.tryAcquireOrRenew();
+    assert.equal((await reconciler.pass()).reports, 0, 'not served yet');
+    kube.served.add('wgpolicyk8s.io/v1alpha2');
+    const outcome = await passAfter(clock, lease, reconciler);
+    assert.deepEqual([outcome.listed, outcome.reports], ['all', 1]);
   });
 
   test('without a watch, or without the Lease, every pass lists every pod', async () => {

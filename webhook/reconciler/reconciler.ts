@@ -122,8 +122,10 @@ export class Reconciler {
     const pass = new PassState(live.source, settings.injector.backend === 'webhook' ? await webhookUnready(api, namespace, settings.injector.serviceName) : undefined);
     if (pass.injectorNotReady) this.options.log('warn', 'the injector cannot inject now: nothing is repaired this pass', { reason: pass.injectorNotReady });
     const reportsServed = settings.policyReports && (await policyReportsServed(api));
-    const injectorKey = createHash('sha256').update(JSON.stringify([live.source.config, live.source.webhookConfiguration ?? null])).digest('base64');
-    const plan: ListPlan = injectorKey !== this.injectorKey ? { all: true, reason: 'the injector changed' } : this.changes.plan();
+    // Whatever the judgement or the reports depend on beside the pods: a change means every pod again
+    // (the PolicyReport CRD installed, say: every namespace gets its report now, not at the next full pass).
+    const injectorKey = createHash('sha256').update(JSON.stringify([live.source.config, live.source.webhookConfiguration ?? null, reportsServed])).digest('base64');
+    const plan: ListPlan = injectorKey !== this.injectorKey ? { all: true, reason: 'the injector, or whether PolicyReports are served, changed' } : this.changes.plan();
     this.injectorKey = injectorKey;
     try {
       await this.judgeCluster(pass, reportsServed, plan);
