@@ -6,9 +6,9 @@
 
 import * as fs from 'node:fs';
 import * as https from 'node:https';
-import type { IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { ApiserverConnection } from '../server/namespace-watch';
-import { WatchLines } from '../server/watch-lines';
+import { LineTooLong, WatchErrorEvent, readWatchStream } from '../server/watch-stream';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -84,37 +84,23 @@ export class HttpsKubeApi implements KubeApi {
     private readonly options: { readonly maxResponseBytes?: number; readonly timeoutMs?: number; readonly userAgent?: string } = {},
   ) {
     this.base = new URL(connection.url);
-    this.agent = new https.Agent({
-      keepAlive: true,
-      maxSockets: 4,
-      ca: fs.readFileSync(connection.caFile),
-      minVersion: 'TLSv1.2',
-      ...(connection.serverName ? { servername: connection.serverName } : {}),
-    });
-    this.watchAgent = new https.Agent({ keepAlive: false, maxSockets: 1, ca: fs.readFileSync(connection.caFile), minVersion: 'TLSv1.2', ...(connection.serverName ? { servername: connection.serverName } : {}) });
+    const tls: https.AgentOptions = { ca: fs.readFileSync(connection.caFile), minVersion: 'TLSv1.2', ...(connection.serverName ? { servername: connection.serverName } : {}) };
+    this.agent = new https.Agent({ ...tls, keepAlive: true, maxSockets: 4 });
+    this.watchAgent = new https.Agent({ ...tls, keepAlive: false, maxSockets: 1 });
   }
 
   request(method: Method, path: string, request: KubeRequest = {}): Promise<any> {
     const url = new URL(path, this.base);
     for (const [key, value] of Object.entries(request.query ?? {})) if (value !== undefined) url.searchParams.set(key, value);
     const body = request.body === undefined ? undefined : Buffer.from(JSON.stringify(request.body));
-    const token = fs.readFileSync(this.connection.tokenFile, 'utf8').trim();
     const limit = this.options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
     return new Promise((resolve, reject) => {
       const req = https.request(
         url,
-        {
-          method,
-          agent: this.agent,
-          ...(this.connection.serverName ? { servername: this.connection.serverName } : {}),
-          headers: {
-            authorization: `Bearer ${token}`,
-            accept: 'application/json',
-            'user-agent': this.options.userAgent ?? 'sidecar-injector-reconciler',
-            ...(body ? { 'content-type': method === 'PATCH' ? (request.contentType ?? 'application/merge-patch+json') : 'application/json', 'content-length': body.length } : {}),
-          },
-          timeout: this.options.timeoutMs ?? REQUEST_TIMEOUT_MS,
-        },
+        this.requestOptions(method, this.agent, {
+          accept: 'application/json',
+          ...(body ? { 'content-type': method === 'PATCH' ? (request.contentType ?? 'application/merge-patch+json') : 'application/json', 'content-length': body.length } : {}),
+        }),
         (res: IncomingMessage) => {
           const chunks: Buffer[] = [];
           let size = 0;
@@ -156,87 +142,54 @@ export class HttpsKubeApi implements KubeApi {
     });
   }
 
-  watch(path: string, query: Readonly<Record<string, string>>, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<'gone' | 'ended'> {
+  /** A request's options: the token read again now (the kubelet rotates it), the CA's agent, a deadline. */
+  private requestOptions(method: Method, agent: https.Agent, headers: Record<string, string | number>): https.RequestOptions {
+    const token = fs.readFileSync(this.connection.tokenFile, 'utf8').trim();
+    return {
+      method,
+      agent,
+      ...(this.connection.serverName ? { servername: this.connection.serverName } : {}),
+      headers: { authorization: `Bearer ${token}`, 'user-agent': this.options.userAgent ?? 'sidecar-injector-reconciler', ...headers },
+      timeout: this.options.timeoutMs ?? REQUEST_TIMEOUT_MS,
+    };
+  }
+
+  async watch(path: string, query: Readonly<Record<string, string>>, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<'gone' | 'ended'> {
+    if (signal.aborted) return 'ended';
     const url = new URL(path, this.base);
     for (const [key, value] of Object.entries({ ...query, watch: '1' })) url.searchParams.set(key, value);
-    const token = fs.readFileSync(this.connection.tokenFile, 'utf8').trim();
-    return new Promise((resolve, reject) => {
-      if (signal.aborted) return resolve('ended');
-      const req = https.request(
-        url,
-        {
-          method: 'GET',
-          // Its own socket, held for minutes: the requests' pool stays free.
-          agent: this.watchAgent,
-          ...(this.connection.serverName ? { servername: this.connection.serverName } : {}),
-          headers: { authorization: `Bearer ${token}`, accept: METADATA_WATCH_ACCEPT, 'user-agent': this.options.userAgent ?? 'sidecar-injector-reconciler' },
-          timeout: this.options.timeoutMs ?? REQUEST_TIMEOUT_MS,
-        },
-        (res: IncomingMessage) => {
-          const status = res.statusCode ?? 0;
-          if (status === 410) {
-            res.resume();
-            return resolve('gone');
-          }
-          if (status !== 200) {
-            const chunks: Buffer[] = [];
-            res.on('data', (chunk: Buffer) => chunks.length < 4 && chunks.push(chunk));
-            res.on('end', () => reject(new KubeApiError(status, `HTTP ${status}`, `watch ${url.pathname}: ${status}: ${Buffer.concat(chunks).toString('utf8').slice(0, 200)}`)));
-            return;
-          }
-          req.setTimeout(SILENT_WATCH_MS, () => req.destroy(new Error(`watch ${url.pathname}: silent for ${SILENT_WATCH_MS / 1000} s`)));
-          const splitter = new WatchLines(MAX_WATCH_LINE_BYTES);
-          let settled = false;
-          const fail = (error: Error) => {
-            if (settled) return;
-            settled = true;
-            res.destroy();
-            reject(error);
-          };
-          res.on('data', (chunk: Buffer) => {
-            if (settled) return;
-            let lines: Buffer[];
-            try {
-              lines = splitter.push(chunk);
-            } catch {
-              return fail(new ResponseTooLarge(`watch ${url.pathname}: a line over ${MAX_WATCH_LINE_BYTES} bytes`));
-            }
-            for (const line of lines) {
-              let event: any;
-              try {
-                event = JSON.parse(line.toString('utf8'));
-              } catch {
-                return fail(new Error(`watch ${url.pathname}: a line that is not JSON`));
-              }
-              if (event?.type === 'ERROR') {
-                if (event.object?.code === 410) {
-                  settled = true;
-                  res.destroy();
-                  return resolve('gone');
-                }
-                return fail(new KubeApiError(Number(event.object?.code ?? 0), String(event.object?.reason ?? 'ERROR'), `watch ${url.pathname}: ${String(event.object?.message ?? 'an error event')}`));
-              }
-              if (['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK'].includes(event?.type)) onEvent({ type: event.type, object: event.object ?? {} });
-            }
-          });
-          res.on('error', (error) => fail(error));
-          res.on('end', () => {
-            if (settled) return;
-            settled = true;
-            resolve('ended');
-          });
-        },
-      );
-      const abort = () => {
-        req.destroy();
-        resolve('ended');
-      };
-      signal.addEventListener('abort', abort, { once: true });
-      req.on('close', () => signal.removeEventListener('abort', abort));
-      req.on('timeout', () => req.destroy(new Error(`watch ${url.pathname}: no answer in ${(this.options.timeoutMs ?? REQUEST_TIMEOUT_MS) / 1000} s`)));
-      req.on('error', (error) => (signal.aborted ? resolve('ended') : reject(error)));
-      req.end();
-    });
+    let req: ClientRequest | undefined;
+    const abort = () => req?.destroy();
+    signal.addEventListener('abort', abort, { once: true });
+    try {
+      const res = await new Promise<IncomingMessage>((resolve, reject) => {
+        // Its own socket, held for minutes: the requests' pool stays free.
+        req = https.request(url, this.requestOptions('GET', this.watchAgent, { accept: METADATA_WATCH_ACCEPT }), resolve);
+        req.on('timeout', () => req!.destroy(new Error(`watch ${url.pathname}: no answer in ${(this.options.timeoutMs ?? REQUEST_TIMEOUT_MS) / 1000} s`)));
+        req.on('error', reject);
+        req.end();
+      });
+      const status = res.statusCode ?? 0;
+      if (status === 410) {
+        res.resume();
+        return 'gone';
+      }
+      if (status !== 200) {
+        const chunks: Buffer[] = [];
+        for await (const chunk of res as AsyncIterable<Buffer>) if (chunks.length < 4) chunks.push(chunk);
+        throw new KubeApiError(status, `HTTP ${status}`, `watch ${url.pathname}: ${status}: ${Buffer.concat(chunks).toString('utf8').slice(0, 200)}`);
+      }
+      req!.setTimeout(SILENT_WATCH_MS, () => req!.destroy(new Error(`watch ${url.pathname}: silent for ${SILENT_WATCH_MS / 1000} s`)));
+      return await readWatchStream(res, MAX_WATCH_LINE_BYTES, onEvent);
+    } catch (error) {
+      if (signal.aborted) return 'ended';
+      if (error instanceof LineTooLong) throw new ResponseTooLarge(`watch ${url.pathname}: a line over ${MAX_WATCH_LINE_BYTES} bytes`);
+      if (error instanceof SyntaxError) throw new Error(`watch ${url.pathname}: a line that is not JSON`);
+      if (error instanceof WatchErrorEvent) throw new KubeApiError(error.code, error.reason, `watch ${url.pathname}: ${error.message}`);
+      throw error;
+    } finally {
+      signal.removeEventListener('abort', abort);
+    }
   }
 
   close(): void {

@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as https from 'node:https';
 import type { IncomingMessage } from 'node:http';
 import type { NamespaceDefaultsTable } from './namespace-defaults';
-import { WatchLines } from './watch-lines';
+import { LineTooLong, WatchErrorEvent, readWatchStream } from './watch-stream';
 
 /** Where the apiserver is, and how to authenticate to it. */
 export interface ApiserverConnection {
@@ -205,41 +205,20 @@ export class NamespaceWatch {
     }
     response.socket?.setTimeout(SILENT_WATCH_MS, () => response.destroy(new Error(`watch namespaces: silent for ${SILENT_WATCH_MS / 1000}s`)));
     let version = resourceVersion;
-    const splitter = new WatchLines(MAX_LINE_BYTES);
-    for await (const chunk of response as AsyncIterable<Buffer>) {
-      let lines: Buffer[];
-      try {
-        lines = splitter.push(chunk);
-      } catch (error) {
-        response.destroy();
-        throw new Error(`watch namespaces: ${(error as Error).message}`);
-      }
-      for (const line of lines) {
-        const outcome = this.event(line);
-        if (outcome === 'gone') {
-          response.destroy();
-          return 'gone';
+    let outcome: 'gone' | 'ended';
+    try {
+      outcome = await readWatchStream(response, MAX_LINE_BYTES, (event) => {
+        const metadata = event.object?.metadata;
+        if (typeof metadata?.name === 'string') {
+          if (event.type === 'ADDED' || event.type === 'MODIFIED') this.table.upsert(metadata.name, metadata.annotations);
+          else if (event.type === 'DELETED') this.table.delete(metadata.name);
         }
-        if (outcome !== undefined) version = outcome;
-      }
+        if (typeof metadata?.resourceVersion === 'string') version = metadata.resourceVersion;
+      });
+    } catch (error) {
+      if (error instanceof LineTooLong || error instanceof WatchErrorEvent) throw new Error(`watch namespaces: ${error.message}`);
+      throw error;
     }
-    return version;
-  }
-
-  /** One watch event: the resourceVersion it carries, 'gone' for an expired version, else undefined. */
-  private event(line: Buffer): string | 'gone' | undefined {
-    if (line.length === 0) return undefined;
-    const event = JSON.parse(line.toString('utf8'));
-    const object = event?.object;
-    if (event?.type === 'ERROR') {
-      if (object?.code === 410) return 'gone';
-      throw new Error(`watch namespaces: ${String(object?.message ?? 'error event')}`);
-    }
-    const metadata = object?.metadata;
-    if (typeof metadata?.name === 'string') {
-      if (event.type === 'ADDED' || event.type === 'MODIFIED') this.table.upsert(metadata.name, metadata.annotations);
-      else if (event.type === 'DELETED') this.table.delete(metadata.name);
-    }
-    return typeof metadata?.resourceVersion === 'string' ? metadata.resourceVersion : undefined;
+    return outcome === 'gone' ? 'gone' : version;
   }
 }
