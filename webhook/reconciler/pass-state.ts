@@ -28,7 +28,6 @@ export class PassState {
   untracked = 0;
   reports = 0;
   listed: 'all' | number = 'all';
-  readonly counts = { upToDate: 0, stale: 0, versionUnknown: 0 };
   readonly restarted: string[] = [];
   readonly upgraded: string[] = [];
   readonly waiting: { workload: string; reason: WaitReason; message: string }[] = [];

@@ -81,6 +81,26 @@ interface NamespaceCounts {
 }
 
 
+/** One namespace's pods as they are listed: the statuses of at most MAX_NAMESPACE_PODS, the rest counted. */
+interface NamespacePods {
+  readonly namespace: string;
+  readonly statuses: PodStatus[];
+  untracked: number;
+}
+
+/** The reconciler reads no ReplicaSets or Jobs: a pod's Deployment is inferred from its ReplicaSet's name. */
+const NO_OWNERS: ClusterObjects['owners'] = new Map();
+
+/** Judges one listed pod into its namespace's statuses, or counts it as untracked past the bound. */
+function addPod(pass: PassState, listed: NamespacePods, pod: KubernetesObject): void {
+  pass.pods++;
+  if (listed.statuses.length >= MAX_NAMESPACE_PODS) {
+    listed.untracked++;
+    return;
+  }
+  listed.statuses.push(classifyPods({ pods: [pod], namespaceLabels: pass.namespaceLabels, namespaceAnnotations: pass.namespaceAnnotations, owners: NO_OWNERS }, pass.source)[0]);
+}
+
 export class Reconciler {
   readonly events: EventRecorder;
   private readonly reports: PolicyReportWriter;
@@ -200,62 +220,42 @@ export class Reconciler {
   /** The pods of `namespaces`, one namespace's list at a time. */
   private async judgeNamespaces(pass: PassState, reportsServed: boolean, namespaces: readonly string[]): Promise<void> {
     pass.listed = namespaces.length;
-    const owners: ClusterObjects['owners'] = new Map();
     for (const namespace of namespaces) {
-      const statuses: PodStatus[] = [];
-      let untracked = 0;
+      const listed: NamespacePods = { namespace, statuses: [], untracked: 0 };
       await listPages(this.options.api, `/api/v1/namespaces/${namespace}/pods`, (pods) => {
-        for (const pod of pods as KubernetesObject[]) {
-          pass.pods++;
-          if (statuses.length >= MAX_NAMESPACE_PODS) {
-            untracked++;
-            continue;
-          }
-          statuses.push(classifyPods({ pods: [pod], namespaceLabels: pass.namespaceLabels, namespaceAnnotations: pass.namespaceAnnotations, owners }, pass.source)[0]);
-        }
+        for (const pod of pods as KubernetesObject[]) addPod(pass, listed, pod);
       });
-      pass.untracked += untracked;
       // A namespace listed with no pods has its report emptied (the writer writes only over one that had results).
-      await this.judgeNamespace(pass, namespace, statuses, reportsServed, untracked);
+      await this.judgeNamespace(pass, listed, reportsServed);
     }
   }
 
   /** Every pod, page by page; then the pod watch goes on from this list. */
   private async judgeEveryPod(pass: PassState, reportsServed: boolean, reason: string): Promise<void> {
-    const { api } = this.options;
-    const { namespaceLabels, namespaceAnnotations } = pass;
     this.options.log('info', 'listing every pod', { reason });
     this.namespaceCounts.clear();
     this.unsettled.clear();
-    const owners: ClusterObjects['owners'] = new Map();
-    let current: { namespace: string; statuses: PodStatus[]; untracked: number } | undefined;
+    let current: NamespacePods | undefined;
     const flushed = new Set<string>();
     const flush = async () => {
       if (!current) return;
-      const { namespace, statuses, untracked } = current;
+      const listed = current;
       current = undefined;
-      if (flushed.has(namespace)) {
-        this.options.log('warn', 'the pod list came back out of namespace order: this namespace was judged in parts, and its report is not written this pass', { namespace });
-        await this.judgeNamespace(pass, namespace, statuses, false, untracked);
+      if (flushed.has(listed.namespace)) {
+        this.options.log('warn', 'the pod list came back out of namespace order: this namespace was judged in parts, and its report is not written this pass', { namespace: listed.namespace });
+        await this.judgeNamespace(pass, listed, false);
         return;
       }
-      flushed.add(namespace);
-      await this.judgeNamespace(pass, namespace, statuses, reportsServed, untracked);
+      flushed.add(listed.namespace);
+      await this.judgeNamespace(pass, listed, reportsServed);
     };
-    const resourceVersion = await listPages(api, '/api/v1/pods', async (pods) => {
+    const resourceVersion = await listPages(this.options.api, '/api/v1/pods', async (pods) => {
       for (const pod of pods as KubernetesObject[]) {
         const namespace = String((pod.metadata as Record<string, unknown> | undefined)?.namespace ?? '');
         if (this.excluded(namespace)) continue;
         if (current && current.namespace !== namespace) await flush();
-        if (!current) current = { namespace, statuses: [], untracked: 0 };
-        pass.pods++;
-        if (current.statuses.length >= MAX_NAMESPACE_PODS) {
-          pass.untracked++;
-          current.untracked++;
-          continue;
-        }
-        const [status] = classifyPods({ pods: [pod], namespaceLabels, namespaceAnnotations, owners }, pass.source);
-        current.statuses.push(status);
+        current ??= { namespace, statuses: [], untracked: 0 };
+        addPod(pass, current, pod);
       }
     });
     await flush();
@@ -267,17 +267,15 @@ export class Reconciler {
     }
   }
 
-  private async judgeNamespace(pass: PassState, namespace: string, statuses: readonly PodStatus[], writeReport: boolean, untracked: number): Promise<void> {
+  private async judgeNamespace(pass: PassState, { namespace, statuses, untracked }: NamespacePods, writeReport: boolean): Promise<void> {
     const report: StatusReport = statusReport(statuses, pass.source.config);
+    pass.untracked += untracked;
     const counts = { upToDate: 0, stale: 0, versionUnknown: 0, untracked };
     for (const status of statuses) {
       if (status.state === 'up-to-date') counts.upToDate++;
       else if (status.state === 'stale') counts.stale++;
       else if (status.state === 'version-unknown') counts.versionUnknown++;
     }
-    pass.counts.upToDate += counts.upToDate;
-    pass.counts.stale += counts.stale;
-    pass.counts.versionUnknown += counts.versionUnknown;
     if (statuses.length + untracked > 0) this.namespaceCounts.set(namespace, counts);
     else this.namespaceCounts.delete(namespace);
     let decided = false;
