@@ -77,6 +77,23 @@ interface SynthesizedInjector {
 }
 
 /**
+ * A bound policy as the webhook entry it amounts to: the policy's resources and the binding's selectors,
+ * and, where given, the path the webhook entry of the same selectors would call.
+ */
+function boundPolicyWebhook(policy: Record<string, any>, binding: SourceDocument, path?: string): MutatingWebhook {
+  const bound = objectOf(binding);
+  const matchResources = bound.spec?.matchResources ?? {};
+  return {
+    name: `${bound.metadata?.name} (${policy.kind}Binding)`,
+    rules: policy.spec?.matchConstraints?.resourceRules ?? [],
+    matchPolicy: policy.spec?.matchConstraints?.matchPolicy,
+    namespaceSelector: matchResources.namespaceSelector,
+    objectSelector: matchResources.objectSelector,
+    ...(path !== undefined ? { clientConfig: { service: { path } } } : {}),
+  };
+}
+
+/**
  * The policy backend's injectors: its policies are named `<prefix>.<pods|workloads|cronjobs>` and each
  * carries the whole config. The apiserver applies a policy where a binding's matchResources select the
  * object, so each bound policy becomes a webhook with the policy's resources and the binding's
@@ -123,19 +140,10 @@ function policyInjectors(from: string, documents: readonly SourceDocument[]): Sy
     for (const member of members) {
       const policy = member.object as Record<string, any>;
       const revision = revisionLabelKey === undefined ? undefined : policy.metadata.labels?.[revisionLabelKey];
-      const bindingKind = `${policy.kind}Binding`;
       const policyBindings = policy.kind === 'ValidatingAdmissionPolicy' ? validatingBindings : bindings;
       for (const binding of policyBindings.filter((candidate) => objectOf(candidate).spec?.policyName === policy.metadata.name)) {
-        const matchResources = objectOf(binding).spec?.matchResources ?? {};
-        webhooks.push({
-          name: `${objectOf(binding).metadata?.name} (${bindingKind})`,
-          rules: policy.spec?.matchConstraints?.resourceRules ?? [],
-          matchPolicy: policy.spec?.matchConstraints?.matchPolicy,
-          namespaceSelector: matchResources.namespaceSelector,
-          objectSelector: matchResources.objectSelector,
-          // Where the webhook entry of the same selectors would send it: the revision the policy applies.
-          ...(typeof revision === 'string' ? { clientConfig: { service: { path: admissionPath(`revision:${revision}`) } } } : {}),
-        });
+        // Where the webhook entry of the same selectors would send it: the revision the policy applies.
+        webhooks.push(boundPolicyWebhook(policy, binding, typeof revision === 'string' ? admissionPath(`revision:${revision}`) : undefined));
         used.push(binding);
       }
     }
@@ -144,15 +152,7 @@ function policyInjectors(from: string, documents: readonly SourceDocument[]): Sy
     for (const policy of revisionLabelKey === undefined ? [] : validating.filter((document) => objectOf(document).metadata?.name === `${namePrefix}.unserved-revision`)) {
       for (const binding of validatingBindings.filter((candidate) => objectOf(candidate).spec?.policyName === objectOf(policy).metadata.name)) {
         const chooser = String(objectOf(binding).metadata?.name).split('.').pop();
-        const matchResources = objectOf(binding).spec?.matchResources ?? {};
-        webhooks.push({
-          name: `${objectOf(binding).metadata?.name} (ValidatingAdmissionPolicyBinding)`,
-          rules: objectOf(policy).spec?.matchConstraints?.resourceRules ?? [],
-          matchPolicy: objectOf(policy).spec?.matchConstraints?.matchPolicy,
-          namespaceSelector: matchResources.namespaceSelector,
-          objectSelector: matchResources.objectSelector,
-          clientConfig: { service: { path: admissionPath(`unserved:${chooser as RevisionChooser}`) } },
-        });
+        webhooks.push(boundPolicyWebhook(objectOf(policy), binding, admissionPath(`unserved:${chooser as RevisionChooser}`)));
         used.push(policy, binding);
       }
     }
