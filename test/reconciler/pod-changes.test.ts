@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { FULL_PASS_EVERY_MS, MAX_CHANGED_NAMESPACES, PodChanges } from '../../webhook/reconciler/pod-changes';
 import type { KubeApi, WatchEvent } from '../../webhook/reconciler/kube-api';
 import { POLICY_REPORT_NAME } from '../../webhook/reconciler/policy-report';
-import { APP_SPEC, TestClock, passAfter, reconcilerHarness, setWebhookReady } from '../support/reconciler-harness';
+import { APP_SPEC, TestClock, passAfter, reconcilerHarness, setWebhookReady, whileInjectorDown } from '../support/reconciler-harness';
 import type { FakeKube } from '../support/fake-kube';
 
 /** The pod lists a pass asked for: `*` for every pod, else the namespace. */
@@ -43,9 +43,9 @@ describe('where pods changed', () => {
     const { kube, pass, logs } = await settledHarness();
     const quiet = await pass();
     assert.deepEqual([quiet.outcome.listed, quiet.lists], [0, []]);
-    setWebhookReady(kube, false);
-    kube.deployment('team-b', 'late', 2, APP_SPEC);
-    setWebhookReady(kube, true);
+    whileInjectorDown(kube, () => {
+      kube.deployment('team-b', 'late', 2, APP_SPEC);
+    });
     const found = await pass();
     assert.deepEqual([found.outcome.listed, found.lists], [1, ['team-b']]);
     assert.deepEqual(found.outcome.restarted, ['team-b/Deployment/late']);

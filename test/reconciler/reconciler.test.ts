@@ -9,7 +9,7 @@ import { statusReport } from '../../webhook/cli/status-command';
 import { repairedForAnnotation } from '../../webhook/config';
 import { POLICY_REPORT_NAME } from '../../webhook/reconciler/policy-report';
 import { MAX_REPAIR_CANDIDATES } from '../../webhook/reconciler/reconciler';
-import { APP_SPEC, NAMESPACE, eventsIn, passAfter, reconcilerHarness, setWebhookReady } from '../support/reconciler-harness';
+import { APP_SPEC, NAMESPACE, eventsIn, passAfter, reconcilerHarness, setWebhookReady, whileInjectorDown } from '../support/reconciler-harness';
 import { ENVOY_V1, ENVOY_V2, envoyInjection, revisionedProps } from '../support/revision-fixtures';
 import type { FakeKube } from '../support/fake-kube';
 
@@ -71,15 +71,14 @@ describe('the reconciler after an injector outage (failurePolicy Ignore)', () =>
   });
 
   test('a bare pod with no owner gets an Event and stays; an opted-out pod and a kube-system pod are untouched', async () => {
-    const { kube, replica } = reconcilerHarness();
-    setWebhookReady(kube, false);
-    kube.admitPod({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'lonely', namespace: 'apps' }, spec: APP_SPEC });
-    kube.admitPod({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'opted-out', namespace: 'apps', annotations: { 'sidecar-injector.io/inject': 'false' } }, spec: APP_SPEC });
-    kube.admitPod({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'system', namespace: 'kube-system' }, spec: APP_SPEC });
-    kube.deployment('kube-system', 'dns', 2, APP_SPEC);
-    setWebhookReady(kube, true);
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { kube, leader } = reconcilerHarness();
+    whileInjectorDown(kube, () => {
+      kube.admitPod({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'lonely', namespace: 'apps' }, spec: APP_SPEC });
+      kube.admitPod({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'opted-out', namespace: 'apps', annotations: { 'sidecar-injector.io/inject': 'false' } }, spec: APP_SPEC });
+      kube.admitPod({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'system', namespace: 'kube-system' }, spec: APP_SPEC });
+      kube.deployment('kube-system', 'dns', 2, APP_SPEC);
+    });
+    const { reconciler } = await leader('reconciler-a');
     const outcome = await reconciler.pass();
     assert.deepEqual(outcome.restarted, []);
     const events = eventsIn(kube, 'apps');
@@ -95,15 +94,14 @@ describe('the reconciler after an injector outage (failurePolicy Ignore)', () =>
   });
 
   test('reports equal to status: the PolicyReport of each namespace counts what statusReport counts for its pods', async () => {
-    const { kube, replica, manifests } = reconcilerHarness({ missing: 'report' });
+    const { kube, manifests, leader } = reconcilerHarness({ missing: 'report' });
     kube.served.add('wgpolicyk8s.io/v1alpha2');
     kube.deployment('apps', 'injected', 2, APP_SPEC);
-    setWebhookReady(kube, false);
-    kube.deployment('apps', 'bare', 3, APP_SPEC);
-    kube.admitPod({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'lonely', namespace: 'apps' }, spec: APP_SPEC });
-    setWebhookReady(kube, true);
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    whileInjectorDown(kube, () => {
+      kube.deployment('apps', 'bare', 3, APP_SPEC);
+      kube.admitPod({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'lonely', namespace: 'apps' }, spec: APP_SPEC });
+    });
+    const { reconciler } = await leader('reconciler-a');
     await reconciler.pass();
     const source = injectorFromDocuments('test', manifests.map((object, index) => ({ object, source: 'test', index: index + 1, line: 1 })));
     const labels = new Map(kube.list('', 'namespaces').map((ns) => [ns.metadata.name, ns.metadata.labels]));
@@ -135,13 +133,12 @@ describe('the reconciler after an injector outage (failurePolicy Ignore)', () =>
 
 describe('the reconciler\'s guards', () => {
   test('a PodDisruptionBudget that allows no disruption now holds the restart back, with an Event', async () => {
-    const { kube, replica } = reconcilerHarness();
-    setWebhookReady(kube, false);
-    kube.deployment('apps', 'web', 3, APP_SPEC);
-    kube.put('policy', 'poddisruptionbudgets', { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web', namespace: 'apps' }, spec: { minAvailable: 2, selector: { matchLabels: { app: 'web' } } }, status: { disruptionsAllowed: 0 } });
-    setWebhookReady(kube, true);
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { kube, leader } = reconcilerHarness();
+    whileInjectorDown(kube, () => {
+      kube.deployment('apps', 'web', 3, APP_SPEC);
+      kube.put('policy', 'poddisruptionbudgets', { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web', namespace: 'apps' }, spec: { minAvailable: 2, selector: { matchLabels: { app: 'web' } } }, status: { disruptionsAllowed: 0 } });
+    });
+    const { reconciler } = await leader('reconciler-a');
     const outcome = await reconciler.pass();
     assert.deepEqual(outcome.restarted, []);
     assert.deepEqual(outcome.waiting.map((entry) => entry.reason), ['disruption-budget']);
@@ -152,27 +149,25 @@ describe('the reconciler\'s guards', () => {
   });
 
   test('a rollout strategy that takes down more pods than the budget allows is never restarted by the reconciler', async () => {
-    const { kube, replica } = reconcilerHarness();
-    setWebhookReady(kube, false);
-    kube.deployment('apps', 'web', 4, APP_SPEC, { strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '50%', maxSurge: 0 } } });
-    kube.put('policy', 'poddisruptionbudgets', { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web', namespace: 'apps' }, spec: { maxUnavailable: 1, selector: { matchLabels: { app: 'web' } } }, status: { disruptionsAllowed: 1 } });
-    setWebhookReady(kube, true);
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { kube, leader } = reconcilerHarness();
+    whileInjectorDown(kube, () => {
+      kube.deployment('apps', 'web', 4, APP_SPEC, { strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '50%', maxSurge: 0 } } });
+      kube.put('policy', 'poddisruptionbudgets', { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web', namespace: 'apps' }, spec: { maxUnavailable: 1, selector: { matchLabels: { app: 'web' } } }, status: { disruptionsAllowed: 1 } });
+    });
+    const { reconciler } = await leader('reconciler-a');
     const outcome = await reconciler.pass();
     assert.deepEqual(outcome.restarted, []);
     assert.match(outcome.waiting[0].message, /takes down up to 2 of 4 pods at once, more than PodDisruptionBudget web allows \(1\)/);
   });
 
   test('the dry-run probe: endpoints ready but the injector not injecting means no restart', async () => {
-    const { kube, replica } = reconcilerHarness();
-    setWebhookReady(kube, false);
-    kube.deployment('apps', 'web', 2, APP_SPEC);
-    // Endpoints say ready, yet admission does not inject (a broken config, a network policy in the way).
-    setWebhookReady(kube, true);
+    const { kube, leader } = reconcilerHarness();
+    whileInjectorDown(kube, () => {
+      kube.deployment('apps', 'web', 2, APP_SPEC);
+      // Endpoints say ready, yet admission does not inject (a broken config, a network policy in the way).
+    });
     kube.injectorUp = false;
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { reconciler } = await leader('reconciler-a');
     const outcome = await reconciler.pass();
     assert.deepEqual(outcome.restarted, []);
     assert.match(outcome.waiting[0].message, /a dry-run create of its pod came back without envoy as configured now: the injector is not injecting it/);
@@ -181,12 +176,11 @@ describe('the reconciler\'s guards', () => {
   });
 
   test('at most repairsPerMinute restarts a minute; the rest wait for the next pass', async () => {
-    const { kube, clock, replica } = reconcilerHarness({ repairsPerMinute: 2 });
+    const { kube, clock, leader } = reconcilerHarness({ repairsPerMinute: 2 });
     setWebhookReady(kube, false);
     for (const name of ['a', 'b', 'c', 'd']) kube.deployment('apps', name, 1, APP_SPEC);
     setWebhookReady(kube, true);
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { reconciler, lease } = await leader('reconciler-a');
     const first = await reconciler.pass();
     assert.equal(first.restarted.length, 2);
     assert.deepEqual(first.waiting.map((entry) => entry.reason), ['rate-limit', 'rate-limit']);
@@ -200,12 +194,11 @@ describe('the reconciler\'s guards', () => {
   });
 
   test('a workload restarted once for this config whose pods still miss a sidecar is not restarted again', async () => {
-    const { kube, clock, replica } = reconcilerHarness();
-    setWebhookReady(kube, false);
-    kube.deployment('apps', 'web', 2, APP_SPEC);
-    setWebhookReady(kube, true);
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { kube, clock, leader } = reconcilerHarness();
+    whileInjectorDown(kube, () => {
+      kube.deployment('apps', 'web', 2, APP_SPEC);
+    });
+    const { reconciler, lease } = await leader('reconciler-a');
     assert.deepEqual((await reconciler.pass()).restarted, ['apps/Deployment/web']);
     // The new pods come up bare anyway (the injector fails again between the probe and the pods).
     kube.injectorUp = false;
@@ -222,10 +215,10 @@ describe('the reconciler\'s guards', () => {
 describe('one replica acts at a time', () => {
   test('the acting replica stops renewing mid-repair: the other takes the Lease after its duration and finishes; nothing is restarted twice', async () => {
     const { kube, clock, replica } = reconcilerHarness({ repairsPerMinute: 1 });
-    setWebhookReady(kube, false);
-    kube.deployment('apps', 'one', 2, APP_SPEC);
-    kube.deployment('apps', 'two', 2, APP_SPEC);
-    setWebhookReady(kube, true);
+    whileInjectorDown(kube, () => {
+      kube.deployment('apps', 'one', 2, APP_SPEC);
+      kube.deployment('apps', 'two', 2, APP_SPEC);
+    });
     const a = replica('reconciler-a');
     const b = replica('reconciler-b');
     assert.equal(await a.lease.tryAcquireOrRenew(), true);
@@ -257,12 +250,11 @@ describe('one replica acts at a time', () => {
 
 describe('in-place repair (outdated: in-place)', () => {
   test('an Envoy bump: pods keep their UIDs, the app container does not restart, an Event records each pod', async () => {
-    const { kube, clock, replica, apply } = reconcilerHarness({ outdated: 'in-place' });
+    const { kube, clock, apply, leader } = reconcilerHarness({ outdated: 'in-place' });
     kube.deployment('apps', 'web', 3, APP_SPEC);
     const before = podsOf(kube, 'apps', 'web').map((pod) => ({ name: pod.metadata.name, uid: pod.metadata.uid }));
     apply({ injections: [envoyInjection(ENVOY_V2)] });
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { reconciler, lease } = await leader('reconciler-a');
     const outcome = await reconciler.pass();
     assert.equal(outcome.upgraded.length, 3);
     assert.deepEqual(outcome.restarted, []);
@@ -286,7 +278,7 @@ describe('in-place repair (outdated: in-place)', () => {
 
 describe('the reconciler with the policy backend', () => {
   test('waits while a policy is not loaded, saying which; repairs once they all are', async () => {
-    const { kube, replica, apply, settings } = reconcilerHarness({}, { backend: 'admissionPolicy' });
+    const { kube, apply, settings, leader } = reconcilerHarness({}, { backend: 'admissionPolicy' });
     assert.equal(settings.injector.backend, 'policy');
     const policies = kube.list('admissionregistration.k8s.io', 'mutatingadmissionpolicies');
     assert.ok(policies.length > 0);
@@ -294,8 +286,7 @@ describe('the reconciler with the policy backend', () => {
     for (const policy of policies) kube.remove('admissionregistration.k8s.io', 'mutatingadmissionpolicies', undefined, policy.metadata.name);
     kube.injectorUp = false;
     kube.deployment('apps', 'web', 2, APP_SPEC);
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { reconciler } = await leader('reconciler-a');
     const waiting = await reconciler.pass();
     assert.match(waiting.injectorUnreadable ?? '', /^MutatingAdmissionPolicy sidecar-injector\.sidecar-injector\.\w+ is not in the cluster$/);
     assert.deepEqual(waiting.restarted, []);
@@ -311,13 +302,12 @@ describe('the reconciler with the policy backend', () => {
 
 describe('PolicyReports are written when they change', () => {
   test('a pass that finds the same writes nothing; a namespace with nothing to report gets no report', async () => {
-    const { kube, clock, replica } = reconcilerHarness({ missing: 'report' });
+    const { kube, clock, leader } = reconcilerHarness({ missing: 'report' });
     kube.served.add('wgpolicyk8s.io/v1alpha2');
     setWebhookReady(kube, false);
     kube.deployment('apps', 'web', 2, APP_SPEC);
     kube.deployment('plain', 'other', 2, APP_SPEC); // not an enabled namespace: owes nothing
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { reconciler, lease } = await leader('reconciler-a');
     assert.equal((await reconciler.pass()).reports, 1);
     assert.equal(kube.get('wgpolicyk8s.io', 'policyreports', 'plain', POLICY_REPORT_NAME), undefined);
     const reportWrites = () => kube.requests.filter((request) => request.resource === 'policyreports' && ['create', 'update'].includes(request.verb)).length;
@@ -334,15 +324,14 @@ describe('PolicyReports are written when they change', () => {
 
 describe('PolicyReports of namespaces left without pods', () => {
   test('are emptied on the next pass (not deleted: it may not), then left alone; a namespace never reported gets none', async () => {
-    const { kube, clock, replica } = reconcilerHarness({ missing: 'report' });
+    const { kube, clock, replica, leader } = reconcilerHarness({ missing: 'report' });
     kube.served.add('wgpolicyk8s.io/v1alpha2');
     setWebhookReady(kube, false);
     kube.deployment('apps', 'web', 2, APP_SPEC);
     kube.namespace('team-b', { injection: 'enabled' });
     kube.deployment('team-b', 'api', 1, APP_SPEC);
     kube.put('wgpolicyk8s.io', 'policyreports', { apiVersion: 'wgpolicyk8s.io/v1alpha2', kind: 'PolicyReport', metadata: { name: 'someone-else', namespace: 'gone', labels: { 'app.kubernetes.io/managed-by': 'sidecar-injector-reconciler' } }, results: [{ result: 'fail' }] });
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { reconciler, lease } = await leader('reconciler-a');
     assert.equal((await reconciler.pass()).reports, 2);
     assert.equal(kube.get('wgpolicyk8s.io', 'policyreports', 'apps', POLICY_REPORT_NAME).summary.fail, 2);
     for (const pod of podsOf(kube, 'apps', 'web')) kube.remove('', 'pods', 'apps', pod.metadata.name);
@@ -364,14 +353,13 @@ describe('PolicyReports of namespaces left without pods', () => {
 
 describe('PolicyReports that cannot be listed', () => {
   test('(a ClusterRole from before the emptying, say): logged, and the pass still repairs', async () => {
-    const { kube, replica, logs } = reconcilerHarness();
+    const { kube, logs, leader } = reconcilerHarness();
     kube.served.add('wgpolicyk8s.io/v1alpha2');
     kube.rbac = { ...kube.rbac!, cluster: kube.rbac!.cluster.map((rule: any) => (rule.resources.includes('policyreports') ? { ...rule, verbs: rule.verbs.filter((verb: string) => verb !== 'list') } : rule)) };
-    setWebhookReady(kube, false);
-    kube.deployment('apps', 'web', 2, APP_SPEC);
-    setWebhookReady(kube, true);
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    whileInjectorDown(kube, () => {
+      kube.deployment('apps', 'web', 2, APP_SPEC);
+    });
+    const { reconciler } = await leader('reconciler-a');
     assert.deepEqual((await reconciler.pass()).restarted, ['apps/Deployment/web']);
     assert.ok(logs.some((entry) => entry.level === 'warn' && /could not list the PolicyReports/.test(entry.message)), JSON.stringify(logs));
   });
@@ -379,16 +367,15 @@ describe('PolicyReports that cannot be listed', () => {
 
 describe('a namespace being deleted', () => {
   test('its report cannot be written: logged, and the pass goes on to report and repair the others', async () => {
-    const { kube, replica, logs } = reconcilerHarness();
+    const { kube, logs, leader } = reconcilerHarness();
     kube.served.add('wgpolicyk8s.io/v1alpha2');
     kube.namespace('leaving', { injection: 'enabled' });
-    setWebhookReady(kube, false);
-    kube.deployment('leaving', 'old', 1, APP_SPEC);
-    kube.deployment('apps', 'web', 2, APP_SPEC);
-    setWebhookReady(kube, true);
+    whileInjectorDown(kube, () => {
+      kube.deployment('leaving', 'old', 1, APP_SPEC);
+      kube.deployment('apps', 'web', 2, APP_SPEC);
+    });
     kube.terminating.add('leaving');
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { reconciler } = await leader('reconciler-a');
     const outcome = await reconciler.pass();
     assert.deepEqual(outcome.restarted, ['apps/Deployment/web'], 'in the namespace being deleted the dry-run probe is refused too, so nothing is restarted there');
     assert.ok(kube.get('wgpolicyk8s.io', 'policyreports', 'apps', POLICY_REPORT_NAME), 'the other namespace is reported');
@@ -399,14 +386,13 @@ describe('a namespace being deleted', () => {
 
 describe('workloads of kinds the reconciler does not know', () => {
   test('Events and report results name them with the apiVersion of their owner reference, not a guess', async () => {
-    const { kube, replica } = reconcilerHarness({ missing: 'restart' });
+    const { kube, leader } = reconcilerHarness({ missing: 'restart' });
     kube.served.add('wgpolicyk8s.io/v1alpha2');
     setWebhookReady(kube, false);
     const owner = { apiVersion: 'apps.kruise.io/v1alpha1', kind: 'CloneSet', name: 'web', uid: 'c1', controller: true };
     kube.admitPod({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web-x7k2p', namespace: 'apps', ownerReferences: [owner] }, spec: APP_SPEC });
     setWebhookReady(kube, true);
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { reconciler } = await leader('reconciler-a');
     assert.deepEqual((await reconciler.pass()).restarted, [], 'not a kind it restarts');
     const events = kube.list('', 'events', 'apps');
     assert.ok(events.length > 0);
@@ -418,13 +404,12 @@ describe('workloads of kinds the reconciler does not know', () => {
 
 describe('repairs come after the list', () => {
   test('no workload is read or changed before the last page of pods is in; past MAX_REPAIR_CANDIDATES the rest wait for the next pass', async () => {
-    const { kube, replica } = reconcilerHarness({ repairsPerMinute: 60 });
+    const { kube, leader } = reconcilerHarness({ repairsPerMinute: 60 });
     setWebhookReady(kube, false);
     const names = Array.from({ length: MAX_REPAIR_CANDIDATES + 3 }, (_, index) => `w${String(index).padStart(3, '0')}`);
     for (const name of names) kube.deployment('apps', name, 1, APP_SPEC);
     setWebhookReady(kube, true);
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { reconciler } = await leader('reconciler-a');
     const outcome = await reconciler.pass();
     const lastPodPage = kube.requests.map((request, index) => ({ request, index })).filter(({ request }) => request.resource === 'pods' && request.verb === 'list' && request.namespace === undefined).pop()!.index;
     const firstWorkloadRead = kube.requests.findIndex((request) => request.resource === 'deployments');
@@ -434,12 +419,11 @@ describe('repairs come after the list', () => {
   });
 
   test('in place, a change beyond images restarts the workload instead, once', async () => {
-    const { kube, clock, replica, apply } = reconcilerHarness({ outdated: 'in-place' });
+    const { kube, clock, apply, leader } = reconcilerHarness({ outdated: 'in-place' });
     kube.deployment('apps', 'web', 2, APP_SPEC);
     const changed = envoyInjection(ENVOY_V2);
     apply({ injections: [{ ...changed, containers: [{ ...changed.containers![0], env: [{ name: 'LOG_LEVEL', value: 'debug' }] }] }] });
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { reconciler, lease } = await leader('reconciler-a');
     const outcome = await reconciler.pass();
     assert.deepEqual([outcome.upgraded.length, outcome.restarted], [0, ['apps/Deployment/web']]);
     kube.settle();
@@ -452,13 +436,12 @@ describe('repairs come after the list', () => {
 describe('the reconciler with revisions', () => {
   test('a bare Deployment in a canary namespace is restarted onto r2, the one its tag names, and the probe asks for r2\'s hash', async () => {
     const props = revisionedProps('r1');
-    const { kube, clock, replica } = reconcilerHarness({}, { revisions: props.revisions, tags: props.tags, injections: undefined });
+    const { kube, clock, leader } = reconcilerHarness({}, { revisions: props.revisions, tags: props.tags, injections: undefined });
     kube.namespace('canary-apps', { injection: 'enabled', 'sidecar-injector.io/rev': 'canary' });
-    setWebhookReady(kube, false);
-    kube.deployment('canary-apps', 'web', 2, APP_SPEC);
-    setWebhookReady(kube, true);
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    whileInjectorDown(kube, () => {
+      kube.deployment('canary-apps', 'web', 2, APP_SPEC);
+    });
+    const { reconciler, lease } = await leader('reconciler-a');
     assert.deepEqual((await reconciler.pass()).restarted, ['canary-apps/Deployment/web']);
     kube.settle();
     for (const pod of podsOf(kube, 'canary-apps', 'web')) {

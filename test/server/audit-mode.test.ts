@@ -65,13 +65,12 @@ describe('status and the reconciler with an injection in audit mode', () => {
   });
 
   test('the reconciler repairs nothing, writes no Event, and its report names what audit mode would add', async () => {
-    const { kube, replica } = reconcilerHarness({}, { injections: [AUDITED] });
+    const { kube, leader } = reconcilerHarness({}, { injections: [AUDITED] });
     kube.served.add('wgpolicyk8s.io/v1alpha2');
     kube.deployment('apps', 'web', 3, APP_SPEC);
     const pods = kube.list('', 'pods', 'apps');
     assert.deepEqual(pods.map((pod) => pod.spec), [APP_SPEC, APP_SPEC, APP_SPEC].map((spec) => ({ ...spec })), 'the pods are as written');
-    const { reconciler, lease } = replica('reconciler-a');
-    await lease.tryAcquireOrRenew();
+    const { reconciler } = await leader('reconciler-a');
     const outcome = await reconciler.pass();
     assert.deepEqual([outcome.restarted, outcome.waiting], [[], []]);
     assert.deepEqual(eventsIn(kube, 'apps'), []);

@@ -33,6 +33,8 @@ export interface Harness {
   readonly logs: { level: string; message: string; fields?: Record<string, unknown> }[];
   /** A reconciler replica (its own Lease client), `identity` its pod name. */
   replica(identity: string): { reconciler: Reconciler; lease: LeaderLease };
+  /** A replica that has taken the Lease (free at the time), ready to pass. */
+  leader(identity: string): Promise<{ reconciler: Reconciler; lease: LeaderLease }>;
   /** Re-synthesizes the injector with other props and applies it (the ConfigMap, the webhook configuration). */
   apply(props: Partial<SidecarInjectorProps>): void;
 }
@@ -71,6 +73,11 @@ export function reconcilerHarness(reconciler: ReconcilerProps = {}, props: Parti
     metadata: { name: 'sidecar-injector-abcde', namespace: NAMESPACE, labels: { 'kubernetes.io/service-name': 'sidecar-injector' } },
     endpoints: [{ addresses: ['10.0.0.5'], conditions: { ready: true } }],
   });
+  const replica = (identity: string) => {
+    const lease = new LeaderLease(kube, clock, { namespace: NAMESPACE, name: settings.leaseName, identity, durationSeconds: settings.leaseDurationSeconds });
+    const reconciler = new Reconciler({ api: kube, settings, namespace: NAMESPACE, identity, clock, lease, log: (level, message, fields) => logs.push({ level, message, fields }), pollMs: 1000, podTimeoutMs: 60_000 });
+    return { reconciler, lease };
+  };
   return {
     kube,
     clock,
@@ -79,10 +86,11 @@ export function reconcilerHarness(reconciler: ReconcilerProps = {}, props: Parti
       return manifests;
     },
     logs,
-    replica(identity) {
-      const lease = new LeaderLease(kube, clock, { namespace: NAMESPACE, name: settings.leaseName, identity, durationSeconds: settings.leaseDurationSeconds });
-      const reconcilerInstance = new Reconciler({ api: kube, settings, namespace: NAMESPACE, identity, clock, lease, log: (level, message, fields) => logs.push({ level, message, fields }), pollMs: 1000, podTimeoutMs: 60_000 });
-      return { reconciler: reconcilerInstance, lease };
+    replica,
+    async leader(identity) {
+      const taken = replica(identity);
+      await taken.lease.tryAcquireOrRenew();
+      return taken;
     },
     apply(next) {
       manifests = synth({ ...base, ...next });
@@ -102,6 +110,13 @@ export function setWebhookReady(kube: FakeKube, ready: boolean): void {
 /** The Events written, as `kubectl get events` lists them: reason, object and message. */
 export function eventsIn(kube: FakeKube, namespace: string): { reason: string; type: string; object: string; message: string }[] {
   return kube.list('', 'events', namespace).map((event) => ({ reason: event.reason, type: event.type, object: `${event.involvedObject.kind}/${event.involvedObject.name}`, message: event.message }));
+}
+
+/** Runs `create` while the injector is down (failurePolicy Ignore admits pods bare), then brings it back. */
+export function whileInjectorDown(kube: FakeKube, create: () => void): void {
+  setWebhookReady(kube, false);
+  create();
+  setWebhookReady(kube, true);
 }
 
 /** The next pass, `ms` later (the Lease renewed as the process renews it). */
