@@ -1,4 +1,3 @@
-import { ApiObject } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import {
@@ -15,9 +14,7 @@ import {
   injectorConfigWarnings,
   namespaceOverrideKeys,
   resolveInjectorConfig,
-  revisionConfig,
   revisionConfigs,
-  revisionLabel,
 } from '../webhook/config';
 import { WebhookCertificate } from './certificates/webhook-certificate';
 import { WebhookCertificates } from './certificates/webhook-certificates';
@@ -26,8 +23,9 @@ import { InjectionAdmissionPolicies } from './admission-policy/injection-admissi
 import { appliedByPolicy, backendSettingsIssues, policyBackendIssues, resolvedInjectionsOf, webhookShareOf } from './admission-policy/injector-backend';
 import { findInjectorClashes, registerInjector } from './injector-clashes';
 import { InjectionProps, injectionSchemaIssues, resolveInjectionProps } from './injection-props';
-import { type RoutingSelector, revisionRouting, revisionedPolicyIssues, resolveRevisionProps, revisionSchemaIssues, routingSelectors } from './revision-props';
-import { UnservedRevisionPolicy } from './admission-policy/unserved-revision-policy';
+import { type RoutingSelector, revisionRouting, revisionedPolicyIssues, resolveRevisionProps, revisionSchemaIssues } from './revision-props';
+import { type RevisionPolicies, revisionAdmissionPolicies } from './admission-policy/revision-admission-policies';
+export type { RevisionPolicies } from './admission-policy/revision-admission-policies';
 import { injectorConfigMap } from './injector-config-map';
 import { webhookNamespace } from './namespace';
 import { NamespaceReader, namespaceReader } from './namespace-reader';
@@ -50,17 +48,6 @@ export {
 } from './sidecar-injector-props';
 export { SidecarInjectorPropsError } from './sidecar-injector-props-error';
 export { ALWAYS_EXCLUDED_NAMESPACES } from './webhook-configuration';
-
-/** With revisions and a policy backend: each revision's policies, and the policy for labels naming nothing served. */
-export interface RevisionPolicies {
-  /** Each revision's MutatingAdmissionPolicies and bindings (a pod template's label, a namespace's), by revision name. */
-  readonly revisions: Readonly<Record<string, InjectionAdmissionPolicies>>;
-  /** The bindings of the default tag's revision in the enabled namespaces, one per template shape (`<name>.default.<shape>`), of its
-   * MutatingAdmissionPolicies and of its audit ValidatingAdmissionPolicies. */
-  readonly defaultBindings: readonly ApiObject[];
-  /** The ValidatingAdmissionPolicy (and bindings) that warns about, or refuses, a `<prefix>/rev` label naming nothing served. */
-  readonly unserved: UnservedRevisionPolicy;
-}
 
 /** The type of the synth warnings about Pod Security: the metadata entry and the process warning. */
 export const POD_SECURITY_WARNING = 'SidecarInjectorPodSecurity';
@@ -202,7 +189,17 @@ export class SidecarInjector extends Construct {
     this.namespaceReaderSettings = { name: this.name, namespace: this.namespaceName, clusterName: `${this.webhookConfigurationName}-namespace-reader`, labels };
 
     if (this.backend !== 'webhook' && this.revisions) {
-      this.revisionPolicies = this.makeRevisionPolicies(props, labels);
+      this.revisionPolicies = revisionAdmissionPolicies(this, {
+        config: () => this.config,
+        namePrefix: this.webhookConfigurationName,
+        apiVersion: this.admissionPolicyApiVersion,
+        failurePolicy: this.failurePolicy,
+        annotationPrefix: this.annotationPrefix,
+        namespaceSelector: namespaceSelector(props.namespaceSelector, this.namespaceName) as RoutingSelector,
+        objectSelector: injectedObjectSelector(props.objectSelector, this.exclusionLabel),
+        excluded: excludedNamespaces(this.namespaceName),
+        labels,
+      });
       this.addReconciler(props, labels);
       registerInjector(this, props.createNamespace ?? true);
       return;
@@ -317,72 +314,6 @@ export class SidecarInjector extends Construct {
       apiServerPorts: props.apiServerPorts ?? [443, 6443],
       metricsSourceCidrs: props.metricsSourceCidrs,
     });
-  }
-
-  /**
-   * The policy backend with revisions: each revision's policies (`<webhookConfigurationName>.<revision>.<shape>`),
-   * bound once per way the revision is chosen, with the webhook entries' selectors; and the
-   * ValidatingAdmissionPolicy that warns about (or refuses) labels naming nothing served.
-   */
-  private makeRevisionPolicies(props: SidecarInjectorProps, labels: Record<string, string>): RevisionPolicies {
-    const config = this.config;
-    const routing = revisionRouting(config)!;
-    const objects = injectedObjectSelector(props.objectSelector, this.exclusionLabel);
-    const excluded = excludedNamespaces(this.namespaceName);
-    const selectors = routingSelectors(routing, namespaceSelector(props.namespaceSelector, this.namespaceName) as RoutingSelector, objects, excluded);
-    const revisions: Record<string, InjectionAdmissionPolicies> = {};
-    for (const revision of routing.revisions) {
-      const policies = new InjectionAdmissionPolicies(this, `AdmissionPolicies-${revision.name}`, {
-        apiVersion: this.admissionPolicyApiVersion,
-        namePrefix: `${this.webhookConfigurationName}.${revision.name}`,
-        config: () => revisionConfig(this.config, revision.name)!,
-        carriedConfig: () => this.config,
-        failurePolicy: this.failurePolicy,
-        bindings: selectors.revisions.get(revision.name)!.map((routed) => ({ suffix: routed.chooser, namespaceSelector: routed.namespaceSelector as LabelSelector, objectSelector: routed.objectSelector as LabelSelector })),
-        podStatusNamespaceSelector: { matchExpressions: [excluded] },
-        objectSelector: objects,
-        labels: { ...labels, [revisionLabel(this.annotationPrefix)]: revision.name },
-      });
-      for (const injection of revisionConfig(config, revision.name)!.injections) policies.addInjection(injection);
-      revisions[revision.name] = policies;
-    }
-    // The default tag's bindings, one per shape, named for the role and pointing at its revision's
-    // policies: moving the default tag changes their policyName, nothing else.
-    const defaultRoute = selectors.default;
-    const defaultMatch = defaultRoute && { namespaceSelector: defaultRoute.selectors.namespaceSelector as LabelSelector, objectSelector: defaultRoute.selectors.objectSelector as LabelSelector };
-    const defaultBindings = defaultRoute
-      ? [
-          ...revisions[defaultRoute.revision].objects.map(
-            ({ shape, policy }) =>
-              new ApiObject(this, `DefaultRevisionBinding-${shape}`, {
-                apiVersion: `admissionregistration.k8s.io/${this.admissionPolicyApiVersion}`,
-                kind: 'MutatingAdmissionPolicyBinding',
-                metadata: { name: `${this.webhookConfigurationName}.default.${shape}`, labels },
-                spec: { policyName: policy.metadata.name!, matchResources: defaultMatch },
-              }),
-          ),
-          // Its injections in audit mode warn where the default tag applies too.
-          ...revisions[defaultRoute.revision].auditObjects.map(
-            ({ shape, policy }) =>
-              new ApiObject(this, `DefaultRevisionAuditBinding-${shape}`, {
-                apiVersion: 'admissionregistration.k8s.io/v1',
-                kind: 'ValidatingAdmissionPolicyBinding',
-                metadata: { name: `${this.webhookConfigurationName}.default.${shape}`, labels },
-                spec: { policyName: policy.metadata.name!, validationActions: ['Warn', 'Audit'], matchResources: defaultMatch },
-              }),
-          ),
-        ]
-      : [];
-    const unserved = new UnservedRevisionPolicy(this, 'UnservedRevisionPolicy', {
-      name: `${this.webhookConfigurationName}.unserved-revision`,
-      annotationPrefix: this.annotationPrefix,
-      served: routing.served,
-      targetKinds: routing.targetKinds,
-      selectors: selectors.unserved,
-      action: this.failurePolicy === 'Fail' ? 'refuse' : 'warn',
-      labels,
-    });
-    return { revisions, defaultBindings, unserved };
   }
 
   /** Makes the namespace reader once some injection the webhook applies has an override that reads namespaces. */
