@@ -14,6 +14,7 @@ import {
   injectorConfigWarnings,
   namespaceOverrideKeys,
   resolveInjectorConfig,
+  revisionConfig,
   revisionConfigs,
 } from '../webhook/config';
 import { WebhookCertificate } from './certificates/webhook-certificate';
@@ -283,6 +284,7 @@ export class SidecarInjector extends Construct {
       readinessGatePrefix: () =>
         revisionConfigs(this.webhookConfig).some((config) => config.injections.some((injection) => injection.readinessGate === true)) ? this.annotationPrefix : undefined,
       revisions: () => revisionRouting(this.webhookConfig),
+      servedConfig: (revision) => (revision === undefined ? this.webhookConfig : revisionConfig(this.webhookConfig, revision)),
     });
     this.addNamespaceReaderIfNeeded();
     this.addReconciler(props, labels);

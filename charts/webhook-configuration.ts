@@ -1,7 +1,7 @@
 import { Lazy } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { type RevisionChooser, TargetKind, admissionPath, readinessConditionMissingCel, targetKindRules } from '../webhook/config';
+import { type ResolvedInjectorConfig, type RevisionChooser, TARGET_KINDS, TARGET_KIND_RESOURCES, TargetKind, admissionPath, readinessConditionMissingCel, targetKindRules } from '../webhook/config';
 import { type RevisionRouting, type RoutedSelectors, type RoutingSelector, routingSelectors } from './revision-props';
 import { LabelSelectorProps, LabelSelectorRequirementProps } from './sidecar-injector-props';
 
@@ -29,6 +29,8 @@ export interface WebhookConfigurationSettings {
   readonly readinessGatePrefix: () => string | undefined;
   /** Called at synth: how each `<prefix>/rev` value reaches its revision; undefined without revisions. */
   readonly revisions?: () => RevisionRouting | undefined;
+  /** Called at synth: the config the webhook serves for a revision (undefined: the one without revisions). */
+  readonly servedConfig?: (revision: string | undefined) => ResolvedInjectorConfig | undefined;
 }
 
 /** The cluster-scoped MutatingWebhookConfiguration that sends matching objects to the webhook's Service. */
@@ -54,6 +56,26 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
     matchPolicy: 'Equivalent',
   });
   /**
+   * Beside an injecting entry, one for the workloads whose pods an injection offering overrides reaches
+   * without targeting the workload itself: a bad value in the pod template is then warned about at the
+   * workload's admission (the engine's preview), not only at its pods', which a controller creates and
+   * nobody reads. Called only for a template carrying an offered prefix and written by a person (no
+   * owner), and Ignore: it changes nothing, so it never stands in a workload's way.
+   */
+  const overrideCheck = (injecting: k8s.MutatingWebhook, revision: string | undefined): k8s.MutatingWebhook[] => {
+    const config = settings.servedConfig?.(revision);
+    const check = config ? podOverrideCheck(config, injecting.rules!.flatMap((rule) => rule.resources ?? [])) : undefined;
+    if (!check) return [];
+    return [{
+      ...injecting,
+      name: `overrides.${injecting.name}`,
+      rules: targetKindRules(check.kinds),
+      matchConditions: [{ name: 'pod-template-carries-an-override', expression: overrideAnnotationsCel(check.prefixes) }],
+      failurePolicy: 'Ignore',
+      reinvocationPolicy: 'Never',
+    }];
+  };
+  /**
    * With revisions, entries that exclude each other, so the apiserver calls exactly one per object: a pod
    * template's label chooses first, then its namespace's, then (in the enabled namespaces) the default
    * tag. A label that names nothing served goes to an entry that warns (or refuses) rather than to none.
@@ -62,17 +84,20 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
     const selectors = routingSelectors(routing, namespaceSelector(settings.namespaceSelector, settings.namespace) as RoutingSelector, objectSelector as RoutingSelector, excluded);
     const entries: k8s.MutatingWebhook[] = [];
     const defaultRoute = selectors.default;
+    const checks: k8s.MutatingWebhook[] = [];
     if (defaultRoute) {
       const revision = routing.revisions.find((candidate) => candidate.name === defaultRoute.revision)!;
       entries.push(entry('default.inject', admissionPath(`revision:${revision.name}`), revision.targetKinds, asSelectors(defaultRoute.selectors)));
+      checks.push(...overrideCheck(entries[entries.length - 1], revision.name));
     }
     for (const revision of routing.revisions) {
       for (const routed of selectors.revisions.get(revision.name)!) {
         entries.push(entry(`${revision.name}.${routed.chooser}.inject`, admissionPath(`revision:${revision.name}`), revision.targetKinds, asSelectors(routed)));
+        checks.push(...overrideCheck(entries[entries.length - 1], revision.name));
       }
     }
     for (const routed of selectors.unserved) entries.push(entry(`unserved-${routed.chooser}.inject`, admissionPath(`unserved:${routed.chooser as RevisionChooser}`), routing.targetKinds, asSelectors(routed)));
-    return entries;
+    return [...entries, ...checks];
   };
   // Only when some injection adds the readiness gate (known at synth, after every addInjection()).
   // With revisions, every namespace a revision can reach: the condition names only pods with the gate.
@@ -99,9 +124,12 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
       produce: () => {
         const prefix = settings.readinessGatePrefix();
         const routing = settings.revisions?.();
-        const injecting = routing
-          ? revisionEntries(routing)
-          : [entry('inject', admissionPath(''), settings.targetKinds(), { namespaceSelector: namespaceSelector(settings.namespaceSelector, settings.namespace), objectSelector })];
+        let injecting: k8s.MutatingWebhook[];
+        if (routing) injecting = revisionEntries(routing);
+        else {
+          const only = entry('inject', admissionPath(''), settings.targetKinds(), { namespaceSelector: namespaceSelector(settings.namespaceSelector, settings.namespace), objectSelector });
+          injecting = [only, ...overrideCheck(only, undefined)];
+        }
         return prefix === undefined ? injecting : [...injecting, sidecarsReady(prefix, routing !== undefined)];
       },
     }),
@@ -128,4 +156,37 @@ export function excludedNamespaces(ownNamespace: string): { key: string; operato
 /** The objects the injector sees: `selector` (default all), never one carrying the exclusion label (its own pods). */
 export function injectedObjectSelector(selector: LabelSelectorProps | undefined, exclusionLabel: string): { matchLabels?: Record<string, string>; matchExpressions: LabelSelectorRequirementProps[] } {
   return { matchLabels: selector?.matchLabels, matchExpressions: [...(selector?.matchExpressions ?? []), { key: exclusionLabel, operator: 'DoesNotExist' }] };
+}
+
+/** The workload kinds whose pod template another entry's injections reach through their pods. */
+const WORKLOAD_KINDS = TARGET_KINDS.filter((kind) => kind !== 'Pod');
+
+/**
+ * The workload kinds (and the annotation prefixes) for which `config`'s injections that target pods and
+ * offer overrides should hear of a bad value at the workload's admission: those the injecting entry
+ * (`entryResources`, its rules' resources) does not already send to the webhook. Undefined when none.
+ */
+export function podOverrideCheck(config: ResolvedInjectorConfig, entryResources: readonly string[]): { kinds: TargetKind[]; prefixes: string[] } | undefined {
+  const offering = config.injections.filter((injection) => injection.mode !== 'audit' && (injection.overrides?.length ?? 0) > 0 && injection.targetKinds.includes('Pod'));
+  const kinds = WORKLOAD_KINDS.filter((kind) => !entryResources.includes(TARGET_KIND_RESOURCES[kind].resource) && offering.some((injection) => !injection.targetKinds.includes(kind)));
+  if (kinds.length === 0) return undefined;
+  const prefixes = [...new Set(offering.flatMap((injection) => injection.overrides!.map((override) => override.annotation.slice(0, override.annotation.indexOf('/') + 1))))].sort();
+  return { kinds, prefixes };
+}
+
+/**
+ * CEL: the admitted workload has no owner (a person wrote it, not a controller: a Deployment's
+ * ReplicaSets and a CronJob's Jobs carry the same template) and its pod template has an annotation
+ * under one of `prefixes`.
+ */
+export function overrideAnnotationsCel(prefixes: readonly string[]): string {
+  const anyKey = (annotations: string) => `${annotations}.exists(k, ${prefixes.map((prefix) => `k.startsWith(${JSON.stringify(prefix)})`).join(' || ')})`;
+  const template = (path: string[]) => {
+    const steps = ['object', ...path, 'metadata', 'annotations'];
+    const has = steps.slice(1).map((_, i) => `has(${steps.slice(0, i + 2).join('.')})`);
+    return `(${[...has, anyKey(steps.join('.'))].join(' && ')})`;
+  };
+  const cronJob = template(['spec', 'jobTemplate', 'spec', 'template']);
+  const workload = template(['spec', 'template']);
+  return `!(has(object.metadata.ownerReferences) && size(object.metadata.ownerReferences) > 0) && (request.kind.kind == "CronJob" ? ${cronJob} : ${workload})`;
 }

@@ -65,6 +65,7 @@ export interface MutatingAdmissionPolicySpec {
 export interface ValidatingAdmissionPolicySpec {
   readonly matchConstraints: MatchResources;
   readonly matchConditions?: readonly MatchCondition[];
+  readonly variables?: readonly Variable[];
   readonly validations: readonly { readonly expression: string; readonly message?: string; readonly messageExpression?: string; readonly reason?: string }[];
   readonly failurePolicy: 'Ignore' | 'Fail';
 }

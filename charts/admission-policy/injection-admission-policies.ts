@@ -9,8 +9,9 @@ import {
   MutatingAdmissionPolicySpec,
 } from './admission-policy-types';
 import { auditShapePolicies } from './audit-policy';
+import { kindsReading, overrideWarningPolicies } from './override-warning-policy';
 import { PolicyLimitation, policyLimitations, readinessConditionPolicySpec, shapePolicies } from './injection-policy';
-import { type TemplateShape, shapesOf } from './template-shapes';
+import { TEMPLATE_SHAPES, type TemplateShape, shapesOf } from './template-shapes';
 
 /** One binding of each policy, with revisions: who chooses the revision, and the binding's selectors. */
 export interface PolicyBindingSelectors {
@@ -117,6 +118,11 @@ export class InjectionAdmissionPolicies extends Construct {
   /** The injections in audit mode (warned about, never applied), in order. */
   readonly auditNames: string[] = [];
   /**
+   * The ValidatingAdmissionPolicy (`<prefix>.<shape>-overrides`) and bindings of each template shape
+   * whose admission reads an override: a bad value gets the webhook's warning (validationActions Warn).
+   */
+  readonly overrideWarningObjects: AuditShapeObjects[] = [];
+  /**
    * The policy (`<prefix>.pod-status`) and binding that set the readiness gate's condition True on a
    * pod's first status write; made when the first injection with `readinessGate` is added.
    */
@@ -153,6 +159,11 @@ export class InjectionAdmissionPolicies extends Construct {
     this.injectionNames.push(injection.name);
     for (const shape of shapesOf(injection)) {
       if (!this.objects.some((objects) => objects.shape === shape)) this.objects.push(this.makeShape(shape));
+    }
+    if ((injection.overrides?.length ?? 0) > 0) {
+      for (const shape of Object.keys(TEMPLATE_SHAPES) as TemplateShape[]) {
+        if (kindsReading(injection, shape).length > 0 && !this.overrideWarningObjects.some((objects) => objects.shape === shape)) this.overrideWarningObjects.push(this.makeOverrideWarnings(shape));
+      }
     }
     if (injection.readinessGate === true && !this.podStatus) this.podStatus = this.makePodStatus();
   }
@@ -227,6 +238,32 @@ export class InjectionAdmissionPolicies extends Construct {
         kind: 'ValidatingAdmissionPolicyBinding',
         metadata: { name: bindingName, labels },
         spec: { policyName: name, validationActions: ['Warn', 'Audit'], matchResources },
+      }),
+    );
+    return { shape, policy, bindings };
+  }
+
+  /** A shape's override-warning policy, bound with the mutating bindings' selectors, to warn only. */
+  private makeOverrideWarnings(shape: TemplateShape): AuditShapeObjects {
+    const name = `${this.namePrefix}.${shape}-overrides`;
+    const labels = this.props.labels;
+    const spec = () => {
+      const policy = overrideWarningPolicies(this.props.config(), this.injectionNames).find((candidate) => candidate.shape === shape);
+      if (!policy) throw new Error(`no injection with overrides reaches ${shape} any more`);
+      return policy.spec;
+    };
+    const policy = new ApiObject(this, `${shape}-override-warning-policy`, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name, labels },
+      spec: Lazy.any({ produce: spec }),
+    });
+    const bindings = this.bindingsOf(`${shape}-override-warning-binding`, name, (id, bindingName, matchResources) =>
+      new ApiObject(this, id, {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicyBinding',
+        metadata: { name: bindingName, labels },
+        spec: { policyName: name, validationActions: ['Warn'], matchResources },
       }),
     );
     return { shape, policy, bindings };

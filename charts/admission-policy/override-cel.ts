@@ -14,8 +14,8 @@ export interface AnnotationReads {
 }
 
 /** The quantity syntax an override accepts (container-overrides.ts's OVERRIDE_QUANTITY), for CEL's RE2 `matches`. */
-const QUANTITY_RE2 = '^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$';
-const MAX_VALUE_LENGTH = 64;
+export const QUANTITY_RE2 = '^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$';
+export const MAX_VALUE_LENGTH = 64;
 
 const NAMESPACE_ANNOTATIONS = 'namespaceObject.metadata.annotations';
 const namespaceReads: AnnotationReads = {
@@ -24,7 +24,7 @@ const namespaceReads: AnnotationReads = {
 };
 
 /** CEL: `v` (a string expression) is a value `override` accepts, as checkOverrideValue judges it. */
-function acceptsCel(override: ContainerOverride, v: string): string {
+export function acceptsCel(override: ContainerOverride, v: string): string {
   if ('env' in override) return `${v} in [${override.allowedValues.map(celString).join(', ')}]`;
   const bounds = [`quantity(${v}).isGreaterThan(quantity("0"))`, `!quantity(${v}).isGreaterThan(quantity(${celString(override.max)}))`];
   if (override.min !== undefined) bounds.push(`!quantity(${v}).isLessThan(quantity(${celString(override.min)}))`);

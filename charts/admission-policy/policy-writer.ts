@@ -34,6 +34,11 @@ export class PolicyWriter {
     private readonly shape: TemplateShape,
     /** The kinds the shape's policy matches (a mutation checks the kind when its injection targets fewer). */
     private readonly policyKinds: readonly TargetKind[],
+    /**
+     * Read the template's labels and annotations alone, as a pod made from it will carry them (not the
+     * workload's own beside them): for an injection of pods judged at its workload's admission.
+     */
+    private readonly podView = false,
   ) {
     this.shapeDefinition = TEMPLATE_SHAPES[shape];
     this.template = this.shapeDefinition.template;
@@ -189,7 +194,7 @@ export class PolicyWriter {
   private mergedHas(map: 'labels' | 'annotations', key: string, inShared = false, readThrough = inShared): string {
     const added = readThrough ? this.earlierAdd(map, key) : undefined;
     const template = added ? `(${this.templateHas(map, key, inShared)} || ${added.has})` : this.templateHas(map, key, inShared);
-    if (this.shape === 'pods') return template;
+    if (this.shape === 'pods' || this.podView) return template;
     return `(${template} || (has(object.metadata.${map}) && ${celString(key)} in object.metadata.${map}))`;
   }
 
@@ -197,7 +202,7 @@ export class PolicyWriter {
     const added = readThrough ? this.earlierAdd(map, key) : undefined;
     const has = this.templateHas(map, key, inShared);
     const value = this.templateValue(map, key, inShared);
-    const own = this.shape === 'pods' ? undefined : `object.metadata.${map}[${celString(key)}]`;
+    const own = this.shape === 'pods' || this.podView ? undefined : `object.metadata.${map}[${celString(key)}]`;
     if (!added) return own === undefined ? value : `(${has} ? ${value} : ${own})`;
     const otherwise = own === undefined ? added.value : `(${added.has} ? ${added.value} : ${own})`;
     return `(${has} ? ${value} : ${otherwise})`;

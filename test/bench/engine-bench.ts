@@ -14,7 +14,7 @@ export type EngineMode = 'engine' | 'parse' | 'full';
 
 export interface EngineCase {
   readonly name: string;
-  readonly group: 'recorded' | 'large' | 'sweep';
+  readonly group: 'recorded' | 'large' | 'sweep' | 'overrides';
   readonly bytes: number;
   readonly mode: EngineMode;
   readonly patched: boolean;
@@ -42,7 +42,11 @@ export const SWEEP: readonly { label: string; bytes: number }[] = [
   { label: '3 MiB', bytes: 3 * MB },
 ];
 
-const config = resolveInjectorConfig({ injections: DEFAULT_INJECTIONS });
+const DEFAULT_CONFIG = resolveInjectorConfig({ injections: DEFAULT_INJECTIONS });
+/** The default app with Envoy offering its cpu request (as the node suite's overrides variant): a Deployment's template is then judged as its pods. */
+const overridesConfig = resolveInjectorConfig({
+  injections: DEFAULT_INJECTIONS.map((injection) => (injection.name !== 'envoy' ? injection : { ...injection, overrides: [{ annotation: 'envoy.example.com/cpu-request', container: 'envoy', resource: 'requests.cpu', max: '1' }] })),
+});
 let sink = 0; // keeps results alive so nothing is optimized away
 
 interface Budget {
@@ -56,7 +60,7 @@ interface Budget {
 const SMALL: Budget = { warmupIterations: 1500, warmupMs: 150, minIterations: 2000, maxIterations: 5_000, maxMs: 350 };
 const LARGE: Budget = { warmupIterations: 15, warmupMs: 500, minIterations: 100, maxIterations: 400, maxMs: 2_500 };
 
-function operation(mode: EngineMode, encoded: Buffer): () => number {
+function operation(mode: EngineMode, encoded: Buffer, config = DEFAULT_CONFIG): () => number {
   const request = decodeAdmissionReview(JSON.parse(encoded.toString('utf8'))).request;
   switch (mode) {
     case 'engine':
@@ -90,10 +94,10 @@ function measure(run: () => number, budget: Budget): { iterations: number; us: D
   return { iterations: n, us: distribution(samples, n) };
 }
 
-function runCase(name: string, group: EngineCase['group'], encoded: Buffer, mode: EngineMode, budget: Budget): EngineCase {
+function runCase(name: string, group: EngineCase['group'], encoded: Buffer, mode: EngineMode, budget: Budget, config = DEFAULT_CONFIG): EngineCase {
   const request = decodeAdmissionReview(JSON.parse(encoded.toString('utf8'))).request;
   const patched = evaluate(request, config).patch.length > 0;
-  const { iterations, us } = measure(operation(mode, encoded), budget);
+  const { iterations, us } = measure(operation(mode, encoded, config), budget);
   return { name, group, bytes: encoded.length, mode, patched, iterations, us };
 }
 
@@ -117,6 +121,15 @@ export function runEngineBench(only?: string): EngineResults {
     const built = reviewOfSize(size.bytes);
     sweepVariables[size.label] = built.variables;
     for (const mode of modes) cases.push(runCase(name, 'sweep', built.body, mode, LARGE));
+  }
+  // What a workload's override annotation costs (issue 46): the recorded Deployment with and without
+  // one in its template, under a config whose Envoy (an injection of pods) offers it.
+  for (const [name, annotations] of [['deployment-override-preview', { 'envoy.example.com/cpu-request': '5' }], ['deployment-no-override', {}]] as const) {
+    if (!wanted(name)) continue;
+    const review = structuredClone(loadReview('deployment-create-frontend')) as any;
+    const template = review.request.object.spec.template;
+    template.metadata = { ...template.metadata, annotations: { ...template.metadata?.annotations, ...annotations } };
+    for (const mode of modes) cases.push(runCase(name, 'overrides', body(review), mode, SMALL, overridesConfig));
   }
   return { cases, sweepVariables };
 }

@@ -929,6 +929,18 @@ function render(report: Report): string {
     table(engineHeader, [engineRow('pod-1500-env', 'pod with 1,500 env variables'), engineRow('sweep-3MiB', '3 MiB review')]),
     '',
   );
+  if (engine.cases.some((c) => c.group === 'overrides')) {
+    push(
+      "### A workload's override annotation",
+      '',
+      "The recorded `deployment-create-frontend` review, under the default config with Envoy (an injection of pods) offering `envoy.example.com/cpu-request` " +
+        "(max 1): with `\"5\"` in the pod template, the engine also evaluates the template as the pods it will make, to warn at the Deployment's admission " +
+        "(docs/overrides.md); without an override annotation it skips that. The difference is what such a workload's apply costs the webhook.",
+      '',
+      table(engineHeader, [engineRow('deployment-override-preview', 'Deployment, template with a bad override value'), engineRow('deployment-no-override', 'Deployment, no override annotation')]),
+      '',
+    );
+  }
   const sweepRows = SWEEP.map((size) => {
     const name = `sweep-${size.label.replace(' ', '')}`;
     return { size, full: engineCase(engine, name, 'full'), parse: engineCase(engine, name, 'parse'), alone: engineCase(engine, name, 'engine') };

@@ -14,10 +14,15 @@ const policies = (manifests: any[]) => manifests.filter((m) => m.kind === 'Mutat
 
 test('backend "admissionPolicy": only policies and bindings, no webhook Deployment, Secret, Service, ConfigMap or Namespace', () => {
   const { manifests, injector } = synthChart({ backend: 'admissionPolicy', injections: POLICY_TEST_INJECTIONS });
-  assert.deepEqual(kinds(manifests), ['MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding']);
+  // The ValidatingAdmissionPolicy warns of bad override values (a test injection offers overrides).
+  assert.deepEqual(kinds(manifests), ['MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+  assert.ok(manifests.filter((m) => m.kind === 'ValidatingAdmissionPolicy').every((m) => /-overrides$/.test(m.metadata.name)));
   assert.equal(injector.deployment, undefined);
   assert.equal(injector.admissionPolicies?.apiVersion, 'v1');
-  for (const manifest of manifests) assert.deepEqual(admissionPolicyViolations(manifest), [], `${manifest.kind} ${manifest.metadata.name}`);
+  for (const manifest of manifests) {
+    if (manifest.kind.startsWith('Validating')) assertValidManifest(manifest);
+    else assert.deepEqual(admissionPolicyViolations(manifest), [], `${manifest.kind} ${manifest.metadata.name}`);
+  }
   const binding = manifests.find((m) => m.kind === 'MutatingAdmissionPolicyBinding')!;
   assert.deepEqual(binding.spec.matchResources.namespaceSelector, {
     matchLabels: { injection: 'enabled' },
@@ -49,6 +54,12 @@ test('a config too large for a policy\'s annotations fails synth naming injectio
 test('backend "admissionPolicy" with admissionPolicyApiVersion v1alpha1 emits the Kubernetes 1.32 version, valid against its schema', () => {
   const { manifests } = synthChart({ backend: 'admissionPolicy', admissionPolicyApiVersion: 'v1alpha1', injections: POLICY_TEST_INJECTIONS });
   for (const manifest of manifests) {
+    // ValidatingAdmissionPolicy is GA (v1) since Kubernetes 1.30, so 1.32 serves it as v1.
+    if (manifest.kind.startsWith('Validating')) {
+      assert.equal(manifest.apiVersion, 'admissionregistration.k8s.io/v1');
+      assertValidManifest(manifest);
+      continue;
+    }
     assert.equal(manifest.apiVersion, 'admissionregistration.k8s.io/v1alpha1');
     assert.deepEqual(admissionPolicyViolations(manifest), [], `${manifest.kind} ${manifest.metadata.name}`);
   }

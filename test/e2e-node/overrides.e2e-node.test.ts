@@ -54,17 +54,27 @@ describe(`overrides on a node (${BACKEND})`, { skip }, () => {
     assert.equal(api.pod.status.qosClass, plain.pod.status.qosClass, 'the QoS class as without the override');
     progress(`overrides: api's Envoy runs with ${JSON.stringify(api.envoy.resources)} (QoS ${api.pod.status.qosClass}); plain's with ${JSON.stringify(plain.envoy.resources)}`);
 
-    // Out of bounds and unparsable: admitted with the defaults, and kubectl prints the apiserver's warning.
-    for (const [name, value, reason] of [['big', '5', /"5" is above the maximum 1/], ['garbled', 'lots', /"lots" is not a quantity/]] as const) {
+    // Out of bounds and unparsable: admitted with the defaults, and kubectl prints the apiserver's warning,
+    // for the Deployment (where the app team typed the value) and for a bare pod, on both backends. The
+    // policies' warning comes from a ValidatingAdmissionPolicy, which the apiserver names in front of it.
+    const warned = (reason: RegExp) =>
+      new RegExp(`Warning: (Validation failed for ValidatingAdmissionPolicy '[^']+' with binding '[^']+': )?annotation envoy\\.example\\.com/cpu-request ignored \\(injection "envoy"\\): ${reason.source}; envoy keeps resources\\.requests\\.cpu 100m as configured`);
+    const barePod = (name: string, value: string) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'tuned', annotations: { 'envoy.example.com/cpu-request': value } }, spec: { containers: [app('app')] } });
+    if (!WEBHOOK) {
+      // The apiserver loads a new ValidatingAdmissionPolicy asynchronously, as it does the mutating ones.
+      await cluster.until('the override warnings of the policies in force', async () => warned(/"5" is above the maximum 1/).test(cluster.kubectl(['apply', '--dry-run=server', '-f', '-'], JSON.stringify(barePod('probe', '5'))).stderr), 120_000);
+    }
+    for (const [name, value, reason] of [['big', '5', /"5" is above the maximum 1/], ['garbled', 'lots', /"lots" is not a quantity \(like "250m", "1", "512Mi"\)/]] as const) {
       const applied = cluster.kubectl(['apply', '-f', '-'], JSON.stringify(deployment(name, 'tuned', { 'envoy.example.com/cpu-request': value })));
       assert.equal(applied.status, 0, applied.stderr);
-      if (WEBHOOK) {
-        assert.match(applied.stderr, /Warning: annotation envoy\.example\.com\/cpu-request ignored \(injection "envoy"\): /, applied.stderr);
-        assert.match(applied.stderr, reason, applied.stderr);
-      }
+      assert.match(applied.stderr, warned(reason), applied.stderr);
+      const bare = cluster.kubectl(['apply', '-f', '-'], JSON.stringify(barePod(`${name}-bare`, value)));
+      assert.equal(bare.status, 0, bare.stderr);
+      assert.match(bare.stderr, warned(reason), bare.stderr);
       const { envoy, pod } = await envoyOf('tuned', name);
       assert.equal(envoy.resources.requests.cpu, '100m', describePod(pod));
-      progress(`overrides: ${name} (${value}): kubectl apply printed ${JSON.stringify(applied.stderr.trim())}; Envoy runs with requests.cpu ${envoy.resources.requests.cpu}`);
+      progress(`overrides: ${name} (${value}): kubectl apply of the Deployment printed ${JSON.stringify(applied.stderr.trim())}; of a bare pod ${JSON.stringify(bare.stderr.trim())}; Envoy runs with requests.cpu ${envoy.resources.requests.cpu}`);
+      kubectl(cluster, ['-n', 'tuned', 'delete', 'pod', `${name}-bare`, '--timeout=120s']);
     }
 
     // A namespace whose ResourceQuota covers limits: every container needs them, Envoy's included.

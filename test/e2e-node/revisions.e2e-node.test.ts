@@ -1,7 +1,8 @@
 // npm run e2e:node, revisions and tags (issue 37): on its own one-node cluster (support/node-suite.ts), the
 // default app with revisions r1 (Envoy 1.20.3) and r2 (Envoy 1.31.0), the default tag `stable` on r1 and
 // `canary` on r2, in one synth. Which Envoy each pod runs is read from the kubelet's own report (imageID);
-// the promotion moves `stable` to r2 and `rollout --in-place` moves the r1 pods without restarting their apps.
+// the promotion moves `stable` to r2 and `rollout --in-place` moves the r1 pods without restarting their apps;
+// the rollback moves it back to r1, and `rollout --in-place` moves them back the same way.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { NodeCluster } from './support/node-cluster';
@@ -137,6 +138,42 @@ describe(`revisions and tags on a node (${BACKEND})`, { skip }, () => {
     expectRevision(after, 'r2', 'the r1 pods moved in place');
     const fresh = await cli(cluster, ['status', '--from', promoted, '-n', 'rev-default']);
     shown('status --from dist-promoted/ -n rev-default', fresh);
+    assert.equal(fresh.status, 0, describeRun(fresh));
+  });
+
+  test('rollback: stable moved back to r1 and applied; new pods get r1, the canary namespace stays on r2, status names the r2 pods of the default namespace outdated, rollout --in-place moves them back keeping them and their apps', async () => {
+    const rolledBack = revisionVariant('r1');
+    const before = await revisionsOf('rev-default', 'web');
+    expectRevision(before, 'r2', 'the default namespace after the promotion');
+    await applyConfig(rolledBack);
+    deployment('rev-default', 'after-rollback', 1);
+    expectRevision(await revisionsOf('rev-default', 'after-rollback'), 'r1', 'a workload made after the rollback');
+    // A pod of the canary namespace made again after the rollback: still r2.
+    const [canary] = await revisionsOf('rev-canary', 'web');
+    kubectl(cluster, ['-n', 'rev-canary', 'delete', 'pod', canary.name, '--wait=true']);
+    kubectl(cluster, ['-n', 'rev-canary', 'rollout', 'status', 'deploy/web', '--timeout=180s']);
+    await cluster.until('the canary pod made again', async () => (await revisionsOf('rev-canary', 'web')).some((pod) => pod.uid !== canary.uid), 120_000);
+    expectRevision((await revisionsOf('rev-canary', 'web')).filter((pod) => pod.uid !== canary.uid), 'r2', 'a pod of the canary namespace made after the rollback');
+
+    const stale = await cli(cluster, ['status', '--from', rolledBack, '-n', 'rev-default']);
+    shown('status --from dist-rolled-back/ -n rev-default', stale);
+    assert.equal(stale.status, 3, describeRun(stale));
+    assert.match(stale.stdout, /Deployment\/web\s+r2 -> r1/, describeRun(stale));
+    assert.doesNotMatch(stale.stdout, /Deployment\/canary-web\s+r2 -> r1/, 'the workload labelled canary stays on r2');
+
+    const moved = await cli(cluster, ['rollout', '--in-place', '--from', rolledBack, '-n', 'rev-default', '--timeout', '300s']);
+    shown('rollout --in-place --from dist-rolled-back/ -n rev-default', moved);
+    assert.equal(moved.status, 0, describeRun(moved));
+    const after = await revisionsOf('rev-default', 'web');
+    assert.deepEqual(after.map((pod) => pod.uid).sort(), before.map((pod) => pod.uid).sort(), 'the same pods');
+    for (const pod of after) {
+      const was = before.find((earlier) => earlier.uid === pod.uid)!;
+      assert.deepEqual({ appRestarts: pod.fact.appRestarts, appStarted: pod.fact.appProcessStart }, { appRestarts: 0, appStarted: was.fact.appProcessStart }, `${pod.name}: the app never restarted`);
+    }
+    expectRevision(after, 'r1', 'the r2 pods moved back in place');
+    expectRevision(await revisionsOf('rev-default', 'canary-web'), 'r2', 'the canary workload, untouched');
+    const fresh = await cli(cluster, ['status', '--from', rolledBack, '-n', 'rev-default']);
+    shown('status --from dist-rolled-back/ -n rev-default', fresh);
     assert.equal(fresh.status, 0, describeRun(fresh));
   });
 

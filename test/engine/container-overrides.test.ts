@@ -240,3 +240,83 @@ describe("a workload's template injected before keeps the values of that moment,
     assert.deepEqual(result.response.warnings ?? [], []);
   });
 });
+
+describe("a workload's pod template with a bad value: warned at the workload's admission, where the app team typed it", () => {
+  // Envoy targets pods (the default); a second injection targets Deployments, so the webhook is called for them.
+  const config = resolveInjectorConfig({ injections: [envoy(), { name: 'wait', trigger: { type: 'always' }, targetKinds: ['Deployment'], initContainers: [{ name: 'wait', image: 'busybox:1.36' }] }] });
+  const template = (annotations: Record<string, string>, labels: Record<string, string> = { app: 'web' }) => ({
+    metadata: { labels, annotations },
+    spec: { containers: [{ name: 'app', image: 'registry.example/app:1' }] },
+  });
+  const workload = (kind: 'Deployment' | 'StatefulSet' | 'CronJob', annotations: Record<string, string>): any => {
+    if (kind === 'CronJob') return { apiVersion: 'batch/v1', kind, metadata: { name: 'web', namespace: 'shop' }, spec: { schedule: '* * * * *', jobTemplate: { spec: { template: { ...template(annotations), spec: { ...template(annotations).spec, restartPolicy: 'Never' } } } } } };
+    return { apiVersion: 'apps/v1', kind, metadata: { name: 'web', namespace: 'shop' }, spec: { selector: { matchLabels: { app: 'web' } }, template: template(annotations) } };
+  };
+  /** What a pod made from `object`'s template is warned about. */
+  const podWarnings = (object: any, namespaceAnnotations?: Record<string, string>, cfg = config) => {
+    const spec = object.kind === 'CronJob' ? object.spec.jobTemplate.spec.template : object.spec.template;
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { ...spec.metadata, name: 'web-1', namespace: 'shop' }, spec: spec.spec };
+    return evaluate(createRequestFor(pod, 'shop', 'p'), cfg, { namespaceAnnotations }).response.warnings ?? [];
+  };
+
+  for (const [what, value, reason] of [['out of bounds', '5', /"5" is above the maximum 2/], ['unparsable', 'lots', /"lots" is not a quantity/]] as const) {
+    test(`${what}: the Deployment's answer carries the very warning its pods get, and changes nothing of envoy's`, () => {
+      const deployment = workload('Deployment', { 'envoy.example.com/cpu-request': value });
+      const result = evaluate(createRequestFor(deployment, 'shop', 'd'), config);
+      const expected = podWarnings(deployment);
+      assert.equal(expected.length, 1, expected.join('\n'));
+      assert.match(expected[0], reason);
+      assert.deepEqual(result.response.warnings, expected);
+      // The template's own injection still applies (the wait container), and nothing else.
+      const out = applyResponse(structuredClone(deployment), result.response);
+      assertValidManifest(out);
+      assert.deepEqual(out.spec.template.spec.initContainers.map((c: any) => c.name), ['wait']);
+      assert.equal(out.spec.template.spec.containers.length, 1, 'envoy goes into the pods, not the template');
+      // Counted once, by the pods: the workload's answer only says it.
+      assert.deepEqual(result.podWarnings, []);
+    });
+  }
+
+  test('an UPDATE (kubectl apply of a change) says it again', () => {
+    const deployment = workload('Deployment', { 'envoy.example.com/cpu-request': '5' });
+    const request = { ...createRequestFor(deployment, 'shop', 'd'), operation: 'UPDATE', oldObject: structuredClone(deployment) };
+    assert.deepEqual(evaluate(request, config).response.warnings, podWarnings(deployment));
+  });
+
+  test('a kind no injection targets (a StatefulSet here) and a CronJob: the same warning, and no patch at all', () => {
+    for (const kind of ['StatefulSet', 'CronJob'] as const) {
+      const object = workload(kind, { 'envoy.example.com/log-level': 'trace', 'envoy.example.com/memory-limit': '1Gi' });
+      const result = evaluate(createRequestFor(object, 'shop', 's'), config);
+      assert.equal(result.response.patch, undefined, kind);
+      assert.equal(result.response.warnings?.length, 2, `${kind}: ${result.response.warnings?.join('\n')}`);
+      assert.deepEqual(result.response.warnings, podWarnings(object), kind);
+      assert.ok(result.decisions.every((decision) => decision.reason === 'out-of-scope'), kind);
+    }
+  });
+
+  test('a bad namespace default is said too, as the pods would say it', () => {
+    const deployment = workload('Deployment', {});
+    const result = evaluate(createRequestFor(deployment, 'shop', 'd'), config, { namespaceAnnotations: { 'envoy.example.com/memory-request': '9Gi' } });
+    assert.match(result.response.warnings![0], /^namespace shop annotation envoy\.example\.com\/memory-request ignored/);
+  });
+
+  test('good values, a template opted out, or one the injection would not reach: no warning', () => {
+    assert.equal(evaluate(createRequestFor(workload('Deployment', { 'envoy.example.com/cpu-request': '250m' }), 'shop', 'g'), config).response.warnings, undefined);
+    const optedOut = workload('StatefulSet', { 'envoy.example.com/cpu-request': '5', 'sidecar-injector.io/inject': 'false' });
+    assert.equal(evaluate(createRequestFor(optedOut, 'shop', 'o'), config).response.warnings, undefined);
+    const bySelector = resolveInjectorConfig({ injections: [envoy({ trigger: { type: 'labelSelector', matchLabels: { mesh: 'on' } } })] });
+    assert.equal(evaluate(createRequestFor(workload('StatefulSet', { 'envoy.example.com/cpu-request': '5' }), 'shop', 'n'), bySelector).response.warnings, undefined);
+    const meshed = workload('StatefulSet', { 'envoy.example.com/cpu-request': '5' });
+    meshed.spec.template.metadata.labels.mesh = 'on';
+    assert.equal(evaluate(createRequestFor(meshed, 'shop', 'm'), bySelector).response.warnings?.length, 1);
+  });
+
+  test('an injection in audit mode, or one that targets the workload itself, is not previewed', () => {
+    const audited = resolveInjectorConfig({ injections: [envoy({ mode: 'audit' })] });
+    assert.equal(evaluate(createRequestFor(workload('StatefulSet', { 'envoy.example.com/cpu-request': '5' }), 'shop', 'a'), audited).response.warnings, undefined);
+    // Targeting both: the template is injected now and warns once (its pods find it injected).
+    const both = resolveInjectorConfig({ injections: [envoy({ targetKinds: ['Pod', 'Deployment'] })] });
+    const warnings = evaluate(createRequestFor(workload('Deployment', { 'envoy.example.com/cpu-request': '5' }), 'shop', 'b'), both).response.warnings!;
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+  });
+});

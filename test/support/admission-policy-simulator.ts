@@ -42,6 +42,8 @@ export interface SimulatedRequest {
   /** The Namespace object of `namespace`, as the apiserver hands it to CEL as `namespaceObject`. */
   readonly namespaceObject?: any;
   readonly object: any;
+  /** The stored object an UPDATE replaces (`oldObject` in CEL); null for a CREATE. */
+  readonly oldObject?: any;
 }
 
 let environment: Environment | undefined;
@@ -166,6 +168,7 @@ function contextOf(request: SimulatedRequest, object: any): Record<string, unkno
     // The request's namespace as the apiserver gives it to admission CEL (null for cluster-scoped objects).
     namespaceObject: toCel(request.namespaceObject ?? null),
     object: toCel(object),
+    oldObject: toCel(request.oldObject ?? null),
     request: toCel({ kind: request.kind, resource: request.resource, operation: request.operation, namespace: request.namespace ?? '' }),
   };
 }
@@ -247,5 +250,10 @@ export function failedValidations(policy: SimulatedPolicy, request: SimulatedReq
   for (const condition of policy.spec.matchConditions ?? []) {
     if (env.evaluate(condition.expression, context) !== true) return [];
   }
-  return (policy.spec.validations as any[]).filter((validation) => env.evaluate(validation.expression, context) !== true).map((validation) => String(validation.message));
+  // Variables in order, each read by the later ones and the validations as `variables.<name>`.
+  const unqualified = (expression: string) => expression.replace(/\bvariables\.([A-Za-z_][A-Za-z0-9_]*)/g, '$1');
+  for (const { name, expression } of policy.spec.variables ?? []) context[name] = env.evaluate(unqualified(expression), context);
+  return (policy.spec.validations as any[])
+    .filter((validation) => env.evaluate(unqualified(validation.expression), context) !== true)
+    .map((validation) => (validation.messageExpression !== undefined ? String(env.evaluate(unqualified(validation.messageExpression), context)) : String(validation.message)));
 }

@@ -20,6 +20,7 @@ import { QosClass, QosTally, hasPodLevelResources, qosClassOf, withLimitsAtReque
 import { type OverrideOutcome, applyOverrides, ignoredOverrideWarning, notOfferedWarning, staleTemplateOverrides } from './container-overrides';
 import type { EvaluationContext, InjectionDecision, MutationResult, PodWarning, DecisionReason } from './decisions';
 import { type PreparedInjection, RENDERED_FIELDS, preparedOf } from './prepared-config';
+import { podOverrideWarnings } from './pod-override-preview';
 
 export type { DecisionReason, EvaluationContext, InjectionDecision, MutationResult, PodWarning, PodWarningReason, UnservedRevisionChooser } from './decisions';
 
@@ -43,8 +44,13 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   // Pods cannot change their containers after creation, so only workloads are injected on UPDATE.
   const operationInScope = request.operation === 'CREATE' || (request.operation === 'UPDATE' && kind !== 'Pod');
   const prepared = preparedOf(config);
-  if (!kind || !object || !operationInScope || !prepared.targetKinds.has(kind)) {
-    return decidedAll(request, config, 'out-of-scope');
+  if (!kind || !object || !operationInScope) return decidedAll(request, config, 'out-of-scope');
+  if (!prepared.targetKinds.has(kind)) {
+    // A workload no injection targets may still carry override values for the pods it makes.
+    if (prepared.podOverridesPreviewed[kind].size === 0) return decidedAll(request, config, 'out-of-scope');
+    const template = findPodTemplate(kind, object);
+    const said = typeof template === 'string' ? [] : podOverrideWarnings(request, kind, template, config, context, prepared.podOverridesPreviewed[kind], evaluate);
+    return decidedAll(request, config, 'out-of-scope', said);
   }
   const pod = findPodTemplate(kind, object);
   if (typeof pod === 'string') return decidedAll(request, config, 'out-of-scope', [`not injected: ${pod}`]);
@@ -241,6 +247,11 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
     // inherits that one's annotation: the revision of its own injection replaces it, and `status`
     // measures every injection it carries against the revision it should run.
     if (config.revision !== undefined && builder.annotations[keys.revision] !== config.revision) builder.setStatus(keys.revision, config.revision);
+  }
+  if (prepared.podOverridesPreviewed[kind].size > 0) {
+    for (const message of podOverrideWarnings(request, kind, pod, config, context, prepared.podOverridesPreviewed[kind], evaluate)) {
+      if (!warnings.includes(message)) warnings.push(message);
+    }
   }
   const operations = builder.operations;
   const patch = operations.length > 0 ? prepared.encoder.encode(operations) : undefined;

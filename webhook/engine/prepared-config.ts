@@ -42,6 +42,12 @@ export interface PreparedConfig {
   readonly offeredKeys: ReadonlySet<string>;
   /** Every annotation key the config names (offered, triggers, added, the injector's own): never "not offered". */
   readonly knownKeys: ReadonlySet<string>;
+  /**
+   * For each workload kind, the injections that offer overrides to the pods it makes without
+   * targeting the kind itself (they target `Pod`, and enforce): a bad value in its pod template is
+   * warned about at the workload's admission, where the app team typed it. Empty for `Pod`.
+   */
+  readonly podOverridesPreviewed: Readonly<Record<TargetKind, ReadonlySet<string>>>;
 }
 
 /** One injection of a config, with what evaluate() would otherwise work out on every request. */
@@ -96,6 +102,7 @@ export function preparedOf(config: ResolvedInjectorConfig): PreparedConfig {
       readinessGate: Object.freeze({ conditionType: readinessConditionType(config.annotationPrefix) }),
       anyReadinessGate: config.injections.some((injection) => injection.readinessGate === true),
       ...overrideKeysOf(config),
+      podOverridesPreviewed: podOverridesPreviewedOf(config),
     };
     // Its objects are what patches add (or, templated, what renders them): keys of the encoder's cache.
     markStable(config.injections);
@@ -116,6 +123,15 @@ function overrideKeysOf(config: ResolvedInjectorConfig): Pick<PreparedConfig, 'o
   return { overridePrefixes, offeredKeys, knownKeys };
 }
 
+/** The injections whose overrides a workload kind's admission previews for its pods (see PreparedConfig). */
+export function podOverridesPreviewedOf(config: ResolvedInjectorConfig): Record<TargetKind, ReadonlySet<string>> {
+  const previewed = config.injections.filter((injection) => injection.mode !== 'audit' && (injection.overrides?.length ?? 0) > 0 && injection.targetKinds.includes('Pod'));
+  const byKind = {} as Record<TargetKind, ReadonlySet<string>>;
+  for (const kind of TARGET_KINDS) {
+    byKind[kind] = new Set(kind === 'Pod' ? [] : previewed.filter((injection) => !injection.targetKinds.includes(kind)).map((injection) => injection.name));
+  }
+  return byKind;
+}
 
 /** The warning of an injection in audit mode (config/audit-message.ts: the policy backend says the same). */
 function auditWarning(injection: ResolvedInjection): PodWarning {

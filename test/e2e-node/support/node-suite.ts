@@ -156,7 +156,7 @@ export function kubectlAsync(args: readonly string[]): Promise<{ status: number 
  * wait-for-it's annotation (the workloads' policy), until both get the config's injections.
  */
 export async function policiesInForce(outdir: string): Promise<void> {
-  const { version, gated } = variants.get(outdir) ?? { version: ENVOY_FIRST, gated: false };
+  const { version, gated, audit } = variants.get(outdir) ?? { version: ENVOY_FIRST, gated: false, audit: false };
   const image = `envoyproxy/envoy:v${version}`;
   kubectl(cluster, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'policy-probe', labels: ENABLED } }));
   const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe' }, spec: { containers: [app('app')] } };
@@ -167,26 +167,29 @@ export async function policiesInForce(outdir: string): Promise<void> {
     spec: { selector: { matchLabels: { app: 'probe' } }, template: { metadata: { labels: { app: 'probe' } }, spec: { containers: [app('app')] } } },
   };
   let seen = '';
-  await cluster.until(`the policies of ${path.basename(outdir)} in force (envoy ${image}${gated ? ', readiness gate' : ''}, wait-for-it)`, async () => {
+  const expected = audit ? 'envoy in audit mode (its warning, no container)' : `envoy ${image}`;
+  await cluster.until(`the policies of ${path.basename(outdir)} in force (${expected}${gated ? ', readiness gate' : ''}, wait-for-it)`, async () => {
     const made = await cluster.plane.ok('POST', '/api/v1/namespaces/policy-probe/pods?dryRun=All', pod);
     const workload = await cluster.plane.ok('POST', '/apis/apps/v1/namespaces/policy-probe/deployments?dryRun=All', deployment);
     const got = made.spec.containers.find((c: any) => c.name === 'envoy')?.image;
     const gates = made.spec.readinessGates?.length ?? 0;
     const waits = (workload.spec.template.spec.initContainers ?? []).some((c: any) => c.name === 'wait-for-it');
-    seen = `envoy ${got}, ${gates} readiness gates, wait-for-it ${waits}`;
-    return got === image && gates > 0 === gated && waits;
+    // An audited injection adds nothing: its ValidatingAdmissionPolicy's warning is what shows it in force.
+    const warned = audit && cluster.kubectl(['-n', 'policy-probe', 'create', '--dry-run=server', '-o', 'name', '-f', '-'], JSON.stringify(pod)).stderr.includes('audit: injection "envoy" would add containers envoy');
+    seen = `envoy ${got}, ${gates} readiness gates, wait-for-it ${waits}${audit ? `, audit warning ${warned}` : ''}`;
+    return (audit ? got === undefined && warned : got === image) && gates > 0 === gated && waits;
   }, 120_000).catch((error: Error) => {
     throw new Error(`${error.message}; the last dry run: ${seen}`);
   });
 }
 
 /** What each variant's config injects that its tests change. */
-const variants = new Map<string, { version: string; gated: boolean }>();
+const variants = new Map<string, { version: string; gated: boolean; audit: boolean }>();
 
 /** The default app with Envoy's image at `version` (and `readinessGate`), synthesized to a directory of its own with the same certificates. */
 export function variant(version: string, options: { readinessGate?: boolean; overrides?: boolean; reconciler?: Record<string, unknown>; audit?: boolean } = {}): string {
   const outdir = path.join(work, `dist-envoy-${version}${options.readinessGate ? '-gated' : ''}${options.overrides ? '-overrides' : ''}${options.reconciler ? `-reconciler-${Object.values(options.reconciler).join('-')}` : ''}${options.audit ? '-audit' : ''}`);
-  variants.set(outdir, { version, gated: options.readinessGate === true });
+  variants.set(outdir, { version, gated: options.readinessGate === true, audit: options.audit === true });
   if (fs.existsSync(outdir)) return outdir;
   // With overrides, Envoy also gets a cpu limit: a namespace whose ResourceQuota covers limits.cpu
   // admits only pods whose every container sets one.
@@ -214,7 +217,7 @@ export function variant(version: string, options: { readinessGate?: boolean; ove
  */
 export function revisionVariant(defaultOn: 'r1' | 'r2'): string {
   const outdir = path.join(work, `dist-revisions-${defaultOn}`);
-  variants.set(outdir, { version: defaultOn === 'r1' ? ENVOY_FIRST : ENVOY_PINNED, gated: false });
+  variants.set(outdir, { version: defaultOn === 'r1' ? ENVOY_FIRST : ENVOY_PINNED, gated: false, audit: false });
   if (fs.existsSync(outdir)) return outdir;
   const script = path.join(work, 'revision-variant.ts');
   fs.writeFileSync(
