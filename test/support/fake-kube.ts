@@ -48,7 +48,8 @@ export interface Recorded {
 const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value));
 const isRecord = (value: unknown): value is Record<string, any> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
-function mergePatch(target: any, patch: any): any {
+/** An RFC 7386 merge patch applied, as the apiserver applies `application/merge-patch+json`. */
+export function mergePatch(target: any, patch: any): any {
   if (!isRecord(patch)) return clone(patch);
   const result = isRecord(target) ? { ...target } : {};
   for (const [key, value] of Object.entries(patch)) {
