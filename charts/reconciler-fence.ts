@@ -244,6 +244,13 @@ export function reconcilerFenceSpec(settings: ReconcilerSettings, writer: Fenced
     message: `no-other-writes: the reconciler creates, updates and deletes nothing but ${rules.map((rule) => rule.what).join(', ')}`,
     reason: 'Forbidden',
   };
+  // The namespaces it never judges, so never writes in: kube-system's Deployments are not a token's to restart.
+  const excluded = settings.excludedNamespaces;
+  const excludedNamespaces = {
+    expression: `!has(request.namespace) || !(request.namespace in ${celStringList(excluded)}) || (request.namespace == ${celString(writer.namespace)} && variables.write in ${celStringList(WRITES.lease)})`,
+    message: `excluded-namespaces: the reconciler writes nothing in ${excluded.join(', ')}, but its Lease in ${writer.namespace}`,
+    reason: 'Forbidden',
+  };
   return {
     failurePolicy: 'Fail',
     matchConstraints: {
@@ -262,7 +269,7 @@ export function reconcilerFenceSpec(settings: ReconcilerSettings, writer: Fenced
       },
       ...rules.flatMap((rule) => rule.variables ?? []),
     ],
-    validations: [catchAll, ...rules.map(ruleValidation)],
+    validations: [catchAll, excludedNamespaces, ...rules.map(ruleValidation)],
   };
 }
 

@@ -208,6 +208,11 @@ describe('the reconciler\'s admission fence', () => {
     assert.deepEqual(changed({ spec: { replicas: 0 } }), ['restart-annotations-only'], 'scaled to 0');
     assert.deepEqual(changed({ metadata: { labels: { app: 'web', owner: 'evil' } } }), ['restart-annotations-only'], 'the workload\'s own label');
     assert.deepEqual(changed({ spec: { template: { spec: { serviceAccountName: 'admin' } } } }), ['restart-annotations-only'], 'another ServiceAccount');
+    const coredns = { ...workload(), metadata: { ...workload().metadata, name: 'coredns', namespace: 'kube-system' } };
+    const restartedCoredns = mergePatch(coredns, restartPatch(coredns, 0, PREFIX, 'k'));
+    assert.deepEqual(refused({ operation: 'UPDATE', resource: 'apps/deployments', object: restartedCoredns, oldObject: coredns }), ['excluded-namespaces'], 'a restart in kube-system, which it never judges');
+    const ownEvent = { apiVersion: 'v1', kind: 'Event', metadata: { name: 'x.2', namespace: 'sidecar-injector' }, involvedObject: { kind: 'Pod', namespace: 'sidecar-injector', name: 'x' }, source: { component: 'sidecar-injector-reconciler' }, reportingComponent: 'sidecar-injector-reconciler' };
+    assert.deepEqual(refused({ operation: 'CREATE', resource: '/events', object: ownEvent }), ['excluded-namespaces'], 'an Event in its own namespace');
 
     const pod = injectedPod();
     const inPlace = (object: any, oldObject = pod) => refused({ operation: 'UPDATE', resource: '/pods', object, oldObject });

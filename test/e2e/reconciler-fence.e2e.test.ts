@@ -160,7 +160,7 @@ for (const backend of ['webhook', 'admissionPolicy'] as const satisfies readonly
       assert.equal(dryRun.stdout.trim(), backend === 'admissionPolicy' ? 'app envoy' : 'app', shown(dryRun));
     });
 
-    test('a Deployment is changed only by a restart: its image, command or template label refused; the restart annotations admitted', async () => {
+    test('a Deployment is changed only by a restart: its image, command, template label or scale refused; the restart annotations admitted, but not in kube-system', async () => {
       const deployment = {
         apiVersion: 'apps/v1',
         kind: 'Deployment',
@@ -184,6 +184,12 @@ for (const backend of ['webhook', 'admissionPolicy'] as const satisfies readonly
       assert.equal(own.status, 0, shown(own));
       const rollout = record(`kubectl rollout restart deployment/web ${as}`, await kubectl(['rollout', 'restart', 'deployment/web', '-n', namespace, as]));
       assert.equal(rollout.status, 0, shown(rollout));
+      // kube-system, which the reconciler never judges: not even a restart.
+      const system = await plane!.request('POST', '/apis/apps/v1/namespaces/kube-system/deployments', { ...deployment, metadata: { name: `coredns-${backend.toLowerCase()}`, namespace: 'kube-system' } });
+      assert.equal(system.status, 201, system.body?.message);
+      const systemRestart = record(`kubectl rollout restart deployment/coredns-${backend.toLowerCase()} -n kube-system ${as}`, await kubectl(['rollout', 'restart', `deployment/coredns-${backend.toLowerCase()}`, '-n', 'kube-system', as]));
+      assert.notEqual(systemRestart.status, 0, shown(systemRestart));
+      assert.match(systemRestart.stderr, /denied request: excluded-namespaces: /, shown(systemRestart));
       const stored = await plane!.ok('GET', `/apis/apps/v1/namespaces/${namespace}/deployments/web`);
       assert.equal(stored.spec.template.metadata.annotations[repairedForAnnotation(PREFIX)], 'bfa8ca43a1359a6f');
       assert.ok(stored.spec.template.metadata.annotations[RECONCILER_WRITES.restartedAtAnnotation]);
