@@ -289,7 +289,7 @@ export interface ReconcilerFenceProps {
 
 /** The reconciler's ValidatingAdmissionPolicy and its binding (validationActions [Deny]). */
 export class ReconcilerFence extends Construct {
-  /** The ValidatingAdmissionPolicy: {@link reconcilerFenceSpec} of the settings. */
+  /** The ValidatingAdmissionPolicy: a rule per write the reconciler makes, following its settings. */
   readonly policy: ApiObject;
   /** Its ValidatingAdmissionPolicyBinding: Deny, for every object the policy matches. */
   readonly binding: ApiObject;
