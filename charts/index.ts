@@ -4,6 +4,8 @@ export * from './sidecar-injector-chart';
 export type { NamespaceReader } from './namespace-reader';
 export { InjectorReconciler, reconcilerClusterRules, reconcilerNamespaceRules } from './reconciler';
 export type { ReconcilerTarget } from './reconciler';
+export { ReconcilerFence } from './reconciler-fence';
+export type { FencedSidecars, FencedWriter, ReconcilerFenceProps } from './reconciler-fence';
 export type { ContainerMergeProps, InjectedContainer, InjectedEnvVar, InjectedVolume, InjectedVolumeMount, InjectionProps, RevisionProps } from './injection-props';
 export type { RoutedSelectors, RoutingRequirement, RoutingSelector } from './revision-props';
 export * from './certificates/webhook-certificate';

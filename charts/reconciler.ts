@@ -1,6 +1,7 @@
 // The opt-in reconciler (`reconciler` prop): its own Deployment (two replicas, one acting under a
 // Lease), ServiceAccount, the least RBAC its code calls (rules derived from the settings: a
-// report-only reconciler can patch nothing), a PodDisruptionBudget and a NetworkPolicy (egress to the
+// report-only reconciler can patch nothing), an admission fence on that ServiceAccount (what RBAC
+// cannot say: dry runs only, these fields only), a PodDisruptionBudget and a NetworkPolicy (egress to the
 // apiserver only). It runs the webhook's image (or the image-free Node image with its own bundle
 // ConfigMap) with restricted pod security. The webhook keeps no RBAC and no token.
 
@@ -20,6 +21,7 @@ import {
   memoryQuantityBytes,
 } from '../webhook/config';
 import type { ReconcilerProps } from './sidecar-injector-props';
+import { type FencedSidecars, ReconcilerFence } from './reconciler-fence';
 import { sha256 } from './webhook-tls';
 import type { WebhookServer } from './webhook-server';
 import { RESTRICTED_CONTAINER_SECURITY, RESTRICTED_POD_SECURITY, opsProbe, resourceRequirements, spreadAcrossNodes, oneAtATimeDisruptionBudget } from './webhook-workload';
@@ -50,6 +52,8 @@ export interface ReconcilerTarget {
   readonly apiServerPorts: readonly number[];
   /** Who may scrape its metrics. */
   readonly metricsSourceCidrs?: readonly string[];
+  /** Called at synth: the sidecars the injector adds, which in place the reconciler may give only their configured images. */
+  readonly sidecars: () => FencedSidecars;
 }
 
 /** The settings the props give, with the defaults filled in (validated by the shared validator). */
@@ -153,6 +157,12 @@ export class InjectorReconciler extends Construct {
   readonly podDisruptionBudget: k8s.KubePodDisruptionBudget;
   /** Egress to the apiserver only; ingress to its ops port from `metricsSourceCidrs`. */
   readonly networkPolicy: k8s.KubeNetworkPolicy;
+  /**
+   * The admission fence on its ServiceAccount: a ValidatingAdmissionPolicy and binding that refuse every
+   * write but the ones the reconciler makes (dry-run pod creates, restart annotations, sidecar images in
+   * place, its Events, Lease and reports), so a leaked token can do no more than the reconciler does.
+   */
+  readonly fence: ReconcilerFence;
   /** The settings written to reconciler.json (made at synth: the injector's object names are known then). */
   settings(): ReconcilerSettings {
     return reconcilerSettings(this.props, this.leaseName, this.target.excludedNamespaces, this.target.injector());
@@ -236,6 +246,13 @@ export class InjectorReconciler extends Construct {
         },
       },
     });
+    this.fence = new ReconcilerFence(this, 'Fence', {
+      name: clusterName,
+      labels,
+      writer: { namespace: target.namespace, serviceAccountName: name },
+      settings: () => this.settings(),
+      sidecars: target.sidecars,
+    });
     this.podDisruptionBudget = oneAtATimeDisruptionBudget(this, metadata, selectorLabels);
     this.networkPolicy = new k8s.KubeNetworkPolicy(this, 'NetworkPolicy', {
       metadata,
@@ -265,11 +282,12 @@ function heapEnv(limit: string | undefined): k8s.EnvVar[] {
   return [{ name: 'NODE_OPTIONS', value: `--max-old-space-size=${Math.max(64, Math.floor((bytes * 0.6) / (1024 * 1024)))}` }];
 }
 
-/** The policy backend's admission objects under `scope`, by kind: what the reconciler reads by name. */
+/** The policy backend's admission objects under `scope`, by kind: what the reconciler reads by name (not its own fence). */
 export function admissionObjectNames(scope: Construct): Record<'policies' | 'bindings' | 'validatingPolicies' | 'validatingBindings', string[]> {
   const names = { policies: [] as string[], bindings: [] as string[], validatingPolicies: [] as string[], validatingBindings: [] as string[] };
   for (const child of scope.node.findAll()) {
     if (!(child instanceof ApiObject) || !child.apiVersion.startsWith('admissionregistration.k8s.io/')) continue;
+    if (child.node.scopes.some((parent) => parent instanceof InjectorReconciler)) continue;
     const list =
       child.kind === 'MutatingAdmissionPolicy' ? names.policies
       : child.kind === 'MutatingAdmissionPolicyBinding' ? names.bindings

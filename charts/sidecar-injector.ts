@@ -31,6 +31,7 @@ import { injectorConfigMap } from './injector-config-map';
 import { webhookNamespace } from './namespace';
 import { NamespaceReader, namespaceReader } from './namespace-reader';
 import { InjectorReconciler, admissionObjectNames, reconcilerPropsIssues } from './reconciler';
+import { fencedSidecars } from './reconciler-fence';
 import { DEFAULT_WEBHOOK_IMAGE, SidecarInjectorProps, settingsIssues } from './sidecar-injector-props';
 import { SidecarInjectorPropsError } from './sidecar-injector-props-error';
 import { PACKAGE_VERSION } from './version';
@@ -315,6 +316,7 @@ export class SidecarInjector extends Construct {
       apiServerCidrs: props.apiServerCidrs,
       apiServerPorts: props.apiServerPorts ?? [443, 6443],
       metricsSourceCidrs: props.metricsSourceCidrs,
+      sidecars: () => fencedSidecars(this.config),
     });
   }
 

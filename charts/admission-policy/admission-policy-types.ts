@@ -65,6 +65,7 @@ export interface MutatingAdmissionPolicySpec {
 export interface ValidatingAdmissionPolicySpec {
   readonly matchConstraints: MatchResources;
   readonly matchConditions?: readonly MatchCondition[];
+  /** Named values the validations read as `variables.<name>`, each evaluated when first read. */
   readonly variables?: readonly Variable[];
   readonly validations: readonly { readonly expression: string; readonly message?: string; readonly messageExpression?: string; readonly reason?: string }[];
   readonly failurePolicy: 'Ignore' | 'Fail';

@@ -132,10 +132,11 @@ describe('an injection in audit mode in the construct', () => {
     assert.equal(config.injections[0].mode, 'audit');
     const policyBackend = synthChart({ backend: 'admissionPolicy', reconciler: {}, injections: [{ ...envoyInjection(ENVOY_V1), mode: 'audit' }] }).manifests;
     const validating = policyBackend.filter((object) => object.kind === 'ValidatingAdmissionPolicy').map((object) => object.metadata.name);
-    assert.deepEqual(validating, ['sidecar-injector.sidecar-injector.pods']);
+    assert.deepEqual(validating.sort(), ['sidecar-injector.sidecar-injector-reconciler', 'sidecar-injector.sidecar-injector.pods'], 'the audit policy, and the reconciler\'s own fence');
     const settings = parseReconcilerSettings(named(policyBackend, 'ConfigMap')!.data[RECONCILER_SETTINGS_FILE]);
-    assert.deepEqual((settings.injector as any).validatingPolicyNames, validating);
+    assert.deepEqual((settings.injector as any).validatingPolicyNames, ['sidecar-injector.sidecar-injector.pods'], 'the injector\'s policies, not the fence');
+    assert.deepEqual((settings.injector as any).validatingBindingNames.filter((name: string) => name.includes('-reconciler')), []);
     const rule = named(policyBackend, 'ClusterRole')!.rules.find((candidate: any) => candidate.resources.includes('validatingadmissionpolicies'));
-    assert.deepEqual(rule.resourceNames, validating);
+    assert.deepEqual(rule.resourceNames, ['sidecar-injector.sidecar-injector.pods']);
   });
 });

@@ -276,6 +276,21 @@ describe('in-place repair (outdated: in-place)', () => {
   });
 });
 
+describe('the reconciler in place, with a readiness gate', () => {
+  test('its pods/status writes pass its fence as its image patches do: the gate False before each image, True after', async () => {
+    const gated = (image: string) => ({ ...envoyInjection(image), readinessGate: true });
+    const { kube, apply, leader } = reconcilerHarness({ outdated: 'in-place' }, { injections: [gated(ENVOY_V1)] });
+    kube.deployment('apps', 'web', 2, APP_SPEC);
+    apply({ injections: [gated(ENVOY_V2)] });
+    const { reconciler } = await leader('reconciler-a');
+    const outcome = await reconciler.pass();
+    assert.equal(outcome.upgraded.length, 2);
+    const statusWrites = kube.requests.filter((request) => request.resource === 'pods/status').map((request) => (request.body as any).status.conditions[0]);
+    assert.deepEqual(statusWrites.map((condition) => `${condition.type}=${condition.status}`), ['False', 'True', 'False', 'True'].map((status) => `sidecar-injector.io/sidecars-ready=${status}`));
+    assert.deepEqual(kube.forbidden, [], 'every write within its RBAC and its fence');
+  });
+});
+
 describe('the reconciler with the policy backend', () => {
   test('waits while a policy is not loaded, saying which; repairs once they all are', async () => {
     const { kube, apply, settings, leader } = reconcilerHarness({}, { backend: 'admissionPolicy' });

@@ -42,8 +42,14 @@ export interface SimulatedRequest {
   /** The Namespace object of `namespace`, as the apiserver hands it to CEL as `namespaceObject`. */
   readonly namespaceObject?: any;
   readonly object: any;
-  /** The stored object an UPDATE replaces (`oldObject` in CEL); null for a CREATE. */
+  /** The object as stored, for an UPDATE or DELETE (null otherwise, as the apiserver gives it). */
   readonly oldObject?: any;
+  /** The object's name (empty for a create with generateName). */
+  readonly name?: string;
+  /** Whose request it is (`request.userInfo`). */
+  readonly userInfo?: { readonly username: string; readonly groups?: readonly string[] };
+  /** A server-side dry run (`request.dryRun`). */
+  readonly dryRun?: boolean;
 }
 
 let environment: Environment | undefined;
@@ -136,12 +142,20 @@ function toCel(value: unknown): unknown {
   return value;
 }
 
+// A rule's resources name the request's: exactly, or by a wildcard, as the apiserver reads them: `*`
+// every resource, `<resource>/*` its subresources, and `*` slash `*` every resource and every subresource.
+function resourceMatches(resources: readonly string[], request: SimulatedRequest): boolean {
+  if (resources.includes('*/*')) return true;
+  if (request.subResource) return resources.includes(`${request.resource.resource}/${request.subResource}`) || resources.includes(`${request.resource.resource}/*`) || resources.includes(`*/${request.subResource}`);
+  return resources.includes(request.resource.resource) || resources.includes('*');
+}
+
 function ruleMatches(spec: any, request: SimulatedRequest): boolean {
   return (spec.matchConstraints.resourceRules as any[]).some(
     (rule) =>
-      rule.apiGroups.includes(request.resource.group) &&
-      rule.resources.includes(request.subResource ? `${request.resource.resource}/${request.subResource}` : request.resource.resource) &&
-      rule.operations.includes(request.operation),
+      (rule.apiGroups.includes(request.resource.group) || rule.apiGroups.includes('*')) &&
+      resourceMatches(rule.resources, request) &&
+      (rule.operations.includes(request.operation) || rule.operations.includes('*')),
   );
 }
 
@@ -169,8 +183,35 @@ function contextOf(request: SimulatedRequest, object: any): Record<string, unkno
     namespaceObject: toCel(request.namespaceObject ?? null),
     object: toCel(object),
     oldObject: toCel(request.oldObject ?? null),
-    request: toCel({ kind: request.kind, resource: request.resource, operation: request.operation, namespace: request.namespace ?? '' }),
+    request: toCel({
+      kind: request.kind,
+      resource: request.resource,
+      // As the apiserver hands it over: omitted when empty (no such key in CEL).
+      ...(request.subResource ? { subResource: request.subResource } : {}),
+      operation: request.operation,
+      namespace: request.namespace ?? '',
+      ...(request.name ? { name: request.name } : {}),
+      dryRun: request.dryRun ?? false,
+      userInfo: request.userInfo ?? { username: '' },
+    }),
   };
+}
+
+/**
+ * The policy's `variables`, each evaluated when an expression first reads it, as the apiserver does
+ * (lazily, once per request): a variable no rule of this write reads is never evaluated.
+ */
+function withVariables(env: Environment, variables: readonly { name: string; expression: string }[] | undefined, context: Record<string, unknown>): Record<string, unknown> {
+  const values: Record<string, unknown> = {};
+  const scope = { ...context, variables: values };
+  for (const { name, expression } of variables ?? []) {
+    let evaluated: { value: unknown } | undefined;
+    Object.defineProperty(values, name, {
+      enumerable: true,
+      get: () => (evaluated ??= { value: env.evaluate(expression, scope) }).value,
+    });
+  }
+  return scope;
 }
 
 /**
@@ -250,10 +291,8 @@ export function failedValidations(policy: SimulatedPolicy, request: SimulatedReq
   for (const condition of policy.spec.matchConditions ?? []) {
     if (env.evaluate(condition.expression, context) !== true) return [];
   }
-  // Variables in order, each read by the later ones and the validations as `variables.<name>`.
-  const unqualified = (expression: string) => expression.replace(/\bvariables\.([A-Za-z_][A-Za-z0-9_]*)/g, '$1');
-  for (const { name, expression } of policy.spec.variables ?? []) context[name] = env.evaluate(unqualified(expression), context);
+  const scope = withVariables(env, policy.spec.variables, context);
   return (policy.spec.validations as any[])
-    .filter((validation) => env.evaluate(unqualified(validation.expression), context) !== true)
-    .map((validation) => (validation.messageExpression !== undefined ? String(env.evaluate(unqualified(validation.messageExpression), context)) : String(validation.message)));
+    .filter((validation) => env.evaluate(validation.expression, scope) !== true)
+    .map((validation) => (validation.messageExpression !== undefined ? String(env.evaluate(validation.messageExpression, scope)) : String(validation.message)));
 }

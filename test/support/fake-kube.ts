@@ -2,7 +2,9 @@
 // objects by group, resource, namespace and name, with resourceVersions, lists in pages in key order,
 // merge, JSON and strategic (conditions by type) patches, a resourceVersion precondition, server-side
 // dry-run, and RBAC: given the synthesized ClusterRole and Role, every request outside their rules is
-// refused with 403, as the real apiserver would, so the tests prove the reconciler needs no more.
+// refused with 403, as the real apiserver would, so the tests prove the reconciler needs no more. Given
+// the reconciler's admission fence (its ValidatingAdmissionPolicy as synthesized), every write that RBAC
+// allows is then judged by it (the CEL through the policy simulator), as the apiserver's admission does.
 // Pods are admitted through the injector the synthesized output describes (the CLI's preview: the
 // webhook configuration's matching, then the engine), unless `injectorUp` is false (failurePolicy
 // Ignore: the pod is admitted bare). `settle()` plays the Deployment controller and the kubelet: a
@@ -18,6 +20,7 @@ import type { InjectorSource } from '../../webhook/cli/injector-source';
 import { previewAll } from '../../webhook/cli/preview';
 import type { KubernetesObject } from '../../webhook/engine/admission-review';
 import { KubeApiError, type KubeApi, type KubeRequest, type Method, type WatchEvent } from '../../webhook/reconciler/kube-api';
+import { type SimulatedPolicy, failedValidations } from './admission-policy-simulator';
 import type { ApiserverConnection } from '../../webhook/server/namespace-watch';
 import { testCertificate } from './test-certificate';
 
@@ -38,12 +41,15 @@ export interface Recorded {
   readonly name?: string;
   readonly dryRun: boolean;
   readonly body?: unknown;
+  /** The admission fence's message, when it refused the write. */
+  readonly refusedBy?: string;
 }
 
 const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value));
 const isRecord = (value: unknown): value is Record<string, any> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
-function mergePatch(target: any, patch: any): any {
+/** An RFC 7386 merge patch applied, as the apiserver applies `application/merge-patch+json`. */
+export function mergePatch(target: any, patch: any): any {
   if (!isRecord(patch)) return clone(patch);
   const result = isRecord(target) ? { ...target } : {};
   for (const [key, value] of Object.entries(patch)) {
@@ -65,6 +71,8 @@ export class FakeKube implements KubeApi {
   readonly served = new Set(['coordination.k8s.io/v1', 'apps/v1', 'policy/v1', 'discovery.k8s.io/v1', 'admissionregistration.k8s.io/v1']);
   /** The reconciler's rules, when RBAC is enforced. */
   rbac?: { readonly cluster: readonly Rule[]; readonly namespace: string; readonly namespaced: readonly Rule[] };
+  /** The reconciler's admission fence, when enforced: its policy, and the ServiceAccount every request here is made as. */
+  fence?: { readonly policy: SimulatedPolicy; readonly username: string };
   /** Every change of a pod since the start, as a watch sends it (metadata only). */
   private readonly podEvents: { version: number; event: WatchEvent }[] = [];
   private readonly podWatchers = new Set<{ onEvent: (event: WatchEvent) => void; end: (outcome: 'gone' | 'ended' | Error) => void }>();
@@ -258,6 +266,32 @@ export class FakeKube implements KubeApi {
     return this.rbac.cluster.some(matches) || (namespace === this.rbac.namespace && this.rbac.namespaced.some(matches));
   }
 
+  /** The fence's judgement of a write RBAC allowed: a refusal is a 403 naming the rule, as the apiserver answers. */
+  private judge(operation: 'CREATE' | 'UPDATE', at: { group: string; version: string; resource: string; subresource?: string; namespace?: string; name?: string; dryRun: boolean }, object: any, oldObject: any): void {
+    if (!this.fence) return;
+    const refused = failedValidations(
+      this.fence.policy,
+      {
+        kind: { group: at.group, version: at.version, kind: String(object?.kind ?? '') },
+        resource: { group: at.group, version: at.version, resource: at.resource },
+        subResource: at.subresource,
+        operation,
+        namespace: at.namespace,
+        name: at.name ?? object?.metadata?.name,
+        userInfo: { username: this.fence.username },
+        dryRun: at.dryRun,
+        object,
+        oldObject,
+      },
+      object,
+    );
+    if (refused.length === 0) return;
+    const recorded = { ...this.requests[this.requests.length - 1], refusedBy: refused[0] };
+    this.forbidden.push(recorded);
+    const policy = this.fence.policy.metadata.name;
+    throw new KubeApiError(403, 'Forbidden', `${at.resource} "${recorded.name ?? object?.metadata?.name ?? ''}" is forbidden: ValidatingAdmissionPolicy '${policy}' with binding '${policy}' denied request: ${refused[0]}`);
+  }
+
   async request(method: Method, path: string, request: KubeRequest = {}): Promise<any> {
     const parts = path.split('/').filter(Boolean);
     const [group, version, rest] = parts[0] === 'api' ? ['', parts[1], parts.slice(2)] : [parts[1], parts[2], parts.slice(3)];
@@ -300,12 +334,19 @@ export class FakeKube implements KubeApi {
       if (resource === 'pods' && this.kubeletBehind.delete(`${namespace}/${name}`)) this.kubeletSync(current);
       return clone(current);
     }
+    const admission = { group, version, resource, subresource, namespace, name, dryRun };
     if (verb === 'create') {
       const body = clone(request.body) as any;
       body.metadata = { ...body.metadata, namespace };
-      if (resource === 'pods') return clone(this.admitPod(body, dryRun));
+      if (resource === 'pods') {
+        // Mutating admission (the injector), then validating (the fence), then stored.
+        const admitted = this.admitPod(body, true);
+        this.judge('CREATE', admission, admitted, null);
+        return clone(dryRun ? admitted : this.put('', 'pods', admitted));
+      }
       if (!body.metadata.name) body.metadata.name = `${body.metadata.generateName ?? 'object-'}${++this.version}`;
       if (this.get(group, resource, namespace, body.metadata.name)) throw new KubeApiError(409, 'AlreadyExists', `${resource} "${body.metadata.name}" already exists`);
+      this.judge('CREATE', admission, body, null);
       return dryRun ? body : clone(this.put(group, resource, body));
     }
     if (!current) throw new KubeApiError(404, 'NotFound', `${resource} "${name}" not found`);
@@ -334,6 +375,7 @@ export class FakeKube implements KubeApi {
       if (precondition !== undefined && precondition !== current.metadata.resourceVersion) throw new KubeApiError(409, 'Conflict', `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified`);
       next = mergePatch(current, body);
     }
+    this.judge('UPDATE', admission, next, current);
     if (dryRun) return next;
     if (resource === 'pods' && !subresource) this.kubeletBehind.add(`${namespace}/${name}`);
     else if (JSON.stringify(next.spec) !== JSON.stringify(current.spec)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;

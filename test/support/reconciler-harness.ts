@@ -1,5 +1,6 @@
 // A synthesized injector with its reconciler, loaded into the in-memory apiserver with the reconciler's
-// RBAC enforced exactly as synthesized, and a Reconciler running against it on a clock the test moves.
+// RBAC and admission fence enforced exactly as synthesized, and a Reconciler running against it on a
+// clock the test moves.
 import type { SidecarInjectorProps } from '../../charts/sidecar-injector';
 import type { ReconcilerProps } from '../../charts/sidecar-injector-props';
 import { injectorFromDocuments } from '../../webhook/cli/synthesized-injectors';
@@ -56,6 +57,9 @@ export function reconcilerHarness(reconciler: ReconcilerProps = {}, props: Parti
       if (object.kind === 'MutatingAdmissionPolicy') kube.put('admissionregistration.k8s.io', 'mutatingadmissionpolicies', structuredClone(object));
       if (object.kind === 'MutatingAdmissionPolicyBinding') kube.put('admissionregistration.k8s.io', 'mutatingadmissionpolicybindings', structuredClone(object));
     }
+    // The reconciler's admission fence as synthesized: every write of the reconciler passes through it.
+    const fence = manifests.find((object) => object.kind === 'ValidatingAdmissionPolicy' && object.metadata.name.endsWith('-reconciler'))!;
+    kube.fence = { policy: fence as any, username: `system:serviceaccount:${NAMESPACE}:sidecar-injector-reconciler` };
   };
   load();
   const settingsMap = manifests.find((object) => object.kind === 'ConfigMap' && object.data?.[RECONCILER_SETTINGS_FILE])!;

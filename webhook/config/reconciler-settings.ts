@@ -98,6 +98,21 @@ export const RECONCILER_BOUNDS = {
   leaseDurationSeconds: [5, 300],
 } as const;
 
+/**
+ * What the reconciler's writes carry, in one place: the reconciler writes them, and its admission fence
+ * (charts/reconciler-fence.ts) lets through only writes that carry them.
+ */
+export const RECONCILER_WRITES = {
+  /** `reportingComponent` and `source.component` of every Event it writes. */
+  eventComponent: 'sidecar-injector-reconciler',
+  /** The name of its PolicyReport in each namespace (and the `policy` of the results). */
+  policyReportName: 'sidecar-injector',
+  /** The label on every PolicyReport it writes, and the selector it lists them by. */
+  policyReportLabels: { 'app.kubernetes.io/managed-by': 'sidecar-injector-reconciler' },
+  /** The pod-template annotation a restart sets, as `kubectl rollout restart` does. */
+  restartedAtAnnotation: 'kubectl.kubernetes.io/restartedAt',
+} as const;
+
 /** The annotation on a workload's pod template that records the config it was last restarted for. */
 export function repairedForAnnotation(prefix: string): string {
   return `${prefix}/repaired-for`;

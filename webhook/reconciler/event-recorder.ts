@@ -6,6 +6,7 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../cli/in-place-rollout';
+import { RECONCILER_WRITES } from '../config';
 import type { KubeApi } from './kube-api';
 
 export interface EventTarget {
@@ -29,7 +30,7 @@ export type EventReason =
   | 'NotRepaired'
   | 'RepairFailed';
 
-export const EVENT_COMPONENT = 'sidecar-injector-reconciler';
+export const EVENT_COMPONENT = RECONCILER_WRITES.eventComponent;
 /** Longest message written; the apiserver's own limit is 1 KiB for `note`, and longer says no more. */
 const MAX_MESSAGE = 1000;
 /** The sent-Events table's bound: keys are at most ~1.3 KiB (names and a message), so about 3,000 entries. */

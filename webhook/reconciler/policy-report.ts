@@ -5,6 +5,7 @@
 // (an object must fit etcd's 1.5 MiB); the summary always counts every pod.
 
 import { createHash } from 'node:crypto';
+import { RECONCILER_WRITES } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import type { PodStatus } from '../cli/injection-status';
 import type { StatusReport, WorkloadStatus } from '../cli/status-command';
@@ -14,10 +15,10 @@ import { workloadApiVersion } from './workload-name';
 
 export const POLICY_REPORT_API = '/apis/wgpolicyk8s.io/v1alpha2';
 /** The report's name in each namespace, and the `policy` of its results. */
-export const POLICY_REPORT_NAME = 'sidecar-injector';
+export const POLICY_REPORT_NAME = RECONCILER_WRITES.policyReportName;
 export const MAX_RESULTS = 1000;
 /** The label on every report the reconciler writes, and the selector it lists them by. */
-const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'sidecar-injector-reconciler' };
+const MANAGED_BY = RECONCILER_WRITES.policyReportLabels;
 export const POLICY_REPORT_SELECTOR = Object.entries(MANAGED_BY).map(([key, value]) => `${key}=${value}`).join(',');
 
 /** What a workload's pods are, as one result: fail when some pod is stale, warn when only versions are unknown. */

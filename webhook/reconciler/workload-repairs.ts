@@ -2,7 +2,7 @@
 // mid-rollout, once per config, its PodDisruptionBudgets, the dry-run probe), restarted or upgraded in
 // place; a rate limit over all of them, and a backoff per workload after an error.
 
-import { repairedForAnnotation, type ReconcilerSettings } from '../config';
+import { RECONCILER_WRITES, repairedForAnnotation, type ReconcilerSettings } from '../config';
 import type { Clock } from '../cli/in-place-rollout';
 import type { KubernetesObject } from '../engine/admission-review';
 import { ownStringMap } from '../engine/pod-patch-builder';
@@ -29,6 +29,18 @@ export interface WorkloadRepairsOptions {
   readonly metrics?: ReconcilerMetrics;
   readonly podTimeoutMs?: number;
   readonly pollMs?: number;
+}
+
+/**
+ * The restart, as `kubectl rollout restart` makes it (a merge patch of the pod template's restartedAt
+ * annotation) with the config it was for beside it, held to the workload as read by its resourceVersion.
+ * Nothing else: the reconciler's admission fence refuses a workload write that changes more.
+ */
+export function restartPatch(object: KubernetesObject, now: number, prefix: string, restartKey: string): Record<string, unknown> {
+  return {
+    metadata: { resourceVersion: (object.metadata as any)?.resourceVersion },
+    spec: { template: { metadata: { annotations: { [RECONCILER_WRITES.restartedAtAnnotation]: new Date(now).toISOString().replace(/\.\d+Z$/, 'Z'), [repairedForAnnotation(prefix)]: restartKey } } } },
+  };
 }
 
 export class WorkloadRepairs {
@@ -147,12 +159,8 @@ export class WorkloadRepairs {
       return;
     }
     this.assertLeader();
-    const patch = {
-      metadata: { resourceVersion: (object.metadata as any)?.resourceVersion },
-      spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': new Date(this.options.clock.now()).toISOString().replace(/\.\d+Z$/, 'Z'), [repairedForAnnotation(prefix)]: restartKey } } } },
-    };
     try {
-      await api.request('PATCH', path, { body: patch, query: { fieldManager: 'sidecar-injector-reconciler' } });
+      await api.request('PATCH', path, { body: restartPatch(object, this.options.clock.now(), prefix, restartKey), query: { fieldManager: 'sidecar-injector-reconciler' } });
     } catch (error) {
       // Changed since it was read: judged again next pass.
       if (isConflict(error)) return;

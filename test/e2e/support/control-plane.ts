@@ -321,8 +321,11 @@ export class ControlPlane {
     throw new Error(`kube-apiserver not ready within ${timeoutMs} ms (${last}):\n${this.logs()}`);
   }
 
-  /** One REST call as the admin client; JSON in and out (a PATCH names its patch type in `contentType`). */
-  request(method: string, requestPath: string, body?: unknown, contentType = 'application/json'): Promise<KubeResponse> {
+  /**
+   * One REST call as the admin client; JSON in and out (a PATCH names its patch type in `contentType`).
+   * `headers` adds to the request's, e.g. `Impersonate-User` to act as another identity.
+   */
+  request(method: string, requestPath: string, body?: unknown, contentType = 'application/json', headers: Record<string, string> = {}): Promise<KubeResponse> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const started = process.hrtime.bigint();
     return new Promise((resolve, reject) => {
@@ -333,7 +336,7 @@ export class ControlPlane {
           path: requestPath,
           method,
           agent: this.agent,
-          headers: { accept: 'application/json', ...(payload ? { 'content-type': contentType, 'content-length': payload.length } : {}) },
+          headers: { accept: 'application/json', ...headers, ...(payload ? { 'content-type': contentType, 'content-length': payload.length } : {}) },
           timeout: 30_000,
         },
         (res) => {
