@@ -181,8 +181,9 @@ before(async () => {
     await plane.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { [BACKEND_LABEL]: backend } } });
   }
   for (const object of [...policyObjects(), ...readinessPolicy()]) {
-    const plural = object.kind === 'MutatingAdmissionPolicy' ? 'mutatingadmissionpolicies' : 'mutatingadmissionpolicybindings';
-    await plane.ok('POST', `/apis/admissionregistration.k8s.io/${apiVersion}/${plural}?fieldValidation=Strict`, object);
+    // Each at its own version: the override warnings' ValidatingAdmissionPolicies are v1 whatever the mutating ones are.
+    const plural = object.kind.toLowerCase().replace(/policy$/, 'policie') + 's';
+    await plane.ok('POST', `/apis/${object.apiVersion}/${plural}?fieldValidation=Strict`, object);
   }
   await plane.ok('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?fieldValidation=Strict', webhookConfiguration(webhook.port));
   await waitUntilInjecting(NAMESPACES.policy, true);
