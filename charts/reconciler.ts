@@ -50,6 +50,8 @@ export interface ReconcilerTarget {
   readonly apiServerPorts: readonly number[];
   /** Who may scrape its metrics. */
   readonly metricsSourceCidrs?: readonly string[];
+  /** Annotations on its pods (a plain Prometheus's scrape annotations, with `monitoring`). */
+  readonly podAnnotations?: Record<string, string>;
 }
 
 /** The settings the props give, with the defaults filled in (validated by the shared validator). */
@@ -198,7 +200,7 @@ export class InjectorReconciler extends Construct {
         template: {
           metadata: {
             labels: { ...labels, [target.exclusionLabel]: name },
-            annotations: Lazy.any({ produce: () => ({ ...code.podAnnotations, 'checksum/settings': sha256(settingsJson()) }) }),
+            annotations: Lazy.any({ produce: () => ({ ...target.podAnnotations, ...code.podAnnotations, 'checksum/settings': sha256(settingsJson()) }) }),
           },
           spec: {
             serviceAccountName: name,
