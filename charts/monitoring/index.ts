@@ -5,4 +5,5 @@ export type { MonitoringProps, PrometheusOperatorProps, SloProps } from './monit
 export type { MonitoredInjector, MonitoringRules } from './monitoring-rules';
 export type { MonitoredPolicies } from './policy-rules';
 export type { WebhookEntry } from './webhook-rules';
+export type { DashboardPanel, DashboardQuery } from './dashboard';
 export type { AlertRule, AlertSeverity, DescribedAlert, RecordingRule, RuleGroup } from './rule-types';

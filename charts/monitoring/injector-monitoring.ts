@@ -6,7 +6,7 @@
 import { ApiObject, Lazy } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { dashboardJson } from './dashboard';
+import { type DashboardPanel, dashboardJson, dashboardPanels } from './dashboard';
 import { type MonitoredInjector, type MonitoringRules, monitoringRules, ruleFileText } from './monitoring-rules';
 import { type MonitoringProps, type MonitoringSettings, monitoringSettings } from './monitoring-props';
 
@@ -86,6 +86,11 @@ export class InjectorMonitoring extends Construct {
   /** The rules, made at synth from the injector as synthesized. */
   rules(): MonitoringRules {
     return monitoringRules(this.target.injector(), this.settings);
+  }
+
+  /** The dashboard's panels and their queries, made at synth. */
+  panels(): DashboardPanel[] {
+    return dashboardPanels(this.target.injector(), this.settings);
   }
 
   /** The dashboard's JSON model, made at synth. */
