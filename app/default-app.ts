@@ -36,6 +36,8 @@ export interface DefaultAppOptions {
   /** The monitoring: alerts, SLO and dashboard as plain ConfigMaps, and scrape annotations. Short
    * intervals rehearse the alerts on a cluster. @default {}: every default */
   readonly monitoring?: MonitoringProps;
+  /** What the apiserver does when the injector cannot answer, for a variant of the app (an outage under Fail rehearsed). @default 'Ignore' */
+  readonly failurePolicy?: 'Ignore' | 'Fail';
 }
 
 /**
@@ -59,6 +61,7 @@ export function buildDefaultApp(options: DefaultAppOptions): App {
     admissionPolicyApiVersion: options.admissionPolicyApiVersion,
     ...(options.reconciler ? { reconciler: options.reconciler } : {}),
     monitoring: options.monitoring ?? {},
+    ...(options.failurePolicy ? { failurePolicy: options.failurePolicy } : {}),
   });
   return app;
 }
