@@ -1,8 +1,13 @@
 // Debian's Prometheus and Alertmanager in the node suite's network namespace, as a platform team runs
-// them without the Operator: the apiserver scraped with a client certificate, the pods found through
-// the apiserver and kept by their `prometheus.io/*` annotations (the `kubernetes-pods` job of
-// Prometheus' example configuration), the synthesized rule file loaded, alerts sent to Alertmanager.
-// Both listen on the node's address, which the host reaches through the veth, as it reaches the apiserver.
+// them without the Operator: the apiserver scraped with a client certificate, the pods kept by their
+// `prometheus.io/*` annotations with the relabelling of the `kubernetes-pods` job of Prometheus' example
+// configuration, the synthesized rule file loaded, alerts sent to Alertmanager. Both listen on the
+// node's address, which the host reaches through the veth, as it reaches the apiserver.
+//
+// A stand-in: Debian builds Prometheus without Kubernetes service discovery (`kubernetes_sd_configs` is
+// "not found in type config.ScrapeConfig"), so PodDiscovery lists the pods through the apiserver every
+// 2 s and writes them for `file_sd_configs` with the labels the pod role gives (`__meta_kubernetes_*`: one
+// target per container port). The relabelling that reads the synthesized annotations is the real one.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { stringify } from 'yaml';
@@ -20,12 +25,12 @@ export function findMonitoringBinaries(env: NodeJS.ProcessEnv = process.env): { 
   return missing.length > 0 ? `skipped: ${missing.join(', ')} not found (apt-get install prometheus prometheus-alertmanager, or set PROMETHEUS and ALERTMANAGER)` : { prometheus, alertmanager };
 }
 
-/** The `kubernetes-pods` job of Prometheus' example configuration (documentation/examples/prometheus-kubernetes.yml). */
-export function kubernetesPodsJob(kubeconfigFile: string, scrapeInterval: string): Record<string, unknown> {
+/** The `kubernetes-pods` job of Prometheus' example configuration (documentation/examples/prometheus-kubernetes.yml), its pods from `targetsFile`. */
+export function kubernetesPodsJob(targetsFile: string, scrapeInterval: string): Record<string, unknown> {
   return {
     job_name: 'kubernetes-pods',
     scrape_interval: scrapeInterval,
-    kubernetes_sd_configs: [{ role: 'pod', kubeconfig_file: kubeconfigFile }],
+    file_sd_configs: [{ files: [targetsFile], refresh_interval: '5s' }],
     relabel_configs: [
       { source_labels: ['__meta_kubernetes_pod_annotation_prometheus_io_scrape'], action: 'keep', regex: 'true' },
       { source_labels: ['__meta_kubernetes_pod_phase'], action: 'drop', regex: 'Pending|Succeeded|Failed|Completed' },
@@ -36,6 +41,63 @@ export function kubernetesPodsJob(kubeconfigFile: string, scrapeInterval: string
       { source_labels: ['__meta_kubernetes_pod_name'], action: 'replace', target_label: 'pod' },
     ],
   };
+}
+
+/** A label name as Prometheus' Kubernetes discovery writes a pod's label or annotation key: every other character an underscore. */
+const sanitized = (key: string) => key.replace(/[^a-zA-Z0-9_]/g, '_');
+
+/** The targets Kubernetes discovery's pod role makes of one pod: one per container port, with its meta labels. */
+export function podTargets(pod: any): { targets: string[]; labels: Record<string, string> }[] {
+  if (!pod.status?.podIP) return [];
+  const common: Record<string, string> = {
+    __meta_kubernetes_namespace: pod.metadata.namespace,
+    __meta_kubernetes_pod_name: pod.metadata.name,
+    __meta_kubernetes_pod_ip: pod.status.podIP,
+    __meta_kubernetes_pod_phase: pod.status.phase ?? '',
+    __meta_kubernetes_pod_ready: String((pod.status.conditions ?? []).some((condition: any) => condition.type === 'Ready' && condition.status === 'True')),
+  };
+  for (const [key, value] of Object.entries(pod.metadata.labels ?? {})) common[`__meta_kubernetes_pod_label_${sanitized(key)}`] = String(value);
+  for (const [key, value] of Object.entries(pod.metadata.annotations ?? {})) common[`__meta_kubernetes_pod_annotation_${sanitized(key)}`] = String(value);
+  return pod.spec.containers.flatMap((container: any) =>
+    (container.ports ?? []).map((port: any) => ({
+      targets: [`${pod.status.podIP}:${port.containerPort}`],
+      labels: { ...common, __meta_kubernetes_pod_container_name: container.name, __meta_kubernetes_pod_container_port_name: port.name ?? '', __meta_kubernetes_pod_container_port_number: String(port.containerPort) },
+    })),
+  );
+}
+
+/** Writes every pod of the cluster as targets every 2 s (atomically: Prometheus watches the file). */
+class PodDiscovery {
+  private timer?: NodeJS.Timeout;
+  private stopped = false;
+
+  constructor(
+    private readonly cluster: NodeCluster,
+    readonly file: string,
+  ) {}
+
+  async refresh(): Promise<void> {
+    const pods = (await this.cluster.plane.ok('GET', '/api/v1/pods')).items;
+    const next = `${this.file}.next`;
+    fs.writeFileSync(next, JSON.stringify(pods.flatMap(podTargets)));
+    fs.renameSync(next, this.file);
+  }
+
+  start(): void {
+    const loop = () => {
+      this.timer = setTimeout(() => {
+        this.refresh().catch(() => undefined).finally(() => {
+          if (!this.stopped) loop();
+        });
+      }, 2_000);
+    };
+    loop();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
 }
 
 export interface PrometheusAlert {
@@ -50,6 +112,7 @@ export class MonitoringStack {
     private readonly processes: ManagedProcess[],
     private readonly rulesDir: string,
     readonly dir: string,
+    private readonly discovery: PodDiscovery,
   ) {}
 
   static readonly prometheusUrl = `http://${NODE_IP}:9090`;
@@ -71,9 +134,12 @@ export class MonitoringStack {
       alerting: { alertmanagers: [{ static_configs: [{ targets: [`${NODE_IP}:9093`] }] }] },
       scrape_configs: [
         { job_name: 'apiserver', scheme: 'https', tls_config: tls, static_configs: [{ targets: [`${NODE_IP}:6443`] }] },
-        kubernetesPodsJob(cluster.kubeconfig, scrapeInterval),
+        kubernetesPodsJob(path.join(dir, 'pods.json'), scrapeInterval),
       ],
     };
+    const discovery = new PodDiscovery(cluster, path.join(dir, 'pods.json'));
+    await discovery.refresh();
+    discovery.start();
     const alertmanagerConfig = { route: { receiver: 'recorder', group_wait: '1s', group_interval: '1s', repeat_interval: '1h' }, receivers: [{ name: 'recorder' }] };
     const processes = [
       startProcess('alertmanager', binaries.alertmanager, [
@@ -89,7 +155,7 @@ export class MonitoringStack {
         '--web.enable-lifecycle',
       ], { enter, logFile: path.join(dir, 'prometheus.log') }),
     ];
-    const stack = new MonitoringStack(processes, path.join(dir, 'rules'), dir);
+    const stack = new MonitoringStack(processes, path.join(dir, 'rules'), dir, discovery);
     for (const url of [`${MonitoringStack.prometheusUrl}/-/ready`, `${MonitoringStack.alertmanagerUrl}/-/ready`]) {
       await cluster.until(`${url} answers`, async () => (await fetch(url)).ok, 60_000);
     }
@@ -136,6 +202,7 @@ export class MonitoringStack {
   }
 
   async stop(): Promise<void> {
+    this.discovery.stop();
     await stopProcesses(this.processes, 10_000);
   }
 }
