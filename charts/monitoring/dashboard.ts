@@ -11,15 +11,21 @@ import { sloErrorRatio } from './slo-rules';
 
 /** One query of a panel, and how its series are named in the legend. */
 export interface DashboardQuery {
+  /** The PromQL query. */
   readonly expr: string;
+  /** How Grafana names each series it returns (`{{label}}`). */
   readonly legendFormat: string;
 }
 
 /** A panel as the dashboard JSON carries it (the fields the code reads; Grafana's JSON model has more). */
 export interface DashboardPanel {
+  /** The panel's title. */
   readonly title: string;
+  /** Grafana's panel type. */
   readonly type: 'timeseries' | 'stat';
+  /** Grafana's unit of the values (`reqps`, `s`, `bytes`). */
   readonly unit: string;
+  /** Its queries, each a target of the panel. */
   readonly queries: readonly DashboardQuery[];
 }
 

@@ -77,18 +77,31 @@ export interface MonitoringProps {
 
 /** The settings after defaults, as the rules and the dashboard read them. */
 export interface MonitoringSettings {
+  /** `evaluationInterval`; undefined: Prometheus' global one. */
   readonly evaluationInterval?: string;
+  /** `alertAfter`. */
   readonly alertAfter: string;
+  /** `staleAfter`. */
   readonly staleAfter: string;
+  /** `rateWindow`. */
   readonly rateWindow: string;
+  /** `certificateRenewalWindow`. */
   readonly certificateRenewalWindow: string;
+  /** `slo.objective`. */
   readonly objective: number;
+  /** `slo.latencySeconds`. */
   readonly latencySeconds: number;
+  /** `webhookSelector`. */
   readonly webhookSelector: string;
+  /** `reconcilerSelector`. */
   readonly reconcilerSelector: string;
+  /** `apiServerSelector` ('' for none). */
   readonly apiServerSelector: string;
+  /** `alertLabels`. */
   readonly alertLabels: Readonly<Record<string, string>>;
+  /** `runbookBaseUrl`. */
   readonly runbookBaseUrl: string;
+  /** `dashboardLabels`. */
   readonly dashboardLabels: Readonly<Record<string, string>>;
 }
 

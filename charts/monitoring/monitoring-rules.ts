@@ -12,7 +12,9 @@ import { type WebhookEntry, webhookEntryAlerts, webhookTargetAlert } from './web
 
 /** What an injector is made of, as far as its monitoring needs to know. */
 export interface MonitoredInjector {
+  /** The injector's namespace. */
   readonly namespace: string;
+  /** The injector's name (the `name` prop). */
   readonly name: string;
   /** The entries of its MutatingWebhookConfiguration (webhook backend); undefined without a webhook. */
   readonly webhooks?: readonly WebhookEntry[];
@@ -24,7 +26,9 @@ export interface MonitoredInjector {
 
 /** The rule groups of a rule file, and each alert with why its severity is what it is. */
 export interface MonitoringRules {
+  /** The rule groups, as the rule file and the PrometheusRule hold them. */
   readonly groups: readonly RuleGroup[];
+  /** Each alert of the groups, with why its severity is what it is. */
   readonly alerts: readonly DescribedAlert[];
 }
 

@@ -12,8 +12,11 @@ import { failureSeverity } from './webhook-rules';
 
 /** The policies of the injector, as the apiserver names them in its series. */
 export interface MonitoredPolicies {
+  /** The MutatingAdmissionPolicies' names: the `policy` label of the apiserver's series. */
   readonly names: readonly string[];
+  /** Their failurePolicy: what a failing mutation does to the object. */
   readonly failurePolicy: 'Ignore' | 'Fail';
+  /** Their API version, which tells the apiserver's release (v1alpha1: 1.32 and 1.33, which count nothing per policy). */
   readonly apiVersion: AdmissionPolicyApiVersion;
 }
 

@@ -42,7 +42,9 @@ export const RUNBOOK_FILE = 'alerts.md';
 
 /** An alert rule and why its severity is what it is (for the alert table in docs/monitoring.md). */
 export interface DescribedAlert {
+  /** The rule as the rule file holds it. */
   readonly rule: AlertRule;
+  /** Why its severity is what it is (the alert table's column). */
   readonly severityReason: string;
 }
 

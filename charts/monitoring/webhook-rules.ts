@@ -10,7 +10,9 @@ import { type AlertContext, type AlertSeverity, type DescribedAlert, describedAl
 export interface WebhookEntry {
   /** The entry's name: the `name` label of the apiserver's webhook series. */
   readonly name: string;
+  /** What the apiserver does when the call fails: the alerts' severity. */
   readonly failurePolicy: 'Ignore' | 'Fail';
+  /** How long the apiserver waits for the answer. */
   readonly timeoutSeconds: number;
 }
 
