@@ -34,13 +34,14 @@ const DATASOURCE = { type: 'prometheus', uid: '${datasource}' };
 /** The panels, in order. */
 export function dashboardPanels(injector: MonitoredInjector, settings: MonitoringSettings): DashboardPanel[] {
   const panels: DashboardPanel[] = [];
-  if (injector.webhooks && injector.webhooks.length > 0) panels.push(...webhookPanels(injector, settings));
+  if (injector.webhooks && injector.webhooks.length > 0) panels.push(...admissionPanels(injector, settings), ...webhookPodPanels(settings));
   if (injector.policies && injector.policies.names.length > 0) panels.push(...policyPanels(injector, settings));
   if (injector.reconciler) panels.push(...reconcilerPanels(settings));
   return panels;
 }
 
-function webhookPanels(injector: MonitoredInjector, settings: MonitoringSettings): DashboardPanel[] {
+/** The webhook's admissions, as the apiserver and the webhook see them. */
+function admissionPanels(injector: MonitoredInjector, settings: MonitoringSettings): DashboardPanel[] {
   const w = settings.rateWindow;
   const pods = selector(settings.webhookSelector);
   const names = `name=~"${alternation(injector.webhooks!.map((entry) => entry.name))}"`;
@@ -95,6 +96,14 @@ function webhookPanels(injector: MonitoredInjector, settings: MonitoringSettings
       unit: 'percentunit',
       queries: [{ expr: `1 - ${sloErrorRatio('1h')}${selector(names)}`, legendFormat: '{{name}}' }],
     },
+  ];
+}
+
+/** What the webhook pods report of themselves: their certificate, connections and memory. */
+function webhookPodPanels(settings: MonitoringSettings): DashboardPanel[] {
+  const w = settings.rateWindow;
+  const pods = selector(settings.webhookSelector);
+  return [
     {
       title: 'Certificate time left',
       type: 'stat',
