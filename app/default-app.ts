@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { App } from 'cdk8s';
-import { Injection, ReconcilerProps, RevisionProps, RevisionTag, SidecarInjectorChart, WebhookCertificate, WebhookCertificates, WebhookServer } from '../charts';
+import { Injection, MonitoringProps, ReconcilerProps, RevisionProps, RevisionTag, SidecarInjectorChart, WebhookCertificate, WebhookCertificates, WebhookServer } from '../charts';
 import type { AdmissionPolicyApiVersion, InjectorBackend } from '../charts/admission-policy';
 import { DEFAULT_INJECTIONS } from './default-injections';
 
@@ -33,10 +33,16 @@ export interface DefaultAppOptions {
   readonly tags?: RevisionTag[];
   /** Turns the reconciler on, for a variant of the app (an outage rehearsed on a cluster). @default off */
   readonly reconciler?: ReconcilerProps;
+  /** The monitoring: alerts, SLO and dashboard as plain ConfigMaps, and scrape annotations. Short
+   * intervals rehearse the alerts on a cluster. @default {}: every default */
+  readonly monitoring?: MonitoringProps;
+  /** What the apiserver does when the injector cannot answer, for a variant of the app (an outage under Fail rehearsed). @default 'Ignore' */
+  readonly failurePolicy?: 'Ignore' | 'Fail';
 }
 
 /**
- * The built-in app: one injector in namespace `sidecar-injector` carrying the seed examples. It is
+ * The built-in app: one injector in namespace `sidecar-injector` carrying the seed examples, and its
+ * alerts and dashboard as plain ConfigMaps (no Prometheus Operator CRD needed). It is
  * made for `kubectl apply -f dist/` on a stock cluster and for GitOps: the webhook runs on the official
  * Node image with its code in the output (no image to build), and the Secret is in a file of its own
  * (`0001-sidecar-injector-secret.k8s.yaml`), so the rest holds no private key and can be committed.
@@ -54,6 +60,8 @@ export function buildDefaultApp(options: DefaultAppOptions): App {
     backend: options.backend,
     admissionPolicyApiVersion: options.admissionPolicyApiVersion,
     ...(options.reconciler ? { reconciler: options.reconciler } : {}),
+    monitoring: options.monitoring ?? {},
+    ...(options.failurePolicy ? { failurePolicy: options.failurePolicy } : {}),
   });
   return app;
 }

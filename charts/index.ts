@@ -15,6 +15,7 @@ export * from './certificates/certificate-store';
 export type { CertManagerIssuerRef } from './certificates/cert-manager-objects';
 export * from './webhook-server';
 export * from './admission-policy';
+export * from './monitoring';
 export { PACKAGE_VERSION } from './version';
 // The injection config users write and the checks they can run on it. Not the webhook's runtime
 // settings (environment variable names, memory sizing, TLS file names) nor the validator's helpers:

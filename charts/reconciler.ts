@@ -54,6 +54,8 @@ export interface ReconcilerTarget {
   readonly metricsSourceCidrs?: readonly string[];
   /** Called at synth: the sidecars the injector adds, which in place the reconciler may give only their configured images. */
   readonly sidecars: () => FencedSidecars;
+  /** Annotations on its pods (a plain Prometheus's scrape annotations, with `monitoring`). */
+  readonly podAnnotations?: Record<string, string>;
 }
 
 /** The settings the props give, with the defaults filled in (validated by the shared validator). */
@@ -208,7 +210,7 @@ export class InjectorReconciler extends Construct {
         template: {
           metadata: {
             labels: { ...labels, [target.exclusionLabel]: name },
-            annotations: Lazy.any({ produce: () => ({ ...code.podAnnotations, 'checksum/settings': sha256(settingsJson()) }) }),
+            annotations: Lazy.any({ produce: () => ({ ...target.podAnnotations, ...code.podAnnotations, 'checksum/settings': sha256(settingsJson()) }) }),
           },
           spec: {
             serviceAccountName: name,

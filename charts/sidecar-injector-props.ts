@@ -20,6 +20,7 @@ import type { InjectionProps, RevisionProps } from './injection-props';
 import type { WebhookCertificates } from './certificates/webhook-certificates';
 import type { WebhookServer } from './webhook-server';
 import type { AdmissionPolicyApiVersion, InjectorBackend } from './admission-policy/admission-policy-types';
+import type { MonitoringProps } from './monitoring/monitoring-props';
 import { PACKAGE_VERSION } from './version';
 
 /** The image the construct runs unless told otherwise; its tag follows this package's version. */
@@ -195,6 +196,12 @@ export interface SidecarInjectorProps {
    * tells app teams in Events and PolicyReports, and repairs them as set here, once the injector can
    * inject. See docs/reconciler.md. @default off: no reconciler, and the webhook keeps no RBAC */
   readonly reconciler?: ReconcilerProps;
+  /** Turns on monitoring: a ConfigMap holding Prometheus alerts and SLO rules made from the webhook entries,
+   * policies and reconciler as synthesized (each alert with a runbook_url), a ConfigMap holding a Grafana
+   * dashboard, `prometheus.io/*` scrape annotations on the pods, and with `prometheusOperator` a
+   * PrometheusRule and PodMonitor. See docs/monitoring.md.
+   * @default off: no rules, dashboard or scrape annotations */
+  readonly monitoring?: MonitoringProps;
 }
 
 /** The reconciler, as a platform team turns it on: `reconciler: {}` repairs missing sidecars by restart. */

@@ -7,6 +7,7 @@ import {
   InjectorConfigError,
   LogLevel,
   PodSecurityLevel,
+  RECONCILER_OPS_PORT,
   RUNTIME_DEFAULTS,
   ResolvedInjectorConfig,
   RevisionTag,
@@ -32,10 +33,13 @@ import { webhookNamespace } from './namespace';
 import { NamespaceReader, namespaceReader } from './namespace-reader';
 import { InjectorReconciler, admissionObjectNames, reconcilerPropsIssues } from './reconciler';
 import { fencedSidecars } from './reconciler-fence';
+import { InjectorMonitoring, scrapeAnnotations } from './monitoring/injector-monitoring';
+import type { MonitoredInjector } from './monitoring/monitoring-rules';
+import { monitoringPropsIssues } from './monitoring/monitoring-props';
 import { DEFAULT_WEBHOOK_IMAGE, SidecarInjectorProps, settingsIssues } from './sidecar-injector-props';
 import { SidecarInjectorPropsError } from './sidecar-injector-props-error';
 import { PACKAGE_VERSION } from './version';
-import { ALWAYS_EXCLUDED_NAMESPACES, excludedNamespaces, injectedObjectSelector, mutatingWebhookConfiguration, namespaceSelector } from './webhook-configuration';
+import { ALWAYS_EXCLUDED_NAMESPACES, OVERRIDE_CHECK_PREFIX, excludedNamespaces, injectedObjectSelector, mutatingWebhookConfiguration, namespaceSelector } from './webhook-configuration';
 import { sha256 } from './webhook-tls';
 import { WebhookServer } from './webhook-server';
 import { webhookDeployment, webhookNetworkPolicy, oneAtATimeDisruptionBudget, webhookService } from './webhook-workload';
@@ -124,6 +128,8 @@ export class SidecarInjector extends Construct {
   namespaceReader?: NamespaceReader;
   /** The reconciler's objects, when the `reconciler` prop is given; undefined otherwise. */
   reconciler?: InjectorReconciler;
+  /** The rule file, dashboard and (when asked) Prometheus Operator objects, when the `monitoring` prop is given; undefined otherwise. */
+  monitoring?: InjectorMonitoring;
   private readonly namespaceReaderSettings?: Parameters<typeof namespaceReader>[1];
 
   /** Whether injected objects are checked against the Kubernetes OpenAPI schema (`checkKubernetesSchema`). */
@@ -173,7 +179,7 @@ export class SidecarInjector extends Construct {
     this.admissionPolicyApiVersion = props.admissionPolicyApiVersion ?? 'v1';
 
     // Every problem at once: the settings, every injection and clashes with other injectors in the app.
-    const issues: ConfigIssue[] = [...settingsIssues(props, this), ...backendSettingsIssues(props), ...reconcilerPropsIssues(props.reconciler)];
+    const issues: ConfigIssue[] = [...settingsIssues(props, this), ...backendSettingsIssues(props), ...reconcilerPropsIssues(props.reconciler), ...monitoringPropsIssues(props.monitoring, this.timeoutSeconds)];
     const injections = (props.injections ?? []).map(resolveInjectionProps);
     this.revisions = resolveRevisionProps(props.revisions);
     this.tags = props.tags;
@@ -203,6 +209,7 @@ export class SidecarInjector extends Construct {
         labels,
       });
       this.addReconciler(props, labels);
+      this.addMonitoring(props, labels);
       registerInjector(this, props.createNamespace ?? true);
       return;
     }
@@ -222,6 +229,7 @@ export class SidecarInjector extends Construct {
     // `both-where-possible` is the same now: every injection the config accepts is a policy.
     if (this.backend !== 'webhook') {
       this.addReconciler(props, labels);
+      this.addMonitoring(props, labels);
       registerInjector(this, props.createNamespace ?? true);
       return;
     }
@@ -248,7 +256,7 @@ export class SidecarInjector extends Construct {
       replicas: this.replicas,
       selectorLabels: this.selectorLabels,
       podLabels: { ...props.labels, ...this.selectorLabels, [this.exclusionLabel]: this.name },
-      podAnnotations: () => ({ ...props.podAnnotations, ...this.synthesizePodAnnotations(), ...server.podAnnotations, ...(tls.checksum ? { 'checksum/tls': tls.checksum } : {}) }),
+      podAnnotations: () => ({ ...(props.monitoring ? scrapeAnnotations(this.opsPort) : {}), ...props.podAnnotations, ...this.synthesizePodAnnotations(), ...server.podAnnotations, ...(tls.checksum ? { 'checksum/tls': tls.checksum } : {}) }),
       priorityClassName: props.priorityClassName,
       scheduling: { tolerations: props.tolerations, nodeSelector: props.nodeSelector, affinity: props.affinity },
       imagePullSecrets: props.imagePullSecrets,
@@ -269,6 +277,8 @@ export class SidecarInjector extends Construct {
       ports: props.apiServerPorts ?? [443, 6443],
       needed: () => this.namespaceReader !== undefined,
     });
+    // Before the MutatingWebhookConfiguration, which stays the last object applied; it reads the entries at synth.
+    this.addMonitoring(props, labels);
     this.webhookConfiguration = mutatingWebhookConfiguration(this, {
       name: this.webhookConfigurationName,
       labels,
@@ -317,7 +327,37 @@ export class SidecarInjector extends Construct {
       apiServerPorts: props.apiServerPorts ?? [443, 6443],
       metricsSourceCidrs: props.metricsSourceCidrs,
       sidecars: () => fencedSidecars(this.config),
+      podAnnotations: props.monitoring ? scrapeAnnotations(RECONCILER_OPS_PORT) : undefined,
     });
+  }
+
+  /** The rule file and dashboard (and the Operator's objects when asked), when the `monitoring` prop is given. */
+  private addMonitoring(props: SidecarInjectorProps, labels: Record<string, string>): void {
+    if (props.monitoring === undefined) return;
+    if (!this.namespace && (props.createNamespace ?? true)) this.namespace = webhookNamespace(this, this.namespaceName, labels);
+    this.monitoring = new InjectorMonitoring(this, 'Monitoring', props.monitoring, {
+      name: this.name,
+      namespace: this.namespaceName,
+      labels,
+      timeoutSeconds: this.timeoutSeconds,
+      scrapedDeployments: [...(this.backend === 'webhook' ? [this.name] : []), ...(props.reconciler !== undefined ? [`${this.name}-reconciler`] : [])],
+      injector: () => this.monitoredInjector(),
+    });
+  }
+
+  /** What the monitoring is made from, at synth: the webhook entries as synthesized, the policies, the reconciler. */
+  private monitoredInjector(): MonitoredInjector {
+    const entries = this.webhookConfiguration?.toJson().webhooks as k8s.MutatingWebhook[] | undefined;
+    return {
+      namespace: this.namespaceName,
+      name: this.name,
+      // An entry that only warns of override values is left out: its failures cost a warning, not a sidecar.
+      webhooks: entries
+        ?.filter((entry) => !entry.name.startsWith(OVERRIDE_CHECK_PREFIX))
+        .map((entry) => ({ name: entry.name, failurePolicy: entry.failurePolicy as 'Ignore' | 'Fail', timeoutSeconds: entry.timeoutSeconds ?? 10 })),
+      policies: this.backend === 'webhook' ? undefined : { names: admissionObjectNames(this).policies, failurePolicy: this.failurePolicy, apiVersion: this.admissionPolicyApiVersion },
+      reconciler: this.reconciler !== undefined,
+    };
   }
 
   /** Makes the namespace reader once some injection the webhook applies has an override that reads namespaces. */

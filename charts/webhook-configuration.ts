@@ -68,7 +68,7 @@ export function mutatingWebhookConfiguration(scope: Construct, settings: Webhook
     if (!check) return [];
     return [{
       ...injecting,
-      name: `overrides.${injecting.name}`,
+      name: `${OVERRIDE_CHECK_PREFIX}${injecting.name}`,
       rules: targetKindRules(check.kinds),
       matchConditions: [{ name: 'pod-template-carries-an-override', expression: overrideAnnotationsCel(check.prefixes) }],
       failurePolicy: 'Ignore',
@@ -157,6 +157,9 @@ export function excludedNamespaces(ownNamespace: string): { key: string; operato
 export function injectedObjectSelector(selector: LabelSelectorProps | undefined, exclusionLabel: string): { matchLabels?: Record<string, string>; matchExpressions: LabelSelectorRequirementProps[] } {
   return { matchLabels: selector?.matchLabels, matchExpressions: [...(selector?.matchExpressions ?? []), { key: exclusionLabel, operator: 'DoesNotExist' }] };
 }
+
+/** The name prefix of an entry that only warns of override values (it injects nothing, so its failures leave no pod without sidecars). */
+export const OVERRIDE_CHECK_PREFIX = 'overrides.';
 
 /** The workload kinds whose pod template another entry's injections reach through their pods. */
 const WORKLOAD_KINDS = TARGET_KINDS.filter((kind) => kind !== 'Pod');

@@ -57,6 +57,8 @@ describe('the default app', () => {
       'Service',
       'PodDisruptionBudget',
       'NetworkPolicy',
+      'ConfigMap', // the Prometheus rule file
+      'ConfigMap', // the Grafana dashboard
       'MutatingWebhookConfiguration',
       'Secret',
     ]);
@@ -331,8 +333,8 @@ test('renaming the chart or the construct does not rename any object', () => {
   const names = (synthesized: { manifests: Manifest[] }) => synthesized.manifests.map(describeManifest).sort();
   const expected = names(defaultApp);
   const server = WebhookServer.fromBundle();
-  assert.deepEqual(names(synthChart({ injections: [envoy], server }, { chartId: 'renamed-chart' })), expected);
-  assert.deepEqual(names(synthChart({ injections: [envoy], server }, { chartId: 'other', constructId: 'SomethingElse' })), expected);
+  assert.deepEqual(names(synthChart({ injections: [envoy], server, monitoring: {} }, { chartId: 'renamed-chart' })), expected);
+  assert.deepEqual(names(synthChart({ injections: [envoy], server, monitoring: {} }, { chartId: 'other', constructId: 'SomethingElse' })), expected);
 });
 
 test('the PodDisruptionBudget is policy/v1 and lets at most one webhook pod go at a time', () => {

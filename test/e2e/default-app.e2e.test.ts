@@ -261,6 +261,10 @@ test('the default app synthesized policy-only (INJECTOR_BACKEND=admissionPolicy)
   assert.ok(!policyApp.some((object) => object.kind === 'Deployment' || object.kind === 'MutatingWebhookConfiguration'), 'the policy backend makes no webhook objects');
   // Policy-only from here: the webhook registered above selects the same namespace labels.
   await plane!.ok('DELETE', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/e2e-default-app');
+  // The monitoring's ConfigMaps have the same names under either backend: the webhook app's go first.
+  for (const object of policyApp.filter((candidate) => candidate.kind === 'ConfigMap')) {
+    await plane!.request('DELETE', `/api/v1/namespaces/${object.metadata.namespace}/configmaps/${object.metadata.name}`);
+  }
   assert.deepEqual(await createAsSynthesized(policyApp.filter((object) => object.kind !== 'Namespace' || object.metadata.name !== 'sidecar-injector')), []);
   const injectionLabels = policyApp.find((object) => object.kind === 'MutatingAdmissionPolicyBinding')!.spec.matchResources.namespaceSelector.matchLabels;
   await plane!.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACES.policy, labels: { ...injectionLabels, ...ENFORCE_RESTRICTED } } });

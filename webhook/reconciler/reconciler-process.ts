@@ -14,6 +14,8 @@ import { LeaderLease } from './lease';
 import { Reconciler, type ReconcilerMetrics } from './reconciler';
 import type { WaitReason } from './repair-decision';
 
+const PASS_RESULTS: readonly Parameters<ReconcilerMetrics['pass']>[0][] = ['done', 'failed', 'not-leader', 'injector-unreadable'];
+
 /** Prometheus metrics of the reconciler; every label value is a fixed word, never cluster content. */
 export function reconcilerMetrics(registry: Registry): ReconcilerMetrics & { leader: Gauge } {
   const passes = new Counter({ name: 'sidecar_injector_reconciler_passes_total', help: 'Passes over the cluster, by result.', labelNames: ['result'], registers: [registry] });
@@ -22,6 +24,9 @@ export function reconcilerMetrics(registry: Registry): ReconcilerMetrics & { lea
   const repairs = new Counter({ name: 'sidecar_injector_reconciler_repairs_total', help: 'Workloads restarted and pods upgraded in place, by result.', labelNames: ['action', 'result'], registers: [registry] });
   const waiting = new Gauge({ name: 'sidecar_injector_reconciler_waiting_workloads', help: 'Stale workloads not repaired at the last pass, by why.', labelNames: ['reason'], registers: [registry] });
   const leader = new Gauge({ name: 'sidecar_injector_reconciler_leader', help: '1 while this replica holds the Lease.', registers: [registry] });
+  // Every counter series from the start at 0: increase() sees the first failure only if the series existed before it.
+  for (const result of PASS_RESULTS) passes.inc({ result }, 0);
+  for (const action of ['restart', 'in-place'] as const) for (const result of ['done', 'failed'] as const) repairs.inc({ action, result }, 0);
   return {
     leader,
     pass(result, seconds) {

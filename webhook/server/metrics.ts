@@ -82,6 +82,8 @@ export class WebhookMetrics {
   private readonly duration: PlainHistogram;
   private readonly reloads: Counter<'what' | 'result'>;
   lastConfigReloadSuccessful = 1;
+  /** The serving certificate's notAfter, in Unix seconds; undefined (and no series) until one is read. */
+  private certificateNotAfterSeconds?: number;
   /** Reviews answered from the review they repeat (countRepeatedReview). */
   repeatedReviews = 0;
   /** Admissions whose revision label names nothing served, by who chose (a fixed word, never the request's label). */
@@ -171,6 +173,8 @@ export class WebhookMetrics {
       labelNames: ['what', 'result'],
       registers,
     });
+    // Every series from the start at 0: increase() sees the first failure only if the series existed before it.
+    for (const what of ['config', 'certificate'] as const) for (const result of ['success', 'failure'] as const) this.reloads.inc({ what, result }, 0);
     new Gauge({
       name: 'sidecar_injector_config_last_reload_successful',
       help: '1 if the last config (re)load succeeded, 0 if the last good config is still serving.',
@@ -314,6 +318,25 @@ export class WebhookMetrics {
         for (const [reason, count] of Object.entries(table.closed)) this.inc({ reason }, count);
       },
     });
+  }
+
+  /**
+   * The serving certificate now in use expires at `notAfter`. Its series appears with the first
+   * certificate: a gauge read before would say 0, an expiry long past.
+   */
+  serveCertificateUntil(notAfter: Date): void {
+    if (this.certificateNotAfterSeconds === undefined) {
+      const metrics = this;
+      new Gauge({
+        name: 'sidecar_injector_serving_certificate_expiration_timestamp_seconds',
+        help: 'When the serving certificate in use expires (its notAfter), in Unix seconds.',
+        registers: [this.registry],
+        collect() {
+          this.set(metrics.certificateNotAfterSeconds!);
+        },
+      });
+    }
+    this.certificateNotAfterSeconds = notAfter.getTime() / 1000;
   }
 
   countReload(what: 'config' | 'certificate', result: 'success' | 'failure'): void {

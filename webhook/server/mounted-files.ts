@@ -2,6 +2,7 @@
 // by re-pointing a `..data` symlink. We watch the directory (not the files, whose inodes change) and
 // reload both on any change; an invalid new config keeps the last good one serving.
 
+import { X509Certificate } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CONFIG_FILE_NAME, ResolvedInjectorConfig, TLS_FILES, loadInjectorConfig } from '../config';
@@ -16,6 +17,11 @@ export function readTlsMaterial(tlsDir: string): TlsMaterial {
     cert: fs.readFileSync(path.join(tlsDir, TLS_FILES.certificate), 'utf8'),
     key: fs.readFileSync(path.join(tlsDir, TLS_FILES.privateKey), 'utf8'),
   };
+}
+
+/** When the first certificate of a PEM chain (the serving certificate) expires. */
+export function certificateNotAfter(certificatePem: string): Date {
+  return new Date(new X509Certificate(certificatePem).validTo);
 }
 
 export function readInjectorConfig(configDir: string): ResolvedInjectorConfig {

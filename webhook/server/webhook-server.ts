@@ -15,7 +15,7 @@ import { ConnectionCloseReason, ConnectionTable, sentNothing } from './connectio
 import { Logger, createLogger } from './logger';
 import { MemoryBudget } from './memory-budget';
 import { WebhookMetrics } from './metrics';
-import { readInjectorConfig, readTlsMaterial, watchDirectory } from './mounted-files';
+import { certificateNotAfter, readInjectorConfig, readTlsMaterial, watchDirectory } from './mounted-files';
 import { NamespaceDefaultsTable } from './namespace-defaults';
 import { type ApiserverConnection, NamespaceWatch, type NamespaceWatchOptions, inClusterConnection } from './namespace-watch';
 
@@ -199,6 +199,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   const tls = readTlsMaterial(settings.tlsDir);
   /** What is being served, to tell a real change from a watch event that changed nothing. */
   let tlsText = tls.cert + tls.key;
+  metrics.serveCertificateUntil(certificateNotAfter(tls.cert));
   loadConfig();
 
   const app = express();
@@ -339,8 +340,10 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     try {
       const next = readTlsMaterial(settings.tlsDir);
       if (next.cert + next.key === tlsText) return;
+      const notAfter = certificateNotAfter(next.cert);
       server.setSecureContext({ cert: next.cert, key: next.key, ...TLS_PROFILE });
       tlsText = next.cert + next.key;
+      metrics.serveCertificateUntil(notAfter);
       metrics.countReload('certificate', 'success');
       logger.log('info', 'certificate reloaded');
     } catch (error) {
