@@ -184,7 +184,8 @@ class InjectionFields {
       { name: this.name(overrideIndex, 'Pod'), expression: pod },
       { name: this.name(overrideIndex, 'Namespace'), expression: namespace },
       { name: this.name(overrideIndex, 'Source'), expression: `${good('Pod')} ? "pod" : ${good('Namespace')} ? "namespace" : "config"` },
-      { name: this.name(overrideIndex, 'Chosen'), expression: `${good('Pod')} ? ${ANNOTATIONS}[${key}] : ${good('Namespace')} ? ${NAMESPACE_ANNOTATIONS}[${key}] : ${configured}` },
+      // The namespace's annotations are bound only when some override reads them (the apiserver refuses a reference to an unbound variable).
+      { name: this.name(overrideIndex, 'Chosen'), expression: `${good('Pod')} ? ${ANNOTATIONS}[${key}] : ${override.fromNamespace ? `${good('Namespace')} ? ${NAMESPACE_ANNOTATIONS}[${key}] : ` : ''}${configured}` },
     );
   }
 

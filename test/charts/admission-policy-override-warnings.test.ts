@@ -14,7 +14,7 @@ import { overrideWarningPolicies } from '../../charts/admission-policy/override-
 import { injectionPoliciesOf } from '../support/admission-policy-config';
 import { type SimulatedPolicy, type SimulatedRequest, admitWithPolicies, failedValidations } from '../support/admission-policy-simulator';
 import { assertValidManifest } from '../support/openapi-validator';
-import { envoyWithOverrides } from '../support/override-fixtures';
+import { ALL_OFFERS, envoyWithOverrides } from '../support/override-fixtures';
 import { applyResponse } from '../support/recorded-reviews';
 
 const wait: Injection = { name: 'wait', trigger: { type: 'always' }, targetKinds: ['Deployment'], initContainers: [{ name: 'wait', image: 'busybox:1.36' }] };
@@ -104,6 +104,26 @@ describe("the policies warn of bad override values where and as the webhook warn
     assert.deepEqual(failedValidations({ metadata: { name: 'test' }, spec: policy.spec }, request, replicaSet), []);
     delete replicaSet.metadata.ownerReferences;
     assert.equal(failedValidations({ metadata: { name: 'test' }, spec: policy.spec }, request, replicaSet).length, 1);
+  });
+
+  test('every variable an expression reads is bound, before it (the apiserver compiles each expression against the variables declared)', () => {
+    const configs = [...Object.values(CONFIGS), resolveInjectorConfig({ injections: [envoyWithOverrides({}, ALL_OFFERS.map(({ fromNamespace: _, ...offer }) => offer as typeof offer))] })];
+    for (const config of configs) {
+      for (const policy of overrideWarningPolicies(config, config.injections.map((injection) => injection.name))) {
+        const declared = new Set<string>();
+        const check = (expression: string, where: string) => {
+          for (const [, name] of expression.matchAll(/\bvariables\.([A-Za-z_][A-Za-z0-9_]*)/g)) assert.ok(declared.has(name), `${policy.shape} ${where}: variables.${name} is not bound before it`);
+        };
+        for (const variable of policy.spec.variables ?? []) {
+          check(variable.expression, `variable ${variable.name}`);
+          declared.add(variable.name);
+        }
+        policy.spec.validations.forEach((validation, index) => {
+          check(validation.expression, `validations[${index}].expression`);
+          check(validation.messageExpression ?? '', `validations[${index}].messageExpression`);
+        });
+      }
+    }
   });
 
   test('the policies are valid admissionregistration.k8s.io/v1 objects (Kubernetes 1.32 schema)', () => {
