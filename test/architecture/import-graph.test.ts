@@ -110,7 +110,7 @@ const RULES: readonly LayerRule[] = [
   // parser or HTTP framework; the CLI's pure judgement (status, in-place plans) is shared, not copied.
   {
     layer: 'webhook/reconciler/',
-    mayImport: ['webhook/config/', 'webhook/engine/', 'webhook/cli/', 'webhook/server/', 'webhook/reconciler/'],
+    mayImport: ['webhook/config/', 'webhook/engine/', 'webhook/fleet/', 'webhook/server/', 'webhook/reconciler/'],
     packageAllowed: (name) => !['@kubernetes/client-node', 'commander', 'express', 'yaml'].includes(name),
   },
 ];

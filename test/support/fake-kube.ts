@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { applyPatch, type Operation } from 'fast-json-patch';
-import type { InjectorSource } from '../../webhook/cli/injector-source';
+import type { InjectorSource } from '../../webhook/fleet/synthesized-injectors';
 import { previewAll } from '../../webhook/cli/preview';
 import type { KubernetesObject } from '../../webhook/engine/admission-review';
 import { KubeApiError, type KubeApi, type KubeRequest, type Method, type WatchEvent } from '../../webhook/reconciler/kube-api';

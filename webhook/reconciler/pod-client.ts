@@ -2,8 +2,8 @@
 // upgrade code then runs from the CLI and from the reconciler.
 
 import type { KubernetesObject } from '../engine/admission-review';
-import { PatchConflict, type PodClient, type PodEndpoint, podConditionPatch, podEndpointsIn } from '../cli/in-place-rollout';
-import type { GuardedOperation } from '../cli/in-place-plan';
+import { PatchConflict, type PodClient, type PodEndpoint, podConditionPatch, podEndpointsIn } from '../fleet/in-place-rollout';
+import type { GuardedOperation } from '../fleet/in-place-plan';
 import { type KubeApi, isConflict, listPages } from './kube-api';
 
 export function kubePodClient(api: KubeApi): PodClient {

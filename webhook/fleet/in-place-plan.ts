@@ -24,10 +24,10 @@ import { evaluate } from '../engine/mutate';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { applyPatch, type Operation } from 'fast-json-patch';
 import { type ClusterObjects, type PodStatus, type WorkloadRef, classifyPods, configForPod, configuredHashes, workloadOf } from './injection-status';
-import type { InjectorSource } from './injector-source';
+import type { InjectorSource } from './synthesized-injectors';
 import { appliedConfig, podRevision } from './pod-revision';
-import { createRequestFor, decodeResponsePatch } from './preview';
-import { RESTARTABLE_KINDS } from './status-command';
+import { createRequestFor, decodeResponsePatch } from './admission-request';
+import { RESTARTABLE_KINDS } from './status-report';
 import { type ContainerList, type ImageChange, type PreviousImages, parsePreviousImages } from './in-place-patches';
 
 export { type ContainerList, type GuardedOperation, type ImageChange, type PreviousImages, MAX_PREVIOUS_IMAGES_LENGTH, formatPreviousImages, inPlacePatch, parsePreviousImages, undoPatch } from './in-place-patches';

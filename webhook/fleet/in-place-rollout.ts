@@ -1,10 +1,11 @@
-// `rollout --in-place`, carried out: pod by pod, each one's images replaced in one guarded request,
-// then waited on until the kubelet reports the container restarted on the new image and the pod Ready.
-// With the injector's readiness gate on the pod, the pod first leaves its Services' endpoints: the CLI
-// sets the gate's condition False (pods/status), waits until every EndpointSlice listing the pod has
-// it not ready, replaces the image, waits for the container, and sets the condition True again.
-// The cluster is an interface (client-node in cluster.ts, a simulated kubelet in the tests), and so
-// is time: the waits poll through `clock.sleep`, which the tests advance.
+// `rollout --in-place` (and the reconciler's in-place repair), carried out: pod by pod, each one's
+// images replaced in one guarded request, then waited on until the kubelet reports the container
+// restarted on the new image and the pod Ready. With the injector's readiness gate on the pod, the pod
+// first leaves its Services' endpoints: this sets the gate's condition False (pods/status), waits until
+// every EndpointSlice listing the pod has it not ready, replaces the image, waits for the container, and
+// sets the condition True again. The cluster is an interface (client-node in cli/cluster.ts, the
+// reconciler's own client in reconciler/pod-client.ts, a simulated kubelet in the tests), and so is
+// time: the waits poll through `clock.sleep`, which the tests advance.
 
 import { readinessConditionType } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
