@@ -14,7 +14,8 @@ import { DEFAULT_NATIVE_SIDECARS, type InPlaceOptions, heldPods } from '../fleet
 import { type InPlaceCluster, type InPlaceCommandOptions, runInPlaceCommand } from './in-place-command';
 import { type DrainMode, REAL_CLOCK } from '../fleet/in-place-rollout';
 import { listItems } from './preview';
-import { EXIT_STATUS_VOLUME_SOURCE_MISSING, type StatusReport, type WorkloadStatus, formatStatus, statusReport } from '../fleet/status-report';
+import { type StatusReport, type WorkloadStatus, statusReport } from '../fleet/status-report';
+import { EXIT_STATUS_VOLUME_SOURCE_MISSING, formatStatus } from './status-command';
 import { describeVolumeSourceFinding, injectedVolumeSources, missingVolumeSources, type VolumeSourceLookup, type VolumeSourceNeed } from './volume-sources';
 
 /** The cluster could not be read or a workload not restarted: exit code 6. */
