@@ -10,7 +10,8 @@ import { type InPlaceCommandOptions, runInPlaceCommand } from '../../webhook/cli
 import { classifyPods } from '../../webhook/fleet/injection-status';
 import type { InjectorSource } from '../../webhook/fleet/synthesized-injectors';
 import { createRequestFor } from '../../webhook/fleet/admission-request';
-import { type PodClient, describeUpgrade, upgradePod } from '../../webhook/fleet/in-place-rollout';
+import type { PodClient } from '../../webhook/fleet/cluster';
+import { describeUpgrade, upgradePod } from '../../webhook/fleet/in-place-rollout';
 import { FAKE_CLUSTER_IN_PLACE_OPTIONS, FakeCluster } from '../support/fake-cluster';
 import { applyResponse } from '../support/recorded-reviews';
 

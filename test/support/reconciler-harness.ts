@@ -3,7 +3,7 @@
 import type { SidecarInjectorProps } from '../../charts/sidecar-injector';
 import type { ReconcilerProps } from '../../charts/sidecar-injector-props';
 import { injectorFromDocuments } from '../../webhook/fleet/synthesized-injectors';
-import type { Clock } from '../../webhook/fleet/in-place-rollout';
+import type { Clock } from '../../webhook/fleet/cluster';
 import { parseReconcilerSettings, RECONCILER_SETTINGS_FILE, type ReconcilerSettings } from '../../webhook/config';
 import { LeaderLease } from '../../webhook/reconciler/lease';
 import { type PassOutcome, Reconciler } from '../../webhook/reconciler/reconciler';

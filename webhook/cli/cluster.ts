@@ -7,7 +7,7 @@
 import type { KubernetesObject } from '../engine/admission-review';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import type { GuardedOperation } from '../fleet/in-place-plan';
-import { PatchConflict, type PodClient, podConditionPatch, podEndpointsIn } from '../fleet/in-place-rollout';
+import { PatchConflict, type PodClient, podConditionPatch, podEndpointsIn } from '../fleet/cluster';
 import { type ClusterObjects, ownerKey } from '../fleet/injection-status';
 import { lookupKey, type VolumeSourceLookup, type VolumeSourceNeed } from './volume-sources';
 

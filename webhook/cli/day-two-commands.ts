@@ -12,7 +12,8 @@ import { type InjectorSource, loadConfigFile, loadSynthesized } from './injector
 import { UsageError, readManifests } from './manifest-input';
 import { DEFAULT_NATIVE_SIDECARS, type InPlaceOptions, heldPods } from '../fleet/in-place-plan';
 import { type InPlaceCluster, type InPlaceCommandOptions, runInPlaceCommand } from './in-place-command';
-import { type DrainMode, REAL_CLOCK } from '../fleet/in-place-rollout';
+import { REAL_CLOCK } from '../fleet/cluster';
+import type { DrainMode } from '../fleet/in-place-rollout';
 import { listItems } from './preview';
 import { type StatusReport, type WorkloadStatus, statusReport } from '../fleet/status-report';
 import { EXIT_STATUS_VOLUME_SOURCE_MISSING, formatStatus } from './status-command';

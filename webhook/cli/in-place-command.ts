@@ -17,7 +17,8 @@ import {
   undoPatch,
   undoPlan,
 } from '../fleet/in-place-plan';
-import { type Clock, type DrainMode, type PodClient, PodUpgradeFailure, type Replan, describeUpgrade, podCondition, upgradePod } from '../fleet/in-place-rollout';
+import type { Clock, PodClient } from '../fleet/cluster';
+import { type DrainMode, PodUpgradeFailure, type Replan, describeUpgrade, podCondition, upgradePod } from '../fleet/in-place-rollout';
 import { type ClusterObjects, classifyPods, workloadOf } from '../fleet/injection-status';
 import type { InjectorSource } from './injector-source';
 

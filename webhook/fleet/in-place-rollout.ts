@@ -3,71 +3,13 @@
 // restarted on the new image and the pod Ready. With the injector's readiness gate on the pod, the pod
 // first leaves its Services' endpoints: this sets the gate's condition False (pods/status), waits until
 // every EndpointSlice listing the pod has it not ready, replaces the image, waits for the container, and
-// sets the condition True again. The cluster is an interface (client-node in cli/cluster.ts, the
-// reconciler's own client in reconciler/pod-client.ts, a simulated kubelet in the tests), and so is
-// time: the waits poll through `clock.sleep`, which the tests advance.
+// sets the condition True again. The cluster is an interface, and so is time (cluster.ts): the waits
+// poll through `clock.sleep`, which the tests advance.
 
 import { readinessConditionType } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import type { GuardedOperation, ImageChange } from './in-place-plan';
-
-/** A pod's images or annotations changed between the read and the patch (a failed `test`, a stale resourceVersion). */
-export class PatchConflict extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'PatchConflict';
-  }
-}
-
-/** One endpoint of a pod in an EndpointSlice. */
-export interface PodEndpoint {
-  readonly slice: string;
-  /** `conditions.ready` (a missing value is ready, as the EndpointSlice API says). */
-  readonly ready: boolean;
-}
-
-/** What `rollout --in-place` needs of the cluster: get and patch pods, write one condition, read EndpointSlices. */
-export interface PodClient {
-  getPod(namespace: string, name: string): Promise<KubernetesObject>;
-  /** Applies a JSON Patch to the pod; throws PatchConflict when a `test` fails or the object changed under it. */
-  patchPod(namespace: string, name: string, operations: readonly GuardedOperation[]): Promise<KubernetesObject>;
-  /** Sets one condition in the pod's status (pods/status, merged by type: the others are kept). */
-  setPodCondition(namespace: string, name: string, condition: { type: string; status: 'True' | 'False'; reason: string; message: string }): Promise<void>;
-  /** Every endpoint of the pod (by its uid) in the namespace's EndpointSlices. */
-  podEndpoints(namespace: string, podUid: string): Promise<readonly PodEndpoint[]>;
-}
-
-/**
- * The pods/status strategic-merge patch that sets one condition: merged by type into status.conditions,
- * so the kubelet's own are kept (as the kubelet writes it).
- */
-export function podConditionPatch(condition: Parameters<PodClient['setPodCondition']>[2]): { status: { conditions: Record<string, unknown>[] } } {
-  return { status: { conditions: [{ ...condition, lastProbeTime: null, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }] } };
-}
-
-/** The pod's endpoints (by its uid) in these EndpointSlices, each with the Service its slice belongs to. */
-export function podEndpointsIn(slices: Iterable<any>, podUid: string): { endpoint: PodEndpoint; service: string | undefined }[] {
-  const found: { endpoint: PodEndpoint; service: string | undefined }[] = [];
-  for (const slice of slices) {
-    for (const endpoint of Array.isArray(slice?.endpoints) ? slice.endpoints : []) {
-      if (endpoint?.targetRef?.kind !== 'Pod' || endpoint.targetRef.uid !== podUid) continue;
-      const service = slice.metadata?.labels?.['kubernetes.io/service-name'];
-      found.push({ endpoint: { slice: String(slice.metadata?.name), ready: endpoint.conditions?.ready !== false }, service: typeof service === 'string' ? service : undefined });
-    }
-  }
-  return found;
-}
-
-/** Time, so the tests can advance it. */
-export interface Clock {
-  now(): number;
-  sleep(ms: number): Promise<void>;
-}
-
-export const REAL_CLOCK: Clock = {
-  now: () => Date.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-};
+import { type Clock, PatchConflict, type PodClient, type PodEndpoint } from './cluster';
 
 /** How the pod leaves its Services' endpoints before the restart. */
 export type DrainMode = 'auto' | 'gate' | 'none';

@@ -5,7 +5,7 @@
 // bounded in bytes, checked before each insert; past the bound the oldest entries go first.
 
 import { randomBytes } from 'node:crypto';
-import type { Clock } from '../fleet/in-place-rollout';
+import type { Clock } from '../fleet/cluster';
 import type { KubeApi } from './kube-api';
 
 export interface EventTarget {

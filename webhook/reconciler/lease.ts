@@ -4,7 +4,7 @@
 // A holder that fails to renew within the duration stops acting before anyone else may start: `held()`
 // answers from its own last successful renewal, and every repair asks it first.
 
-import type { Clock } from '../fleet/in-place-rollout';
+import type { Clock } from '../fleet/cluster';
 import { type KubeApi, isConflict, isNotFound } from './kube-api';
 
 export interface LeaseSettings {

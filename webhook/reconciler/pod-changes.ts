@@ -6,7 +6,7 @@
 // is not known to be whole (not started, failed, its version too old) the next pass lists every pod
 // and starts it again; and every FULL_PASS_EVERY_MS one does anyway, whatever the watch says.
 
-import type { Clock } from '../fleet/in-place-rollout';
+import type { Clock } from '../fleet/cluster';
 import type { KubeApi } from './kube-api';
 
 /** Namespaces remembered as changed; one more and the next pass lists every pod. */

@@ -2,7 +2,7 @@
 // upgrade code then runs from the CLI and from the reconciler.
 
 import type { KubernetesObject } from '../engine/admission-review';
-import { PatchConflict, type PodClient, type PodEndpoint, podConditionPatch, podEndpointsIn } from '../fleet/in-place-rollout';
+import { PatchConflict, type PodClient, type PodEndpoint, podConditionPatch, podEndpointsIn } from '../fleet/cluster';
 import type { GuardedOperation } from '../fleet/in-place-plan';
 import { type KubeApi, isConflict, listPages } from './kube-api';
 

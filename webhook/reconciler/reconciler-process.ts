@@ -7,7 +7,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ReconcilerSettings } from '../config';
-import { type Clock, REAL_CLOCK } from '../fleet/in-place-rollout';
+import { type Clock, REAL_CLOCK } from '../fleet/cluster';
 import type { Logger } from '../server/logger';
 import type { KubeApi } from './kube-api';
 import { LeaderLease } from './lease';

@@ -17,7 +17,7 @@ import type { ReconcilerSettings } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { type ClusterObjects, type PodStatus, classifyPods } from '../fleet/injection-status';
-import type { Clock } from '../fleet/in-place-rollout';
+import type { Clock } from '../fleet/cluster';
 import { type StatusReport, type WorkloadStatus, statusReport } from '../fleet/status-report';
 import { EventRecorder } from './event-recorder';
 import { type KubeApi, listPages } from './kube-api';

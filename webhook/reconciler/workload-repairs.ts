@@ -3,7 +3,7 @@
 // place; a rate limit over all of them, and a backoff per workload after an error.
 
 import { repairedForAnnotation, type ReconcilerSettings } from '../config';
-import type { Clock } from '../fleet/in-place-rollout';
+import type { Clock } from '../fleet/cluster';
 import type { KubernetesObject } from '../engine/admission-review';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { disruptionBlocked, rolloutInProgress } from './disruption-guard';
