@@ -114,32 +114,36 @@ const COUNTER: Record<Exclude<InjectionState, 'audit'>, keyof Pick<WorkloadStatu
   'version-unknown': 'versionUnknown',
 };
 
+/** One workload's pods as they are counted. */
+interface WorkloadTally {
+  status: { -readonly [key in keyof Omit<WorkloadStatus, 'findings' | 'ignoredOverrides' | 'unservedRevision' | 'revisions' | 'revisionFindings' | 'audit'>]: WorkloadStatus[key] };
+  findings: Map<string, Finding & { pods: string[] }>;
+  ignoredOverrides: Map<string, string[]>;
+  unservedRevision: number;
+  audit: number;
+  running: Set<string>;
+  chosen: Set<string>;
+  revisionFindings: Map<string, string[]>;
+}
+
+type Summary = { -readonly [key in Exclude<keyof StatusReport['summary'], 'unservedRevision' | 'audit'>]: number };
+
+/** Appends `value` to the list kept under `key`. */
+function listed<K>(map: Map<K, string[]>, key: K, value: string): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
 export function statusReport(pods: readonly PodStatus[], config: ResolvedInjectorConfig): StatusReport {
-  type Counts = { -readonly [key in keyof Omit<WorkloadStatus, 'findings' | 'ignoredOverrides' | 'unservedRevision' | 'revisions' | 'revisionFindings' | 'audit'>]: WorkloadStatus[key] };
-  type Entry = {
-    status: Counts;
-    findings: Map<string, Finding & { pods: string[] }>;
-    ignoredOverrides: Map<string, string[]>;
-    unservedRevision: number;
-    audit: number;
-    running: Set<string>;
-    chosen: Set<string>;
-    revisionFindings: Map<string, string[]>;
-  };
-  const byWorkload = new Map<string, Entry>();
-  const summary = { pods: pods.length, podsWithoutInjections: 0, upToDate: 0, outdated: 0, missing: 0, noLongerConfigured: 0, versionUnknown: 0 };
+  const byWorkload = new Map<string, WorkloadTally>();
+  const summary: Summary = { pods: pods.length, podsWithoutInjections: 0, upToDate: 0, outdated: 0, missing: 0, noLongerConfigured: 0, versionUnknown: 0 };
   let unservedRevision = 0;
   let audited = 0;
   const served = new Set((config.revisions ?? []).map((revision) => revision.name));
   const running = new Map<string, number>();
   const chosen = new Map<string, number>();
   const removed = new Map<string, string[]>();
-  /** Appends `value` to the list kept under `key`. */
-  const listed = <K>(map: Map<K, string[]>, key: K, value: string) => {
-    const list = map.get(key);
-    if (list) list.push(value);
-    else map.set(key, [value]);
-  };
   for (const pod of pods) {
     const revision = pod.revision;
     if (revision?.recorded !== undefined) {
@@ -156,29 +160,7 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
     const key = `${pod.namespace}\u0000${pod.workload.kind}\u0000${pod.workload.name}`;
     let entry = byWorkload.get(key);
     if (!entry) {
-      entry = {
-        status: {
-          namespace: pod.namespace,
-          ...(pod.workload.apiVersion !== undefined ? { apiVersion: pod.workload.apiVersion } : {}),
-          kind: pod.workload.kind,
-          name: pod.workload.name,
-          via: pod.workload.via,
-          restartable: RESTARTABLE_KINDS.includes(pod.workload.kind),
-          pods: 0,
-          upToDate: 0,
-          outdated: 0,
-          missing: 0,
-          noLongerConfigured: 0,
-          versionUnknown: 0,
-        },
-        findings: new Map(),
-        ignoredOverrides: new Map(),
-        unservedRevision: 0,
-        audit: 0,
-        running: new Set(),
-        chosen: new Set(),
-        revisionFindings: new Map(),
-      };
+      entry = newWorkloadTally(pod);
       byWorkload.set(key, entry);
     }
     if (revision?.recorded !== undefined) entry.running.add(revision.recorded);
@@ -192,66 +174,18 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
     for (const message of pod.ignoredOverrides) listed(entry.ignoredOverrides, message, pod.name);
     entry.status.pods++;
     if (audit) entry.audit++;
-    const states = new Set(pod.injections.map((injection) => injection.state));
-    if (pod.state === 'up-to-date') {
-      entry.status.upToDate++;
-      summary.upToDate++;
-    }
-    for (const state of STATES) {
-      if (state === 'up-to-date' || !states.has(state)) continue;
-      entry.status[COUNTER[state]]++;
-      summary[COUNTER[state]]++;
-    }
-    for (const injection of pod.injections) {
-      if (injection.state === 'up-to-date') continue;
-      const findingKey = `${injection.injection}\u0000${injection.state}\u0000${injection.podHash ?? ''}`;
-      let finding = entry.findings.get(findingKey);
-      if (!finding) {
-        finding = { injection: injection.injection, state: injection.state, podHash: injection.podHash ?? null, configuredHash: injection.configuredHash ?? null, pods: [] };
-        entry.findings.set(findingKey, finding);
-      }
-      finding.pods.push(pod.name);
-    }
+    countStates(entry, summary, pod);
   }
   const withAudit = hasAudit(config);
   const workloads = [...byWorkload.values()]
-    .map(
-      (entry) =>
-        ({
-          ...entry.status,
-          findings: [...entry.findings.values()],
-          ignoredOverrides: [...entry.ignoredOverrides].map(([message, pods]) => ({ message, pods })),
-          ...(withAudit ? { audit: entry.audit } : {}),
-          // Without revisions the report keeps the shape scripts already read: no revision fields at all.
-          ...(config.revisions
-            ? {
-                unservedRevision: entry.unservedRevision,
-                revisions: { running: [...entry.running].sort(), chosen: [...entry.chosen].sort() },
-                revisionFindings: [...entry.revisionFindings].map(([message, pods]) => ({ message, pods })),
-              }
-            : {}),
-        }) as WorkloadStatus,
-    )
+    .map((entry) => workloadStatus(entry, config, withAudit))
     .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.kind.localeCompare(b.kind) || a.name.localeCompare(b.name));
   const exitCode =
     summary.missing + unservedRevision > 0 ? EXIT_STATUS_MISSING
     : summary.outdated + summary.noLongerConfigured > 0 ? EXIT_STATUS_OUTDATED
     : summary.versionUnknown > 0 ? EXIT_STATUS_VERSION_UNKNOWN
     : EXIT_STATUS_UP_TO_DATE;
-  const revisions = config.revisions
-    ? revisionConfigs(config).map((view) => {
-        const name = view.revision!;
-        const tags = revisionChoosers(config, name).slice(1);
-        return {
-          name,
-          tags,
-          default: (config.tags ?? []).some((tag) => tag.default === true && tag.revision === name),
-          injections: view.injections.map((injection) => ({ name: injection.name, hash: injectionHash(injection) })),
-          running: running.get(name) ?? 0,
-          chosen: chosen.get(name) ?? 0,
-        };
-      })
-    : undefined;
+  const revisions = config.revisions ? revisionStatuses(config, running, chosen) : undefined;
   return {
     injections: config.injections.map((injection) => ({ name: injection.name, hash: injectionHash(injection) })),
     ...(revisions ? { revisions, removedRevisions: [...removed].map(([revision, list]) => ({ revision, pods: list })) } : {}),
@@ -259,4 +193,89 @@ export function statusReport(pods: readonly PodStatus[], config: ResolvedInjecto
     summary: { ...summary, ...(revisions ? { unservedRevision } : {}), ...(withAudit ? { audit: audited } : {}) },
     exitCode,
   };
+}
+
+/** A workload first met through this pod, nothing counted yet. */
+function newWorkloadTally(pod: PodStatus): WorkloadTally {
+  return {
+    status: {
+      namespace: pod.namespace,
+      ...(pod.workload.apiVersion !== undefined ? { apiVersion: pod.workload.apiVersion } : {}),
+      kind: pod.workload.kind,
+      name: pod.workload.name,
+      via: pod.workload.via,
+      restartable: RESTARTABLE_KINDS.includes(pod.workload.kind),
+      pods: 0,
+      upToDate: 0,
+      outdated: 0,
+      missing: 0,
+      noLongerConfigured: 0,
+      versionUnknown: 0,
+    },
+    findings: new Map(),
+    ignoredOverrides: new Map(),
+    unservedRevision: 0,
+    audit: 0,
+    running: new Set(),
+    chosen: new Set(),
+    revisionFindings: new Map(),
+  };
+}
+
+/** Counts a pod under each state one of its injections is in, and each injection not up to date as a finding. */
+function countStates(entry: WorkloadTally, summary: Summary, pod: PodStatus): void {
+  const states = new Set(pod.injections.map((injection) => injection.state));
+  if (pod.state === 'up-to-date') {
+    entry.status.upToDate++;
+    summary.upToDate++;
+  }
+  for (const state of STATES) {
+    if (state === 'up-to-date' || !states.has(state)) continue;
+    entry.status[COUNTER[state]]++;
+    summary[COUNTER[state]]++;
+  }
+  for (const injection of pod.injections) {
+    if (injection.state === 'up-to-date') continue;
+    const findingKey = `${injection.injection}\u0000${injection.state}\u0000${injection.podHash ?? ''}`;
+    let finding = entry.findings.get(findingKey);
+    if (!finding) {
+      finding = { injection: injection.injection, state: injection.state, podHash: injection.podHash ?? null, configuredHash: injection.configuredHash ?? null, pods: [] };
+      entry.findings.set(findingKey, finding);
+    }
+    finding.pods.push(pod.name);
+  }
+}
+
+/** A workload's counts as the report gives them. */
+function workloadStatus(entry: WorkloadTally, config: ResolvedInjectorConfig, withAudit: boolean): WorkloadStatus {
+  return {
+    ...entry.status,
+    findings: [...entry.findings.values()],
+    ignoredOverrides: [...entry.ignoredOverrides].map(([message, pods]) => ({ message, pods })),
+    ...(withAudit ? { audit: entry.audit } : {}),
+    // Without revisions the report keeps the shape scripts already read: no revision fields at all.
+    ...(config.revisions
+      ? {
+          unservedRevision: entry.unservedRevision,
+          revisions: { running: [...entry.running].sort(), chosen: [...entry.chosen].sort() },
+          revisionFindings: [...entry.revisionFindings].map(([message, pods]) => ({ message, pods })),
+        }
+      : {}),
+  } as WorkloadStatus;
+}
+
+/** Each served revision: its tags, its injections' hashes, and how many pods run it and should. */
+function revisionStatuses(config: ResolvedInjectorConfig, running: ReadonlyMap<string, number>, chosen: ReadonlyMap<string, number>): RevisionStatus[] {
+  return revisionConfigs(config).map((view) => {
+    const name = view.revision!;
+    const tags = revisionChoosers(config, name).slice(1);
+    return {
+      name,
+      tags,
+      default: (config.tags ?? []).some((tag) => tag.default === true && tag.revision === name),
+      injections: view.injections.map((injection) => ({ name: injection.name, hash: injectionHash(injection) })),
+      running: running.get(name) ?? 0,
+      chosen: chosen.get(name) ?? 0,
+    };
+  });
 }
