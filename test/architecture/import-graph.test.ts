@@ -105,12 +105,12 @@ const RULES: readonly LayerRule[] = [
     mayImport: ['charts/', 'webhook/config/', 'webhook/engine/', 'build/'],
     packageAllowed: (name) => !['express', 'prom-client', '@kubernetes/client-node', 'commander'].includes(name),
   },
-  { layer: 'webhook/server/', mayImport: ['webhook/config/', 'webhook/engine/', 'webhook/server/'], packageAllowed: (name) => name !== '@kubernetes/client-node' },
+  { layer: 'webhook/server/', mayImport: ['webhook/config/', 'webhook/engine/', 'webhook/kube-client/', 'webhook/server/'], packageAllowed: (name) => name !== '@kubernetes/client-node' },
   // The reconciler ships in a ConfigMap: its own small client, no cluster client, CLI parser, YAML
   // parser or HTTP framework; the CLI's pure judgement (status, in-place plans) is shared, not copied.
   {
     layer: 'webhook/reconciler/',
-    mayImport: ['webhook/config/', 'webhook/engine/', 'webhook/fleet/', 'webhook/server/', 'webhook/reconciler/'],
+    mayImport: ['webhook/config/', 'webhook/engine/', 'webhook/fleet/', 'webhook/kube-client/', 'webhook/server/', 'webhook/reconciler/'],
     packageAllowed: (name) => !['@kubernetes/client-node', 'commander', 'express', 'yaml'].includes(name),
   },
 ];

@@ -6,7 +6,7 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../fleet/cluster';
-import type { KubeApi } from './kube-api';
+import type { KubeApi } from '../kube-client/kube-api';
 
 export interface EventTarget {
   /** Left out when unknown rather than guessed (an Event's involvedObject may omit it). */

@@ -12,7 +12,7 @@ import type { Clock } from '../fleet/cluster';
 import { type Replan, describeUpgrade, upgradePod } from '../fleet/in-place-rollout';
 import { disruptionBlocked } from './disruption-guard';
 import type { EventRecorder, EventTarget } from './event-recorder';
-import { type KubeApi, listPages } from './kube-api';
+import { type KubeApi, listPages } from '../kube-client/kube-api';
 import { kubePodClient } from './pod-client';
 import type { WaitReason } from './repair-decision';
 import type { WorkloadName } from './workload-name';

@@ -5,7 +5,7 @@
 // answers from its own last successful renewal, and every repair asks it first.
 
 import type { Clock } from '../fleet/cluster';
-import { type KubeApi, isConflict, isNotFound } from './kube-api';
+import { type KubeApi, isConflict, isNotFound } from '../kube-client/kube-api';
 
 export interface LeaseSettings {
   readonly namespace: string;

@@ -8,7 +8,7 @@ import type { ReconcilerInjector } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import type { InjectorSource } from '../fleet/synthesized-injectors';
 import { injectorFromDocuments } from '../fleet/synthesized-injectors';
-import { type KubeApi, isNotFound } from './kube-api';
+import { type KubeApi, isNotFound } from '../kube-client/kube-api';
 
 /** The injector, or why the reconciler cannot use it now (said in Events and logs, and it waits). */
 export type LiveInjector = { readonly source: InjectorSource } | { readonly waiting: string };

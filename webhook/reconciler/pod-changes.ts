@@ -7,7 +7,7 @@
 // and starts it again; and every FULL_PASS_EVERY_MS one does anyway, whatever the watch says.
 
 import type { Clock } from '../fleet/cluster';
-import type { KubeApi } from './kube-api';
+import type { KubeApi } from '../kube-client/kube-api';
 
 /** Namespaces remembered as changed; one more and the next pass lists every pod. */
 export const MAX_CHANGED_NAMESPACES = 10_000;

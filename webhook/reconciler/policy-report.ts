@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { KubernetesObject } from '../engine/admission-review';
 import type { PodStatus } from '../fleet/injection-status';
 import type { StatusReport, WorkloadStatus } from '../fleet/status-report';
-import { type KubeApi, isNotFound } from './kube-api';
+import { type KubeApi, isNotFound } from '../kube-client/kube-api';
 import { staleCount } from './repair-decision';
 import { workloadApiVersion } from './workload-name';
 

@@ -9,7 +9,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { ReconcilerSettings } from '../config';
 import { type Clock, REAL_CLOCK } from '../fleet/cluster';
 import type { Logger } from '../server/logger';
-import type { KubeApi } from './kube-api';
+import type { KubeApi } from '../kube-client/kube-api';
 import { LeaderLease } from './lease';
 import { Reconciler, type ReconcilerMetrics } from './reconciler';
 import type { WaitReason } from './repair-decision';

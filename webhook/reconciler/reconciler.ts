@@ -20,7 +20,7 @@ import { type ClusterObjects, type PodStatus, classifyPods } from '../fleet/inje
 import type { Clock } from '../fleet/cluster';
 import { type StatusReport, type WorkloadStatus, statusReport } from '../fleet/status-report';
 import { EventRecorder } from './event-recorder';
-import { type KubeApi, listPages } from './kube-api';
+import { type KubeApi, listPages } from '../kube-client/kube-api';
 import type { LeaderLease } from './lease';
 import { readLiveInjector, webhookUnready } from './live-injector';
 import { LostLease, PassState, type ReconcilerMetrics } from './pass-state';

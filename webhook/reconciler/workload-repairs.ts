@@ -10,7 +10,7 @@ import { disruptionBlocked, rolloutInProgress } from './disruption-guard';
 import type { EventReason, EventRecorder } from './event-recorder';
 import { upgradeInPlace } from './in-place-repair';
 import { probeInjection } from './injection-probe';
-import { type KubeApi, isConflict, listPages } from './kube-api';
+import { type KubeApi, isConflict, listPages } from '../kube-client/kube-api';
 import type { LeaderLease } from './lease';
 import { LostLease, type PassState, type RepairCandidate, type ReconcilerMetrics } from './pass-state';
 import { type RepairDecision, type WaitReason, repairKey } from './repair-decision';
