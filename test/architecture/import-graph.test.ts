@@ -1,9 +1,11 @@
 // The layering the README's layout table promises, checked on the source's own import graph (read with
 // TypeScript's preProcessFile, so `import type`, re-exports and dynamic `import()` all count): no
 // import circle anywhere in app/, charts/ or webhook/; the shared config imports nothing but re2js and
-// Node's crypto; the engine nothing but the config; the reconciler no cluster client, CLI or YAML
-// parser (it ships in a ConfigMap); the construct library never reaches the HTTPS
-// server, the CLI or their packages; the server never reaches the constructs.
+// Node's crypto; the engine nothing but the config; the fleet logic (judging pods, in-place plans and
+// their rollout) nothing but those two, and neither the CLI nor the reconciler, which both import it
+// and never each other; the in-cluster client nothing of ours; the reconciler no cluster client, CLI or
+// YAML parser (it ships in a ConfigMap); the construct library never reaches the HTTPS server, the CLI
+// or their packages; the server never reaches the constructs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -105,12 +107,23 @@ const RULES: readonly LayerRule[] = [
     mayImport: ['charts/', 'webhook/config/', 'webhook/engine/', 'build/'],
     packageAllowed: (name) => !['express', 'prom-client', '@kubernetes/client-node', 'commander'].includes(name),
   },
-  { layer: 'webhook/server/', mayImport: ['webhook/config/', 'webhook/engine/', 'webhook/server/'], packageAllowed: (name) => name !== '@kubernetes/client-node' },
-  // The reconciler ships in a ConfigMap: its own small client, no cluster client, CLI parser, YAML
-  // parser or HTTP framework; the CLI's pure judgement (status, in-place plans) is shared, not copied.
+  { layer: 'webhook/server/', mayImport: ['webhook/config/', 'webhook/engine/', 'webhook/kube-client/', 'webhook/server/'], packageAllowed: (name) => name !== '@kubernetes/client-node' },
+  // The in-cluster client of the reconciler and the webhook's namespace watch: Node's HTTPS, nothing else.
+  { layer: 'webhook/kube-client/', mayImport: ['webhook/kube-client/'], packageAllowed: () => false },
+  // What the CLI and the reconciler share (judging pods, planning and carrying out in-place upgrades
+  // through the cluster interfaces), so it reaches neither, nor a cluster client or a YAML parser.
+  { layer: 'webhook/fleet/', mayImport: ['webhook/config/', 'webhook/engine/', 'webhook/fleet/'], packageAllowed: (name) => name === 'fast-json-patch' },
+  // The commands (arguments, output, exit codes): the fleet's logic, never the reconciler's or the server's.
+  {
+    layer: 'webhook/cli/',
+    mayImport: ['webhook/config/', 'webhook/engine/', 'webhook/fleet/', 'webhook/cli/', 'charts/version.ts'],
+    packageAllowed: (name) => !['express', 'prom-client'].includes(name),
+  },
+  // The reconciler ships in a ConfigMap: the in-cluster client, no cluster client, CLI parser, YAML
+  // parser or HTTP framework; the fleet's judgement (status, in-place plans) is shared with the CLI, not copied.
   {
     layer: 'webhook/reconciler/',
-    mayImport: ['webhook/config/', 'webhook/engine/', 'webhook/cli/', 'webhook/server/', 'webhook/reconciler/'],
+    mayImport: ['webhook/config/', 'webhook/engine/', 'webhook/fleet/', 'webhook/kube-client/', 'webhook/server/', 'webhook/reconciler/'],
     packageAllowed: (name) => !['@kubernetes/client-node', 'commander', 'express', 'yaml'].includes(name),
   },
 ];
@@ -174,6 +187,23 @@ describe('the checks themselves', () => {
       'webhook/engine/mutate.ts imports webhook/server/logger.ts (webhook/engine/ may import only webhook/config/, webhook/engine/)',
       'webhook/config/index.ts imports the package yaml, which webhook/config/ must not',
       'charts/index.ts imports the package express, which charts/ must not',
+    ]);
+  });
+
+  test('report the reconciler and the CLI reaching each other, and the fleet reaching either or the YAML parser', () => {
+    const graph = new Map<string, SourceImports>([
+      ['webhook/reconciler/reconciler.ts', { local: ['webhook/fleet/status-report.ts', 'webhook/cli/status-command.ts'], packages: [] }],
+      ['webhook/cli/day-two-commands.ts', { local: ['webhook/fleet/in-place-plan.ts', 'webhook/reconciler/lease.ts'], packages: ['commander'] }],
+      ['webhook/fleet/in-place-plan.ts', { local: ['webhook/cli/preview.ts', 'webhook/reconciler/pod-client.ts', 'webhook/config/index.ts'], packages: ['fast-json-patch', 'yaml'] }],
+      ['webhook/kube-client/kube-api.ts', { local: ['webhook/server/logger.ts'], packages: ['node:https'] }],
+    ]);
+    assert.deepEqual(layerViolations(graph, RULES), [
+      'webhook/reconciler/reconciler.ts imports webhook/cli/status-command.ts (webhook/reconciler/ may import only webhook/config/, webhook/engine/, webhook/fleet/, webhook/kube-client/, webhook/server/, webhook/reconciler/)',
+      'webhook/cli/day-two-commands.ts imports webhook/reconciler/lease.ts (webhook/cli/ may import only webhook/config/, webhook/engine/, webhook/fleet/, webhook/cli/, charts/version.ts)',
+      'webhook/fleet/in-place-plan.ts imports webhook/cli/preview.ts (webhook/fleet/ may import only webhook/config/, webhook/engine/, webhook/fleet/)',
+      'webhook/fleet/in-place-plan.ts imports webhook/reconciler/pod-client.ts (webhook/fleet/ may import only webhook/config/, webhook/engine/, webhook/fleet/)',
+      'webhook/fleet/in-place-plan.ts imports the package yaml, which webhook/fleet/ must not',
+      'webhook/kube-client/kube-api.ts imports webhook/server/logger.ts (webhook/kube-client/ may import only webhook/kube-client/)',
     ]);
   });
 });

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { type Injection, type ResolvedInjectorConfig, resolveInjectorConfig } from '../../webhook/config';
 import { type AdmissionRequest, evaluate } from '../../webhook/engine';
-import { createRequestFor } from '../../webhook/cli/preview';
+import { createRequestFor } from '../../webhook/fleet/admission-request';
 import { overrideWarningPolicies } from '../../charts/admission-policy/override-warning-policy';
 import { injectionPoliciesOf } from '../support/admission-policy-config';
 import { type SimulatedPolicy, type SimulatedRequest, admitWithPolicies, failedValidations } from '../support/admission-policy-simulator';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { type Injection, resolveInjectorConfig } from '../../webhook/config';
 import { type AdmissionRequest, mutate } from '../../webhook/engine';
-import { createRequestFor } from '../../webhook/cli/preview';
+import { createRequestFor } from '../../webhook/fleet/admission-request';
 import { configPolicyLimitations, injectionPoliciesOf } from '../support/admission-policy-config';
 import { type SimulatedRequest, admitWithPolicies } from '../support/admission-policy-simulator';
 import { envoyWithOverrides } from '../support/override-fixtures';

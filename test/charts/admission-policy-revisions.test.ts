@@ -13,7 +13,7 @@ import type { SidecarInjectorProps } from '../../charts';
 import { resolveInjectorConfig, revisionConfig } from '../../webhook/config';
 import { type AdmissionRequest, mutate, unservedRevisionAnswer } from '../../webhook/engine';
 import { loadSynthesized } from '../../webhook/cli/injector-source';
-import { createRequestFor } from '../../webhook/cli/preview';
+import { createRequestFor } from '../../webhook/fleet/admission-request';
 import { runCli } from '../../webhook/cli/program';
 import { admissionPolicyViolations } from '../support/admission-policy-schemas';
 import { type SimulatedRequest, admitWithPolicies, kubernetesCelEnvironment } from '../support/admission-policy-simulator';

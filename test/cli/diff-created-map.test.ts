@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { evaluate } from '../../webhook/engine';
 import { resolveInjectorConfig } from '../../webhook/config';
-import { createRequestFor } from '../../webhook/cli/preview';
+import { createRequestFor } from '../../webhook/fleet/admission-request';
 import { describeRun, runCliProcess } from '../support/cli-process';
 import { decodePatch } from '../support/recorded-reviews';
 import * as fs from 'node:fs';

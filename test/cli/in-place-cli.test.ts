@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import { type Injection, readinessConditionType, resolveInjectorConfig, type ResolvedInjectorConfig } from '../../webhook/config';
 import { evaluate } from '../../webhook/engine';
-import { createRequestFor } from '../../webhook/cli/preview';
+import { createRequestFor } from '../../webhook/fleet/admission-request';
 import { describeRun, runCliProcess } from '../support/cli-process';
 import { applyResponse } from '../support/recorded-reviews';
 import { makeTempDir } from '../support/synth-helpers';

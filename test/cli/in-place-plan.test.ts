@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { applyPatch, type Operation } from 'fast-json-patch';
 import { type Injection, annotationKeys, injectionHash, readinessConditionType, resolveInjectorConfig, type ResolvedInjectorConfig } from '../../webhook/config';
 import { evaluate } from '../../webhook/engine';
-import { classifyPods, type ClusterObjects } from '../../webhook/cli/injection-status';
+import { classifyPods, type ClusterObjects } from '../../webhook/fleet/injection-status';
 import {
   containerDifference,
   inPlacePatch,
@@ -17,10 +17,10 @@ import {
   undoPatch,
   undoPlan,
   type InPlaceOptions,
-} from '../../webhook/cli/in-place-plan';
-import { normalizeImage } from '../../webhook/cli/in-place-rollout';
-import { createRequestFor } from '../../webhook/cli/preview';
-import type { InjectorSource } from '../../webhook/cli/injector-source';
+} from '../../webhook/fleet/in-place-plan';
+import { normalizeImage } from '../../webhook/fleet/in-place-rollout';
+import { createRequestFor } from '../../webhook/fleet/admission-request';
+import type { InjectorSource } from '../../webhook/fleet/synthesized-injectors';
 import { applyResponse } from '../support/recorded-reviews';
 
 const PREFIX = 'sidecar-injector.io';

@@ -7,10 +7,11 @@ import { test } from 'node:test';
 import { type Injection, annotationKeys, readinessConditionType, resolveInjectorConfig, type ResolvedInjectorConfig } from '../../webhook/config';
 import { evaluate } from '../../webhook/engine';
 import { type InPlaceCommandOptions, runInPlaceCommand } from '../../webhook/cli/in-place-command';
-import { classifyPods } from '../../webhook/cli/injection-status';
-import type { InjectorSource } from '../../webhook/cli/injector-source';
-import { createRequestFor } from '../../webhook/cli/preview';
-import { type PodClient, describeUpgrade, upgradePod } from '../../webhook/cli/in-place-rollout';
+import { classifyPods } from '../../webhook/fleet/injection-status';
+import type { InjectorSource } from '../../webhook/fleet/synthesized-injectors';
+import { createRequestFor } from '../../webhook/fleet/admission-request';
+import type { PodClient } from '../../webhook/fleet/cluster';
+import { describeUpgrade, upgradePod } from '../../webhook/fleet/in-place-rollout';
 import { FAKE_CLUSTER_IN_PLACE_OPTIONS, FakeCluster } from '../support/fake-cluster';
 import { applyResponse } from '../support/recorded-reviews';
 

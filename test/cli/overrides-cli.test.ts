@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import { resolveInjectorConfig } from '../../webhook/config';
 import { evaluate } from '../../webhook/engine';
-import { createRequestFor } from '../../webhook/cli/preview';
+import { createRequestFor } from '../../webhook/fleet/admission-request';
 import { applyResponse } from '../support/recorded-reviews';
 import { describeRun, runCliProcess } from '../support/cli-process';
 import { makeTempDir } from '../support/synth-helpers';

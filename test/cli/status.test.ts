@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import { Injection, injectionHash, resolveInjectorConfig, type ResolvedInjectorConfig } from '../../webhook/config';
 import { evaluate } from '../../webhook/engine';
-import { createRequestFor } from '../../webhook/cli/preview';
+import { createRequestFor } from '../../webhook/fleet/admission-request';
 import { parseSelector } from '../../webhook/cli/day-two-commands';
 import { applyResponse } from '../support/recorded-reviews';
 import { describeRun, runCliProcess } from '../support/cli-process';

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Injection, resolveInjectorConfig } from '../../webhook/config';
 import { evaluate } from '../../webhook/engine';
-import { createRequestFor } from '../../webhook/cli/preview';
+import { createRequestFor } from '../../webhook/fleet/admission-request';
 import { describeVolumeSourceFinding, injectedVolumeSources, lookupKey, missingVolumeSources, VolumeSourceLookup } from '../../webhook/cli/volume-sources';
 import { applyResponse, loadReview } from '../support/recorded-reviews';
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { type Injection, InjectorConfigError, resolveInjectorConfig } from '../../webhook/config';
 import { evaluate } from '../../webhook/engine';
-import { createRequestFor } from '../../webhook/cli/preview';
+import { createRequestFor } from '../../webhook/fleet/admission-request';
 import { qosClassOf } from '../../webhook/engine/qos';
 import { assertValidManifest } from '../support/openapi-validator';
 import { ENVOY_RESOURCES, envoyWithOverrides } from '../support/override-fixtures';

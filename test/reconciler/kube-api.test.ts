@@ -4,7 +4,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import { HttpsKubeApi, KubeApiError, MAX_WATCH_LINE_BYTES, ResponseTooLarge, isNotFound, listPages } from '../../webhook/reconciler/kube-api';
+import { HttpsKubeApi, KubeApiError, MAX_WATCH_LINE_BYTES, ResponseTooLarge, isNotFound, listPages } from '../../webhook/kube-client/kube-api';
 import { FakeKube, serveOverHttps } from '../support/fake-kube';
 import { APP_SPEC } from '../support/reconciler-harness';
 

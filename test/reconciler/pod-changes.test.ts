@@ -6,7 +6,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FULL_PASS_EVERY_MS, MAX_CHANGED_NAMESPACES, PodChanges } from '../../webhook/reconciler/pod-changes';
-import type { KubeApi, WatchEvent } from '../../webhook/reconciler/kube-api';
+import type { KubeApi, WatchEvent } from '../../webhook/kube-client/kube-api';
 import { POLICY_REPORT_NAME } from '../../webhook/reconciler/policy-report';
 import { APP_SPEC, TestClock, passAfter, reconcilerHarness, setWebhookReady, whileInjectorDown } from '../support/reconciler-harness';
 import type { FakeKube } from '../support/fake-kube';

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 import { RECONCILER_BUNDLE_FILES, RECONCILER_BUNDLE_LOADER, SERVER_BUNDLE_DIR_ENV } from '../../charts/webhook-server';
 import { createLogger } from '../../webhook/server/logger';
-import { HttpsKubeApi } from '../../webhook/reconciler/kube-api';
+import { HttpsKubeApi } from '../../webhook/kube-client/kube-api';
 import { startReconciler } from '../../webhook/reconciler/reconciler-process';
 import { EventRecorder, SENT_EVENTS_MAX_BYTES } from '../../webhook/reconciler/event-recorder';
 import { LeaderLease } from '../../webhook/reconciler/lease';

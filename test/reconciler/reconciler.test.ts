@@ -3,9 +3,9 @@
 // pods it must never touch, the guards, the Lease, in-place repair, and reports equal to `status`.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { classifyPods } from '../../webhook/cli/injection-status';
-import { injectorFromDocuments } from '../../webhook/cli/synthesized-injectors';
-import { statusReport } from '../../webhook/cli/status-command';
+import { classifyPods } from '../../webhook/fleet/injection-status';
+import { injectorFromDocuments } from '../../webhook/fleet/synthesized-injectors';
+import { statusReport } from '../../webhook/fleet/status-report';
 import { repairedForAnnotation } from '../../webhook/config';
 import { POLICY_REPORT_NAME } from '../../webhook/reconciler/policy-report';
 import { MAX_REPAIR_CANDIDATES } from '../../webhook/reconciler/reconciler';

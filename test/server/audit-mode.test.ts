@@ -4,8 +4,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateWebhookCertificate, type Injection } from '../../charts';
-import { classifyPods } from '../../webhook/cli/injection-status';
-import { formatStatus, statusReport } from '../../webhook/cli/status-command';
+import { classifyPods } from '../../webhook/fleet/injection-status';
+import { statusReport } from '../../webhook/fleet/status-report';
+import { formatStatus } from '../../webhook/cli/status-command';
 import { resolveInjectorConfig } from '../../webhook/config';
 import { POLICY_REPORT_NAME } from '../../webhook/reconciler/policy-report';
 import { loadReview } from '../support/recorded-reviews';

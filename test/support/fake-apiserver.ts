@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { ApiserverConnection } from '../../webhook/server/namespace-watch';
+import type { ApiserverConnection } from '../../webhook/kube-client/in-cluster-connection';
 import { testCertificate } from './test-certificate';
 
 /** A kube-apiserver as far as namespaces go: metadata lists in pages of `limit`, watches of JSON lines. */

@@ -8,9 +8,10 @@
 import { applyPatch, type Operation } from 'fast-json-patch';
 import { createHash } from 'node:crypto';
 import type { KubernetesObject } from '../../webhook/engine/admission-review';
-import type { GuardedOperation } from '../../webhook/cli/in-place-plan';
+import type { GuardedOperation } from '../../webhook/fleet/in-place-plan';
 import type { InPlaceCommandOptions } from '../../webhook/cli/in-place-command';
-import { type Clock, type PodClient, type PodEndpoint, normalizeImage } from '../../webhook/cli/in-place-rollout';
+import type { Clock, PodClient, PodEndpoint } from '../../webhook/fleet/cluster';
+import { normalizeImage } from '../../webhook/fleet/in-place-rollout';
 
 /** `rollout --in-place` options as the tests against this fake cluster run it: one pod at a time, no drain wait. */
 export const FAKE_CLUSTER_IN_PLACE_OPTIONS: InPlaceCommandOptions = {

@@ -1,4 +1,4 @@
-// An apiserver in memory, as far as the reconciler calls one (webhook/reconciler/kube-api.ts's KubeApi):
+// An apiserver in memory, as far as the reconciler calls one (webhook/kube-client/kube-api.ts's KubeApi):
 // objects by group, resource, namespace and name, with resourceVersions, lists in pages in key order,
 // merge, JSON and strategic (conditions by type) patches, a resourceVersion precondition, server-side
 // dry-run, and RBAC: given the synthesized ClusterRole and Role, every request outside their rules is
@@ -16,12 +16,12 @@ import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { applyPatch, type Operation } from 'fast-json-patch';
-import type { InjectorSource } from '../../webhook/cli/injector-source';
+import type { InjectorSource } from '../../webhook/fleet/synthesized-injectors';
 import { previewAll } from '../../webhook/cli/preview';
 import type { KubernetesObject } from '../../webhook/engine/admission-review';
-import { KubeApiError, type KubeApi, type KubeRequest, type Method, type WatchEvent } from '../../webhook/reconciler/kube-api';
+import { KubeApiError, type KubeApi, type KubeRequest, type Method, type WatchEvent } from '../../webhook/kube-client/kube-api';
 import { type SimulatedPolicy, failedValidations } from './admission-policy-simulator';
-import type { ApiserverConnection } from '../../webhook/server/namespace-watch';
+import type { ApiserverConnection } from '../../webhook/kube-client/in-cluster-connection';
 import { testCertificate } from './test-certificate';
 
 interface Rule {

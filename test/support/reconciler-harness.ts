@@ -3,8 +3,8 @@
 // clock the test moves.
 import type { SidecarInjectorProps } from '../../charts/sidecar-injector';
 import type { ReconcilerProps } from '../../charts/sidecar-injector-props';
-import { injectorFromDocuments } from '../../webhook/cli/synthesized-injectors';
-import type { Clock } from '../../webhook/cli/in-place-rollout';
+import { injectorFromDocuments } from '../../webhook/fleet/synthesized-injectors';
+import type { Clock } from '../../webhook/fleet/cluster';
 import { parseReconcilerSettings, RECONCILER_SETTINGS_FILE, type ReconcilerSettings } from '../../webhook/config';
 import { LeaderLease } from '../../webhook/reconciler/lease';
 import { type PassOutcome, Reconciler } from '../../webhook/reconciler/reconciler';

@@ -6,9 +6,9 @@
 
 import type { KubernetesObject } from '../engine/admission-review';
 import { ownStringMap } from '../engine/pod-patch-builder';
-import type { GuardedOperation } from './in-place-plan';
-import { PatchConflict, type PodClient, podConditionPatch, podEndpointsIn } from './in-place-rollout';
-import { type ClusterObjects, ownerKey } from './injection-status';
+import type { GuardedOperation } from '../fleet/in-place-plan';
+import { PatchConflict, type PodClient, podConditionPatch, podEndpointsIn } from '../fleet/cluster';
+import { type ClusterObjects, ownerKey } from '../fleet/injection-status';
 import { lookupKey, type VolumeSourceLookup, type VolumeSourceNeed } from './volume-sources';
 
 /** The cluster could not be read or changed: exit code 6. */

@@ -7,14 +7,16 @@ import { dns1123LabelError, type LabelSelectorRequirement, type ResolvedInjector
 import type { KubernetesObject } from '../engine/admission-review';
 import { matchesLabelSelector, type LabelSelector } from '../engine/label-selector';
 import { ownStringMap } from '../engine/pod-patch-builder';
-import { type ClusterObjects, type InjectionState, STALE_STATES, classifyPods, ownerKey } from './injection-status';
+import { type ClusterObjects, type InjectionState, STALE_STATES, classifyPods, ownerKey } from '../fleet/injection-status';
 import { type InjectorSource, loadConfigFile, loadSynthesized } from './injector-source';
 import { UsageError, readManifests } from './manifest-input';
-import { DEFAULT_NATIVE_SIDECARS, type InPlaceOptions, heldPods } from './in-place-plan';
+import { DEFAULT_NATIVE_SIDECARS, type InPlaceOptions, heldPods } from '../fleet/in-place-plan';
 import { type InPlaceCluster, type InPlaceCommandOptions, runInPlaceCommand } from './in-place-command';
-import { type DrainMode, REAL_CLOCK } from './in-place-rollout';
+import { REAL_CLOCK } from '../fleet/cluster';
+import type { DrainMode } from '../fleet/in-place-rollout';
 import { listItems } from './preview';
-import { EXIT_STATUS_VOLUME_SOURCE_MISSING, type StatusReport, type WorkloadStatus, formatStatus, statusReport } from './status-command';
+import { type StatusReport, type WorkloadStatus, statusReport } from '../fleet/status-report';
+import { EXIT_STATUS_VOLUME_SOURCE_MISSING, formatStatus } from './status-command';
 import { describeVolumeSourceFinding, injectedVolumeSources, missingVolumeSources, type VolumeSourceLookup, type VolumeSourceNeed } from './volume-sources';
 
 /** The cluster could not be read or a workload not restarted: exit code 6. */

@@ -16,9 +16,10 @@ import {
   planPod,
   undoPatch,
   undoPlan,
-} from './in-place-plan';
-import { type Clock, type DrainMode, type PodClient, PodUpgradeFailure, type Replan, describeUpgrade, podCondition, upgradePod } from './in-place-rollout';
-import { type ClusterObjects, classifyPods, workloadOf } from './injection-status';
+} from '../fleet/in-place-plan';
+import type { Clock, PodClient } from '../fleet/cluster';
+import { type DrainMode, PodUpgradeFailure, type Replan, describeUpgrade, podCondition, upgradePod } from '../fleet/in-place-rollout';
+import { type ClusterObjects, classifyPods, workloadOf } from '../fleet/injection-status';
 import type { InjectorSource } from './injector-source';
 
 /** A rollout stopped at a pod that did not come back (or a refused write): exit code 7, as a failed rollout. */

@@ -6,9 +6,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { InputError, readManifests } from './manifest-input';
-import { type InjectorSource, injectorFromDocuments, parseConfig } from './synthesized-injectors';
+import { type InjectorSource, injectorFromDocuments, parseConfig } from '../fleet/synthesized-injectors';
 
-export type { InjectorSource } from './synthesized-injectors';
+export type { InjectorSource } from '../fleet/synthesized-injectors';
 
 /** The synthesized files `--from` names: a directory's .yaml files in name order, or the one file. */
 function synthesizedFiles(from: string): string[] {

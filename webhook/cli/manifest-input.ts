@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Document, LineCounter, parseAllDocuments } from 'yaml';
 import type { KubernetesObject } from '../engine/admission-review';
-import { InputError, describeLocation } from './input-location';
+import { InputError, describeLocation } from '../fleet/input-location';
 
 export { InputError, describeLocation };
 

@@ -11,9 +11,10 @@ import { ownStringMap } from '../engine/pod-patch-builder';
 import { targetKindOf } from '../engine/pod-template';
 import { unservedRevisionAnswer } from '../engine/unserved-revision';
 import { matchWebhookConfiguration, type WebhookMatch } from '../engine/webhook-match';
+import { createRequestFor, decodeResponsePatch, groupVersionKindOf } from '../fleet/admission-request';
 import type { InjectorSource } from './injector-source';
 import type { InputDocument } from './manifest-input';
-import { podRevision } from './pod-revision';
+import { podRevision } from '../fleet/pod-revision';
 
 /** The namespace an object without `metadata.namespace` lands in when nothing else is said (as kubectl). */
 export const DEFAULT_OBJECT_NAMESPACE = 'default';
@@ -64,16 +65,6 @@ export interface ObjectPreview {
   readonly revision?: string;
 }
 
-export function groupVersionKindOf(object: KubernetesObject): GroupVersionKind {
-  const apiVersion = String(object.apiVersion);
-  const slash = apiVersion.indexOf('/');
-  return {
-    group: slash < 0 ? '' : apiVersion.slice(0, slash),
-    version: slash < 0 ? apiVersion : apiVersion.slice(slash + 1),
-    kind: String(object.kind),
-  };
-}
-
 function metadataOf(object: KubernetesObject): Record<string, unknown> {
   const metadata = object.metadata;
   return metadata && typeof metadata === 'object' && !Array.isArray(metadata) ? (metadata as Record<string, unknown>) : {};
@@ -89,36 +80,6 @@ function namespaceMetadataInInput(documents: readonly InputDocument[], field: 'l
     if (typeof metadata.name === 'string') maps.set(metadata.name, ownStringMap(metadata[field]));
   }
   return maps;
-}
-
-/** The AdmissionRequest the apiserver would send when `object` is created in `namespace`. */
-export function createRequestFor(object: KubernetesObject, namespace: string, uid: string): AdmissionRequest {
-  const gvk = groupVersionKindOf(object);
-  const targetKind = targetKindOf(gvk);
-  const resource = { group: gvk.group, version: gvk.version, resource: targetKind ? TARGET_KIND_RESOURCES[targetKind].resource : gvk.kind.toLowerCase() + 's' };
-  const name = metadataOf(object).name;
-  return {
-    uid,
-    kind: gvk,
-    resource,
-    requestKind: gvk,
-    requestResource: resource,
-    ...(typeof name === 'string' ? { name } : {}),
-    namespace,
-    operation: 'CREATE',
-    userInfo: { username: 'cdk8s-sidecar-injector-preview' },
-    object: structuredClone(object),
-    oldObject: null,
-    dryRun: true,
-    options: { apiVersion: 'meta.k8s.io/v1', kind: 'CreateOptions' },
-  };
-}
-
-/** The JSONPatch of an AdmissionResponse, decoded as the apiserver decodes it. */
-export function decodeResponsePatch(result: MutationResult): Operation[] {
-  const { response } = result;
-  if (!response.patch) return [];
-  return JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) as Operation[];
 }
 
 /** The objects in a `v1` `List` (what `kubectl get -o yaml` prints for many), with their indexes. */

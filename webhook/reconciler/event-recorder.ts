@@ -5,9 +5,9 @@
 // bounded in bytes, checked before each insert; past the bound the oldest entries go first.
 
 import { randomBytes } from 'node:crypto';
-import type { Clock } from '../cli/in-place-rollout';
+import type { Clock } from '../fleet/cluster';
 import { RECONCILER_WRITES } from '../config';
-import type { KubeApi } from './kube-api';
+import type { KubeApi } from '../kube-client/kube-api';
 
 export interface EventTarget {
   /** Left out when unknown rather than guessed (an Event's involvedObject may omit it). */

@@ -5,13 +5,14 @@
 // A pod that cannot be upgraded in place (more than images differ) sends the whole workload to a restart.
 
 import type { KubernetesObject } from '../engine/admission-review';
-import { classifyPods, workloadOf, type ClusterObjects } from '../cli/injection-status';
-import type { InjectorSource } from '../cli/injector-source';
-import { DEFAULT_NATIVE_SIDECARS, type InPlaceOptions, inPlacePatch, planPod } from '../cli/in-place-plan';
-import { type Clock, type Replan, describeUpgrade, upgradePod } from '../cli/in-place-rollout';
+import { classifyPods, workloadOf, type ClusterObjects } from '../fleet/injection-status';
+import type { InjectorSource } from '../fleet/synthesized-injectors';
+import { DEFAULT_NATIVE_SIDECARS, type InPlaceOptions, inPlacePatch, planPod } from '../fleet/in-place-plan';
+import type { Clock } from '../fleet/cluster';
+import { type Replan, describeUpgrade, upgradePod } from '../fleet/in-place-rollout';
 import { disruptionBlocked } from './disruption-guard';
 import type { EventRecorder, EventTarget } from './event-recorder';
-import { type KubeApi, listPages } from './kube-api';
+import { type KubeApi, listPages } from '../kube-client/kube-api';
 import { kubePodClient } from './pod-client';
 import type { WaitReason } from './repair-decision';
 import type { WorkloadName } from './workload-name';

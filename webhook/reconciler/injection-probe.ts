@@ -8,7 +8,7 @@ import { annotationKeys, parseInjectionHashes } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import { parseStatus } from '../engine/mutate';
 import { ownStringMap } from '../engine/pod-patch-builder';
-import type { KubeApi } from './kube-api';
+import type { KubeApi } from '../kube-client/kube-api';
 
 /** The pod a restart of the workload would create: its template as a Pod, given a generated name. */
 export function podFromTemplate(namespace: string, workloadName: string, template: Record<string, any>): KubernetesObject {

@@ -4,8 +4,8 @@
 // A holder that fails to renew within the duration stops acting before anyone else may start: `held()`
 // answers from its own last successful renewal, and every repair asks it first.
 
-import type { Clock } from '../cli/in-place-rollout';
-import { type KubeApi, isConflict, isNotFound } from './kube-api';
+import type { Clock } from '../fleet/cluster';
+import { type KubeApi, isConflict, isNotFound } from '../kube-client/kube-api';
 
 export interface LeaseSettings {
   readonly namespace: string;

@@ -1,14 +1,14 @@
 // The injector as the cluster has it now, read the way `status --from dist/` reads the output: the
 // webhook's ConfigMap and MutatingWebhookConfiguration, or the policies and their bindings, turned
-// into the same InjectorSource by the same code (cli/synthesized-injectors.ts). So the reconciler, the
+// into the same InjectorSource by the same code (fleet/synthesized-injectors.ts). So the reconciler, the
 // CLI and the webhook judge pods with one engine and one config. And whether it can inject at all:
 // the webhook's Service has a ready endpoint; the policies are all loaded.
 
 import type { ReconcilerInjector } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
-import type { InjectorSource } from '../cli/injector-source';
-import { injectorFromDocuments } from '../cli/synthesized-injectors';
-import { type KubeApi, isNotFound } from './kube-api';
+import type { InjectorSource } from '../fleet/synthesized-injectors';
+import { injectorFromDocuments } from '../fleet/synthesized-injectors';
+import { type KubeApi, isNotFound } from '../kube-client/kube-api';
 
 /** The injector, or why the reconciler cannot use it now (said in Events and logs, and it waits). */
 export type LiveInjector = { readonly source: InjectorSource } | { readonly waiting: string };

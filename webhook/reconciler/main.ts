@@ -5,8 +5,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { RECONCILER_DEFAULT_DIR, RECONCILER_ENV, RECONCILER_OPS_PORT, RECONCILER_SETTINGS_FILE, parseReconcilerSettings } from '../config';
 import { createLogger } from '../server/logger';
-import { inClusterConnection } from '../server/namespace-watch';
-import { HttpsKubeApi } from './kube-api';
+import { inClusterConnection } from '../kube-client/in-cluster-connection';
+import { HttpsKubeApi } from '../kube-client/kube-api';
 import { startReconciler } from './reconciler-process';
 
 async function main(): Promise<void> {

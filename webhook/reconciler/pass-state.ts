@@ -1,7 +1,7 @@
 // What one pass of the reconciler gathers as it goes, shared by its judging (reconciler.ts) and its
 // repairs (workload-repairs.ts).
 
-import type { InjectorSource } from '../cli/injector-source';
+import type { InjectorSource } from '../fleet/synthesized-injectors';
 import type { RepairDecision, WaitReason } from './repair-decision';
 import type { WorkloadName } from './workload-name';
 

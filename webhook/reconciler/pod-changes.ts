@@ -6,8 +6,8 @@
 // is not known to be whole (not started, failed, its version too old) the next pass lists every pod
 // and starts it again; and every FULL_PASS_EVERY_MS one does anyway, whatever the watch says.
 
-import type { Clock } from '../cli/in-place-rollout';
-import type { KubeApi } from './kube-api';
+import type { Clock } from '../fleet/cluster';
+import type { KubeApi } from '../kube-client/kube-api';
 
 /** Namespaces remembered as changed; one more and the next pass lists every pod. */
 export const MAX_CHANGED_NAMESPACES = 10_000;

@@ -2,9 +2,9 @@
 // upgrade code then runs from the CLI and from the reconciler.
 
 import type { KubernetesObject } from '../engine/admission-review';
-import { PatchConflict, type PodClient, type PodEndpoint, podConditionPatch, podEndpointsIn } from '../cli/in-place-rollout';
-import type { GuardedOperation } from '../cli/in-place-plan';
-import { type KubeApi, isConflict, listPages } from './kube-api';
+import { PatchConflict, type PodClient, type PodEndpoint, podConditionPatch, podEndpointsIn } from '../fleet/cluster';
+import type { GuardedOperation } from '../fleet/in-place-plan';
+import { type KubeApi, isConflict, listPages } from '../kube-client/kube-api';
 
 export function kubePodClient(api: KubeApi): PodClient {
   const podPath = (namespace: string, name: string) => `/api/v1/namespaces/${namespace}/pods/${name}`;

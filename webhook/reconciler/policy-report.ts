@@ -7,9 +7,9 @@
 import { createHash } from 'node:crypto';
 import { RECONCILER_WRITES } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
-import type { PodStatus } from '../cli/injection-status';
-import type { StatusReport, WorkloadStatus } from '../cli/status-command';
-import { type KubeApi, isNotFound } from './kube-api';
+import type { PodStatus } from '../fleet/injection-status';
+import type { StatusReport, WorkloadStatus } from '../fleet/status-report';
+import { type KubeApi, isNotFound } from '../kube-client/kube-api';
 import { staleCount } from './repair-decision';
 import { workloadApiVersion } from './workload-name';
 

@@ -1,5 +1,5 @@
 // One pass of the reconciler over the cluster, while this replica holds the Lease: read the injector as
-// the cluster has it, judge pods with the same code as `status` (cli/injection-status.ts, which runs
+// the cluster has it, judge pods with the same code as `status` (fleet/injection-status.ts, which runs
 // the webhook's engine), namespace by namespace as the apiserver lists them, writing Events and a
 // PolicyReport per namespace as it goes. Every pod, or (pod-changes.ts) only the namespaces where pods
 // or the namespace's labels changed since the last pass, or where work was left. Then, with the list
@@ -16,11 +16,11 @@ import { createHash } from 'node:crypto';
 import type { ReconcilerSettings } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import { ownStringMap } from '../engine/pod-patch-builder';
-import { type ClusterObjects, type PodStatus, classifyPods } from '../cli/injection-status';
-import type { Clock } from '../cli/in-place-rollout';
-import { type StatusReport, type WorkloadStatus, statusReport } from '../cli/status-command';
+import { type ClusterObjects, type PodStatus, classifyPods } from '../fleet/injection-status';
+import type { Clock } from '../fleet/cluster';
+import { type StatusReport, type WorkloadStatus, statusReport } from '../fleet/status-report';
 import { EventRecorder } from './event-recorder';
-import { type KubeApi, listPages } from './kube-api';
+import { type KubeApi, listPages } from '../kube-client/kube-api';
 import type { LeaderLease } from './lease';
 import { readLiveInjector, webhookUnready } from './live-injector';
 import { LostLease, PassState, type ReconcilerMetrics } from './pass-state';

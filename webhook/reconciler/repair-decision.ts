@@ -6,7 +6,7 @@
 
 import { createHash } from 'node:crypto';
 import type { ReconcilerSettings } from '../config';
-import { RESTARTABLE_KINDS, type WorkloadStatus } from '../cli/status-command';
+import { RESTARTABLE_KINDS, type WorkloadStatus } from '../fleet/status-report';
 import type { EventReason } from './event-recorder';
 
 /** Why a stale workload was not repaired this pass (fixed words: metric labels). */

@@ -2,7 +2,7 @@
 // objects it points at (Events, PolicyReport results: the kind's apiVersion), and at its REST path.
 
 import { TARGET_KIND_RESOURCES, type TargetKind } from '../config';
-import type { WorkloadStatus } from '../cli/status-command';
+import type { WorkloadStatus } from '../fleet/status-report';
 import type { EventTarget } from './event-recorder';
 
 /** A workload, as far as the reconciler needs to name it. */

@@ -3,14 +3,14 @@
 // place; a rate limit over all of them, and a backoff per workload after an error.
 
 import { RECONCILER_WRITES, repairedForAnnotation, type ReconcilerSettings } from '../config';
-import type { Clock } from '../cli/in-place-rollout';
+import type { Clock } from '../fleet/cluster';
 import type { KubernetesObject } from '../engine/admission-review';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { disruptionBlocked, rolloutInProgress } from './disruption-guard';
 import type { EventReason, EventRecorder } from './event-recorder';
 import { upgradeInPlace } from './in-place-repair';
 import { probeInjection } from './injection-probe';
-import { type KubeApi, isConflict, listPages } from './kube-api';
+import { type KubeApi, isConflict, listPages } from '../kube-client/kube-api';
 import type { LeaderLease } from './lease';
 import { LostLease, type PassState, type RepairCandidate, type ReconcilerMetrics } from './pass-state';
 import { type RepairDecision, type WaitReason, repairKey } from './repair-decision';

@@ -17,7 +17,8 @@ import { MemoryBudget } from './memory-budget';
 import { WebhookMetrics } from './metrics';
 import { certificateNotAfter, readInjectorConfig, readTlsMaterial, watchDirectory } from './mounted-files';
 import { NamespaceDefaultsTable } from './namespace-defaults';
-import { type ApiserverConnection, NamespaceWatch, type NamespaceWatchOptions, inClusterConnection } from './namespace-watch';
+import { type ApiserverConnection, inClusterConnection } from '../kube-client/in-cluster-connection';
+import { NamespaceWatch, type NamespaceWatchOptions } from './namespace-watch';
 
 export interface WebhookServerSettings {
   readonly listenPort: number;

@@ -1,4 +1,4 @@
-// The CLI's input errors and how it names a place in its input: apart from manifest-input.ts (and
+// Input errors and how messages name a place in the input: apart from the CLI's manifest-input.ts (and
 // its YAML parser), so the reconciler, which reads objects from the apiserver, shares them bundle-lean.
 
 /** The input cannot be used (unreadable, not YAML, not Kubernetes objects): exit code 1. */

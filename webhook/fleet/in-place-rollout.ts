@@ -1,72 +1,15 @@
-// `rollout --in-place`, carried out: pod by pod, each one's images replaced in one guarded request,
-// then waited on until the kubelet reports the container restarted on the new image and the pod Ready.
-// With the injector's readiness gate on the pod, the pod first leaves its Services' endpoints: the CLI
-// sets the gate's condition False (pods/status), waits until every EndpointSlice listing the pod has
-// it not ready, replaces the image, waits for the container, and sets the condition True again.
-// The cluster is an interface (client-node in cluster.ts, a simulated kubelet in the tests), and so
-// is time: the waits poll through `clock.sleep`, which the tests advance.
+// `rollout --in-place` (and the reconciler's in-place repair), carried out: pod by pod, each one's
+// images replaced in one guarded request, then waited on until the kubelet reports the container
+// restarted on the new image and the pod Ready. With the injector's readiness gate on the pod, the pod
+// first leaves its Services' endpoints: this sets the gate's condition False (pods/status), waits until
+// every EndpointSlice listing the pod has it not ready, replaces the image, waits for the container, and
+// sets the condition True again. The cluster is an interface, and so is time (cluster.ts): the waits
+// poll through `clock.sleep`, which the tests advance.
 
 import { readinessConditionType } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import type { GuardedOperation, ImageChange } from './in-place-plan';
-
-/** A pod's images or annotations changed between the read and the patch (a failed `test`, a stale resourceVersion). */
-export class PatchConflict extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'PatchConflict';
-  }
-}
-
-/** One endpoint of a pod in an EndpointSlice. */
-export interface PodEndpoint {
-  readonly slice: string;
-  /** `conditions.ready` (a missing value is ready, as the EndpointSlice API says). */
-  readonly ready: boolean;
-}
-
-/** What `rollout --in-place` needs of the cluster: get and patch pods, write one condition, read EndpointSlices. */
-export interface PodClient {
-  getPod(namespace: string, name: string): Promise<KubernetesObject>;
-  /** Applies a JSON Patch to the pod; throws PatchConflict when a `test` fails or the object changed under it. */
-  patchPod(namespace: string, name: string, operations: readonly GuardedOperation[]): Promise<KubernetesObject>;
-  /** Sets one condition in the pod's status (pods/status, merged by type: the others are kept). */
-  setPodCondition(namespace: string, name: string, condition: { type: string; status: 'True' | 'False'; reason: string; message: string }): Promise<void>;
-  /** Every endpoint of the pod (by its uid) in the namespace's EndpointSlices. */
-  podEndpoints(namespace: string, podUid: string): Promise<readonly PodEndpoint[]>;
-}
-
-/**
- * The pods/status strategic-merge patch that sets one condition: merged by type into status.conditions,
- * so the kubelet's own are kept (as the kubelet writes it).
- */
-export function podConditionPatch(condition: Parameters<PodClient['setPodCondition']>[2]): { status: { conditions: Record<string, unknown>[] } } {
-  return { status: { conditions: [{ ...condition, lastProbeTime: null, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }] } };
-}
-
-/** The pod's endpoints (by its uid) in these EndpointSlices, each with the Service its slice belongs to. */
-export function podEndpointsIn(slices: Iterable<any>, podUid: string): { endpoint: PodEndpoint; service: string | undefined }[] {
-  const found: { endpoint: PodEndpoint; service: string | undefined }[] = [];
-  for (const slice of slices) {
-    for (const endpoint of Array.isArray(slice?.endpoints) ? slice.endpoints : []) {
-      if (endpoint?.targetRef?.kind !== 'Pod' || endpoint.targetRef.uid !== podUid) continue;
-      const service = slice.metadata?.labels?.['kubernetes.io/service-name'];
-      found.push({ endpoint: { slice: String(slice.metadata?.name), ready: endpoint.conditions?.ready !== false }, service: typeof service === 'string' ? service : undefined });
-    }
-  }
-  return found;
-}
-
-/** Time, so the tests can advance it. */
-export interface Clock {
-  now(): number;
-  sleep(ms: number): Promise<void>;
-}
-
-export const REAL_CLOCK: Clock = {
-  now: () => Date.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-};
+import { type Clock, PatchConflict, type PodClient, type PodEndpoint } from './cluster';
 
 /** How the pod leaves its Services' endpoints before the restart. */
 export type DrainMode = 'auto' | 'gate' | 'none';
@@ -205,13 +148,10 @@ export class PodUpgradeFailure extends Error {
 /** The patch for the pod as read now, or why it no longer needs one: the plan is made again from each fresh read. */
 export type Replan = (pod: KubernetesObject) => { changes: readonly ImageChange[]; operations: readonly GuardedOperation[]; readinessGate: boolean } | { skip: string };
 
-/** How many times a patch is sent again after the pod changed under it (the kubelet writes status often). */
-const PATCH_ATTEMPTS = 5;
-
 /**
  * Upgrades one pod: drains it through the readiness gate when it has one (and `drain` allows), sends
  * the guarded patch (read again and re-planned after a conflict), and waits for the kubelet. Returns
- * undefined when the pod needed nothing any more; throws PodUpgradeFailure when it did not come back.
+ * `{ skipped }` when the pod needed nothing any more; throws PodUpgradeFailure when it did not come back.
  */
 export async function upgradePod(
   client: PodClient,
@@ -222,149 +162,258 @@ export async function upgradePod(
   replan: Replan,
   say: (line: string) => void,
 ): Promise<PodUpgrade | { skipped: string }> {
-  const started = clock.now();
-  const deadline = started + settings.timeoutMs;
-  const conditionType = readinessConditionType(settings.prefix);
-  const where = `pod ${namespace}/${name}`;
-  const refused = (what: string, error: unknown, patched: boolean) => new PodUpgradeFailure(`${where}: ${what}: ${(error as Error).message}`, patched);
-
-  let pod = await client.getPod(namespace, name).catch((error) => {
-    throw refused('reading it', error, false);
-  });
+  const run = startRun(client, clock, settings, namespace, name, say);
+  let pod = await run.readPod(false);
   let planned = replan(pod);
   if ('skip' in planned) return { skipped: planned.skip };
   const uid = String((pod.metadata as Record<string, unknown>)?.uid ?? '');
-  const gate = settings.drain !== 'none' && planned.readinessGate;
+  run.gate = settings.drain !== 'none' && planned.readinessGate;
   let drained: PodUpgrade['drained'];
   let endpointsBefore: readonly PodEndpoint[] = [];
+  if (run.gate) {
+    const out = await drainThroughGate(run, uid, replan);
+    if ('skipped' in out) return out;
+    ({ drained, endpointsBefore, pod, planned } = out);
+  }
 
+  const patch = await patchWithRetries(run, pod, planned, replan);
+  if ('skipped' in patch) return patch;
+  const { changes, before, countsBefore } = patch;
+  say(`  ${name}: ${changes.map((change) => `${change.container} ${change.from} -> ${change.to}`).join(', ')}: patched`);
+
+  pod = await waitForContainers(run, changes, before);
+  if (run.gate) pod = await returnThroughGate(run, uid, endpointsBefore);
+  return upgradeOutcome(run, pod, changes, before, countsBefore, drained);
+}
+
+/** A plan for the pod as read now (not a skip). */
+type Planned = Exclude<ReturnType<Replan>, { skip: string }>;
+
+/** One pod's upgrade under way: its deadline, whether it drains through the gate, and how a failure is reported. */
+interface UpgradeRun {
+  readonly client: PodClient;
+  readonly clock: Clock;
+  readonly settings: PodUpgradeSettings;
+  readonly namespace: string;
+  readonly name: string;
+  readonly say: (line: string) => void;
+  readonly started: number;
+  readonly deadline: number;
+  readonly conditionType: string;
+  readonly where: string;
+  /** Whether the pod leaves its Services through the readiness gate: then a failure sets the gate True again. */
+  gate: boolean;
+  refused(what: string, error: unknown, patched: boolean): PodUpgradeFailure;
+  setGate(status: 'True' | 'False', patched: boolean): Promise<void>;
+  /** On a failure after draining: the condition goes back to True, so readiness is the containers' own again. */
+  failed(failure: PodUpgradeFailure): Promise<never>;
+  /** The pod as the apiserver has it now; a refused read fails the upgrade. */
+  readPod(patched: boolean): Promise<KubernetesObject>;
+  /** The pod's endpoints in its EndpointSlices now; a refused read fails the upgrade. */
+  readEndpoints(uid: string, patched: boolean): Promise<readonly PodEndpoint[]>;
+}
+
+/** Starts the clock on one pod's upgrade: its deadline, and how its refusals and failures are reported. */
+function startRun(client: PodClient, clock: Clock, settings: PodUpgradeSettings, namespace: string, name: string, say: (line: string) => void): UpgradeRun {
+  const started = clock.now();
+  const conditionType = readinessConditionType(settings.prefix);
+  const where = `pod ${namespace}/${name}`;
+  const refused = (what: string, error: unknown, patched: boolean) => new PodUpgradeFailure(`${where}: ${what}: ${(error as Error).message}`, patched);
   const setGate = async (status: 'True' | 'False', patched: boolean) => {
     const message = status === 'False' ? 'rollout --in-place is replacing sidecar images: out of its Services until they are ready' : 'sidecar images replaced in place';
     await client.setPodCondition(namespace, name, { type: conditionType, status, reason: status === 'False' ? 'InPlaceUpgrade' : 'InPlaceUpgraded', message }).catch((error) => {
       throw refused(`setting ${conditionType} ${status}`, error, patched);
     });
   };
-  /** On a failure after draining: the condition goes back to True, so readiness is the containers' own again. */
-  const failed = async (failure: PodUpgradeFailure): Promise<never> => {
-    if (gate) await setGate('True', failure.patched).catch(() => undefined);
-    throw failure;
+  const run: UpgradeRun = {
+    client,
+    clock,
+    settings,
+    namespace,
+    name,
+    say,
+    started,
+    deadline: started + settings.timeoutMs,
+    conditionType,
+    where,
+    gate: false,
+    refused,
+    setGate,
+    failed: async (failure) => {
+      if (run.gate) await setGate('True', failure.patched).catch(() => undefined);
+      throw failure;
+    },
+    readPod: (patched) => client.getPod(namespace, name).catch((error) => run.failed(refused('reading it', error, patched))),
+    readEndpoints: (uid, patched) => client.podEndpoints(namespace, uid).catch((error) => run.failed(refused('reading its EndpointSlices', error, patched))),
   };
+  return run;
+}
 
-  if (gate) {
-    endpointsBefore = await client.podEndpoints(namespace, uid).catch((error) => {
-      throw refused('reading its EndpointSlices', error, false);
-    });
-    await setGate('False', false);
-    for (;;) {
-      const endpoints = await client.podEndpoints(namespace, uid).catch((error) => failed(refused('reading its EndpointSlices', error, false)));
-      if (endpoints.every((endpoint) => !endpoint.ready)) {
-        drained = { slices: new Set(endpointsBefore.map((endpoint) => endpoint.slice)).size };
-        break;
-      }
-      if (clock.now() > deadline) {
-        await failed(new PodUpgradeFailure(`${where}: still ready in EndpointSlice ${endpoints.filter((e) => e.ready).map((e) => e.slice).join(', ')} ${Math.round((clock.now() - started) / 1000)}s after ${conditionType} was set False`, false));
-      }
-      await clock.sleep(settings.pollMs);
+/**
+ * Takes the pod out of its Services' endpoints: sets the gate's condition False and waits until no
+ * EndpointSlice lists it ready, then the grace. Returns the pod read again and planned anew (it changed
+ * meanwhile), or why it needs no patch any more (the gate then set True again).
+ */
+async function drainThroughGate(
+  run: UpgradeRun,
+  uid: string,
+  replan: Replan,
+): Promise<{ drained: { slices: number }; endpointsBefore: readonly PodEndpoint[]; pod: KubernetesObject; planned: Planned } | { skipped: string }> {
+  const { clock, settings, where, started, deadline, conditionType, setGate, failed } = run;
+  const endpointsBefore = await run.client.podEndpoints(run.namespace, uid).catch((error) => {
+    throw run.refused('reading its EndpointSlices', error, false);
+  });
+  await setGate('False', false);
+  let drained: { slices: number };
+  for (;;) {
+    const endpoints = await run.readEndpoints(uid, false);
+    if (endpoints.every((endpoint) => !endpoint.ready)) {
+      drained = { slices: new Set(endpointsBefore.map((endpoint) => endpoint.slice)).size };
+      break;
     }
-    say(`  ${name}: out of its Services' endpoints (${conditionType} False; ${drained.slices} EndpointSlice${drained.slices === 1 ? '' : 's'} listed it)`);
-    if (settings.drainGraceMs > 0) await clock.sleep(settings.drainGraceMs);
-    // Read again: the pod changed (its status), and its images may have too.
-    pod = await client.getPod(namespace, name).catch((error) => failed(refused('reading it', error, false)));
-    planned = replan(pod);
-    if ('skip' in planned) {
-      await setGate('True', false);
-      return { skipped: planned.skip };
+    if (clock.now() > deadline) {
+      await failed(new PodUpgradeFailure(`${where}: still ready in EndpointSlice ${endpoints.filter((e) => e.ready).map((e) => e.slice).join(', ')} ${Math.round((clock.now() - started) / 1000)}s after ${conditionType} was set False`, false));
     }
+    await clock.sleep(settings.pollMs);
   }
+  run.say(`  ${run.name}: out of its Services' endpoints (${conditionType} False; ${drained.slices} EndpointSlice${drained.slices === 1 ? '' : 's'} listed it)`);
+  if (settings.drainGraceMs > 0) await clock.sleep(settings.drainGraceMs);
+  // Read again: the pod changed (its status), and its images may have too.
+  const pod = await run.readPod(false);
+  const planned = replan(pod);
+  if ('skip' in planned) {
+    await setGate('True', false);
+    return { skipped: planned.skip };
+  }
+  return { drained, endpointsBefore, pod, planned };
+}
 
+/** How many times a patch is sent again after the pod changed under it (the kubelet writes status often). */
+const PATCH_ATTEMPTS = 5;
+
+/**
+ * Sends the guarded patch. Refused, the pod is read again: when it changed under the patch, the plan
+ * is made anew and sent again (up to PATCH_ATTEMPTS); when it did not, the refusal is real. Returns
+ * the images replaced and the kubelet's last report of each container before, or why the pod needs no
+ * patch any more.
+ */
+async function patchWithRetries(
+  run: UpgradeRun,
+  pod: KubernetesObject,
+  planned: Planned,
+  replan: Replan,
+): Promise<{ changes: readonly ImageChange[]; before: Map<string, ContainerBefore>; countsBefore: Map<string, number> } | { skipped: string }> {
   // The kubelet's last report of each container to replace, and of every container.
   let before = new Map(planned.changes.map((change) => [change.container, snapshot(pod, change.container)]));
   let countsBefore = restartCounts(pod);
-  let patched = false;
-  for (let attempt = 1; !patched; attempt++) {
+  for (let attempt = 1; ; attempt++) {
     try {
-      const answer = await client.patchPod(namespace, name, planned.operations);
-      patched = true;
+      const answer = await run.client.patchPod(run.namespace, run.name, planned.operations);
       // The pod as the patch left it: its status is the kubelet's last word before the new spec
       // existed, so a container it names was started from the old one. A container started after
       // that (another containerID, or a restart count past it) was started from the patched spec.
       if (isObject(answer?.status)) before = new Map(planned.changes.map((change) => [change.container, snapshot(answer, change.container)]));
+      return { changes: planned.changes, before, countsBefore };
     } catch (error) {
       const readVersion = resourceVersionOf(pod);
-      pod = await client.getPod(namespace, name).catch((readError) => failed(refused('reading it', readError, false)));
+      pod = await run.readPod(false);
       // A pod changed since it was read fails the patch's tests (the apiserver answers a failed test
       // with a bare 422): read again, it has another resourceVersion. The same one: a real refusal.
       const changed = error instanceof PatchConflict || resourceVersionOf(pod) !== readVersion;
-      if (!changed || attempt >= PATCH_ATTEMPTS) await failed(refused(`replacing images (attempt ${attempt})`, error, false));
-      planned = replan(pod);
-      if ('skip' in planned) {
-        if (gate) await setGate('True', false);
-        return { skipped: planned.skip };
+      if (!changed || attempt >= PATCH_ATTEMPTS) await run.failed(run.refused(`replacing images (attempt ${attempt})`, error, false));
+      const again = replan(pod);
+      if ('skip' in again) {
+        if (run.gate) await run.setGate('True', false);
+        return { skipped: again.skip };
       }
+      planned = again;
       before = new Map(planned.changes.map((change) => [change.container, snapshot(pod, change.container)]));
       countsBefore = restartCounts(pod);
     }
   }
-  const changes = planned.changes;
-  say(`  ${name}: ${changes.map((change) => `${change.container} ${change.from} -> ${change.to}`).join(', ')}: patched`);
+}
 
-  // The kubelet's part: each container stopped, started anew on the new image, and ready.
+/** The kubelet's part: each container stopped, started anew on the new image, and ready. Returns the pod as last read. */
+async function waitForContainers(run: UpgradeRun, changes: readonly ImageChange[], before: ReadonlyMap<string, ContainerBefore>): Promise<KubernetesObject> {
+  const { clock, settings, where, deadline, failed } = run;
   for (;;) {
-    pod = await client.getPod(namespace, name).catch((error) => failed(refused('reading it', error, true)));
+    const pod = await run.readPod(true);
     const waiting: string[] = [];
     for (const change of changes) {
-      const entry = containerStatus(pod, change.container);
-      const was = before.get(change.container)!;
-      const reason = entry?.state?.waiting?.reason;
-      // On the new image: an image that cannot be pulled, or a new container that crashed (a restart
-      // count past the one before: the old container's own back-off is no verdict on the new image).
-      // A kubelet that cannot pull an image keeps reporting the last container's image and ID (seen on
-      // a real node): only its message, which names the image it pulls, says which image failed. That
-      // matters both ways: a new image that cannot be pulled stops the run at once, and the back-off
-      // still reported for it while --undo goes back to the last container's image is no verdict.
-      const message = entry?.state?.waiting?.message;
-      const pullMessage = typeof reason === 'string' && PULL_REASONS.has(reason) && typeof message === 'string' && /image "/.test(message);
-      const aboutNewImage =
-        reason === 'CrashLoopBackOff' ? Number(entry?.restartCount ?? 0) > was.restartCount
-        : pullMessage ? mentionsImage(message, change.to)
-        : runsImage(entry?.image, change.to) || entry?.containerID !== was.containerID;
-      if (typeof reason === 'string' && HOPELESS_WAITING_REASONS.has(reason) && aboutNewImage) {
-        await failed(new PodUpgradeFailure(`${where}: container ${change.container} on ${change.to}: ${reason}${entry?.state?.waiting?.message ? `: ${entry.state.waiting.message}` : ''}`, true));
-      }
-      // Started after the patch, so from the patched spec, whatever name the runtime reports for its
-      // image: containerd 1.6 reports an image's first reference in sort order, not the one the pod
-      // asked for, so a move between two names of one image (v1.31 to v1.31.0, a registry mirror)
-      // keeps both the reported name and the imageID (seen on a real node).
-      if (!startedSince(entry, was) || !isObject(entry?.state?.running)) waiting.push(`${change.container} not yet restarted on ${change.to}`);
-      else if (entry?.ready !== true) waiting.push(`${change.container} not ready`);
+      const state = newContainerState(pod, change, before.get(change.container)!);
+      if (state && 'failure' in state) await failed(new PodUpgradeFailure(`${where}: ${state.failure}`, true));
+      if (state && 'waiting' in state) waiting.push(state.waiting);
     }
     // With the gate False, the pod is not Ready by design: its containers decide until it is set back.
-    if (waiting.length === 0 && !gate && podCondition(pod, 'Ready') !== 'True') waiting.push('pod not Ready');
-    if (waiting.length === 0) break;
+    if (waiting.length === 0 && !run.gate && podCondition(pod, 'Ready') !== 'True') waiting.push('pod not Ready');
+    if (waiting.length === 0) return pod;
     if (clock.now() > deadline) await failed(new PodUpgradeFailure(`${where}: not back within ${Math.round(settings.timeoutMs / 1000)}s: ${waiting.join(', ')}${describeWaiting(pod, changes)}`, true));
     await clock.sleep(settings.pollMs);
   }
+}
 
-  if (gate) {
-    await setGate('True', true);
-    for (;;) {
-      pod = await client.getPod(namespace, name).catch((error) => failed(refused('reading it', error, true)));
-      const ready = podCondition(pod, 'Ready') === 'True';
-      const listedBefore = new Set(endpointsBefore.map((endpoint) => endpoint.slice));
-      const endpoints = ready && listedBefore.size > 0 ? await client.podEndpoints(namespace, uid).catch((error) => failed(refused('reading its EndpointSlices', error, true))) : [];
-      const back = [...listedBefore].every((slice) => endpoints.some((endpoint) => endpoint.slice === slice && endpoint.ready));
-      if (ready && back) break;
-      if (clock.now() > deadline) await failed(new PodUpgradeFailure(`${where}: ${ready ? 'not back in its EndpointSlices' : 'not Ready'} within ${Math.round(settings.timeoutMs / 1000)}s after ${conditionType} was set True`, true));
-      await clock.sleep(settings.pollMs);
-    }
+/**
+ * Where one replaced container stands, from the kubelet's report against its report before the patch:
+ * a failure no wait will cure (on the new image), what is still waited for, or nothing (running and ready).
+ */
+function newContainerState(pod: KubernetesObject, change: ImageChange, was: ContainerBefore): { failure: string } | { waiting: string } | undefined {
+  const entry = containerStatus(pod, change.container);
+  const reason = entry?.state?.waiting?.reason;
+  // On the new image: an image that cannot be pulled, or a new container that crashed (a restart
+  // count past the one before: the old container's own back-off is no verdict on the new image).
+  // A kubelet that cannot pull an image keeps reporting the last container's image and ID (seen on
+  // a real node): only its message, which names the image it pulls, says which image failed. That
+  // matters both ways: a new image that cannot be pulled stops the run at once, and the back-off
+  // still reported for it while --undo goes back to the last container's image is no verdict.
+  const message = entry?.state?.waiting?.message;
+  const pullMessage = typeof reason === 'string' && PULL_REASONS.has(reason) && typeof message === 'string' && /image "/.test(message);
+  const aboutNewImage =
+    reason === 'CrashLoopBackOff' ? Number(entry?.restartCount ?? 0) > was.restartCount
+    : pullMessage ? mentionsImage(message, change.to)
+    : runsImage(entry?.image, change.to) || entry?.containerID !== was.containerID;
+  if (typeof reason === 'string' && HOPELESS_WAITING_REASONS.has(reason) && aboutNewImage) {
+    return { failure: `container ${change.container} on ${change.to}: ${reason}${entry?.state?.waiting?.message ? `: ${entry.state.waiting.message}` : ''}` };
   }
+  // Started after the patch, so from the patched spec, whatever name the runtime reports for its
+  // image: containerd 1.6 reports an image's first reference in sort order, not the one the pod
+  // asked for, so a move between two names of one image (v1.31 to v1.31.0, a registry mirror)
+  // keeps both the reported name and the imageID (seen on a real node).
+  if (!startedSince(entry, was) || !isObject(entry?.state?.running)) return { waiting: `${change.container} not yet restarted on ${change.to}` };
+  if (entry?.ready !== true) return { waiting: `${change.container} not ready` };
+  return undefined;
+}
 
+/** Puts the pod back in its Services: the gate's condition True, then waits until it is Ready and back in every EndpointSlice that listed it. Returns the pod as last read. */
+async function returnThroughGate(run: UpgradeRun, uid: string, endpointsBefore: readonly PodEndpoint[]): Promise<KubernetesObject> {
+  const { clock, settings, where, deadline, conditionType } = run;
+  await run.setGate('True', true);
+  for (;;) {
+    const pod = await run.readPod(true);
+    const ready = podCondition(pod, 'Ready') === 'True';
+    const listedBefore = new Set(endpointsBefore.map((endpoint) => endpoint.slice));
+    const endpoints = ready && listedBefore.size > 0 ? await run.readEndpoints(uid, true) : [];
+    const back = [...listedBefore].every((slice) => endpoints.some((endpoint) => endpoint.slice === slice && endpoint.ready));
+    if (ready && back) return pod;
+    if (clock.now() > deadline) await run.failed(new PodUpgradeFailure(`${where}: ${ready ? 'not back in its EndpointSlices' : 'not Ready'} within ${Math.round(settings.timeoutMs / 1000)}s after ${conditionType} was set True`, true));
+    await clock.sleep(settings.pollMs);
+  }
+}
+
+/** What became of the pod: each replaced container's restart count and imageID before and after, and any other container that restarted meanwhile. */
+function upgradeOutcome(
+  run: UpgradeRun,
+  pod: KubernetesObject,
+  changes: readonly ImageChange[],
+  before: ReadonlyMap<string, ContainerBefore>,
+  countsBefore: ReadonlyMap<string, number>,
+  drained: PodUpgrade['drained'],
+): PodUpgrade {
   const countsAfter = restartCounts(pod);
   const upgradedNames = new Set(changes.map((change) => change.container));
   const otherRestarts = [...countsAfter].filter(([container, count]) => !upgradedNames.has(container) && count !== (countsBefore.get(container) ?? count)).map(([container, count]) => `${container} ${countsBefore.get(container)} -> ${count}`);
   return {
-    namespace,
-    name,
+    namespace: run.namespace,
+    name: run.name,
     containers: changes.map((change) => {
       const was = before.get(change.container)!;
       const entry = containerStatus(pod, change.container);
@@ -373,7 +422,7 @@ export async function upgradePod(
     }),
     drained,
     otherRestarts,
-    milliseconds: clock.now() - started,
+    milliseconds: run.clock.now() - run.started,
   };
 }
 

@@ -24,10 +24,10 @@ import { evaluate } from '../engine/mutate';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { applyPatch, type Operation } from 'fast-json-patch';
 import { type ClusterObjects, type PodStatus, type WorkloadRef, classifyPods, configForPod, configuredHashes, workloadOf } from './injection-status';
-import type { InjectorSource } from './injector-source';
+import type { InjectorSource } from './synthesized-injectors';
 import { appliedConfig, podRevision } from './pod-revision';
-import { createRequestFor, decodeResponsePatch } from './preview';
-import { RESTARTABLE_KINDS } from './status-command';
+import { createRequestFor, decodeResponsePatch } from './admission-request';
+import { RESTARTABLE_KINDS } from './status-report';
 import { type ContainerList, type ImageChange, type PreviousImages, parsePreviousImages } from './in-place-patches';
 
 export { type ContainerList, type GuardedOperation, type ImageChange, type PreviousImages, MAX_PREVIOUS_IMAGES_LENGTH, formatPreviousImages, inPlacePatch, parsePreviousImages, undoPatch } from './in-place-patches';
@@ -207,23 +207,8 @@ export function planPod(pod: KubernetesObject, status: PodStatus, chain: readonl
   const lifecycle = lifecycleReason(pod);
   if (lifecycle) reasons.push(`the pod is ${lifecycle}`);
   const byName = new Map(config.injections.map((injection) => [injection.name, injection]));
-  const outdated: ResolvedInjection[] = [];
-  for (const entry of stale) {
-    switch (entry.state) {
-      case 'missing':
-        reasons.push(`${entry.injection} missing: a running pod cannot get containers`);
-        break;
-      case 'no-longer-configured':
-        reasons.push(`${entry.injection} no longer configured: a running pod cannot lose containers`);
-        break;
-      case 'version-unknown':
-        reasons.push(`${entry.injection} version unknown: no recorded hash to prove that only images changed`);
-        break;
-      case 'outdated':
-        outdated.push(byName.get(entry.injection)!);
-        break;
-    }
-  }
+  const { outdated, notInPlace } = sortStale(stale, byName);
+  reasons.push(...notInPlace);
   if (!readinessGate && options.requireReadinessGate) reasons.push(`no readiness gate ${gateType} (--drain gate): give the injection readinessGate: true`);
 
   const podHashes = parseInjectionHashes(ownStringMap(metadataOf(pod).annotations)[keys.hashes]);
@@ -233,67 +218,17 @@ export function planPod(pod: KubernetesObject, status: PodStatus, chain: readonl
   let fresh: KubernetesObject | undefined;
   for (const injection of outdated) {
     const before = reasons.length;
-    const templateKind = injection.targetKinds.find((kind) => workloadKinds.includes(kind));
-    if (templateKind) {
-      reasons.push(`${injection.name} is in the ${templateKind}'s stored pod template (targetKinds): pods made later would get the old version; re-apply the ${templateKind}`);
-      continue;
-    }
-    const containers = injectedContainers(injection);
-    if (containers.length === 0) {
-      reasons.push(`${injection.name} changed and adds no container whose image could be replaced`);
-      continue;
-    }
-    const images = new Map<string, string>();
-    const located = new Map<string, ReturnType<typeof findContainer>>();
-    for (const container of containers) {
-      const found = findContainer(pod, container.name);
-      if (!found || typeof found.container.image !== 'string') {
-        reasons.push(`${injection.name}: container ${container.name} is not in the pod`);
-        continue;
-      }
-      images.set(container.name, found.container.image);
-      located.set(container.name, found);
-    }
-    if (reasons.length > before) continue;
-    // The hash proof: nothing but images separates the pod's version from the config's.
-    const podHash = podHashes?.get(injection.name);
-    const asThePodHasIt = injectionHash(withPodImages(injection, images));
-    if (podHash !== asThePodHasIt) {
-      reasons.push(`${injection.name} changed more than its images (pod has ${podHash}; the current definition with the pod's images is ${asThePodHasIt})`);
+    const proof = imagesOnlyProof(pod, injection, workloadKinds, podHashes);
+    if ('reasons' in proof) {
+      reasons.push(...proof.reasons);
       continue;
     }
     // The engine: what it would add to this pod now, against what the pod has.
     fresh ??= reinjected(pod, status.namespace, chain, config, status.injections.flatMap((entry) => (byName.has(entry.injection) && entry.state !== 'missing' ? [byName.get(entry.injection)!] : [])));
-    for (const container of containers) {
-      const want = findContainer(fresh, container.name);
-      const have = located.get(container.name)!;
-      if (!want) {
-        reasons.push(`${injection.name}: the webhook would not add container ${container.name} to this pod now`);
-        continue;
-      }
-      if (want.list !== have.list) {
-        reasons.push(`${injection.name}: container ${container.name} is in ${have.list}, the webhook would put it in ${want.list}`);
-        continue;
-      }
-      const { image: wantImage, ...wantRest } = want.container;
-      const { image: _haveImage, ...haveRest } = have.container;
-      const difference = containerDifference(wantRest, haveRest);
-      if (difference) {
-        reasons.push(`${injection.name}: container ${container.name} differs from what the webhook adds now at ${difference}`);
-        continue;
-      }
-      const nativeSidecar = have.list === 'initContainers' && have.container.restartPolicy === 'Always';
-      if (nativeSidecar && options.nativeSidecars === 'restart') {
-        reasons.push(`${injection.name}: container ${container.name} is a native sidecar (--native-sidecars restart)`);
-        continue;
-      }
-      if (have.list === 'initContainers' && !nativeSidecar) {
-        reasons.push(`${injection.name}: container ${container.name} is an init container that has run to completion: a new image would not run`);
-        continue;
-      }
-      if (wantImage !== have.container.image) {
-        changes.push({ injection: injection.name, container: container.name, list: have.list, index: have.index, from: String(have.container.image), to: String(wantImage), nativeSidecar });
-      }
+    for (const container of injectedContainers(injection)) {
+      const verdict = imageChange(injection, container.name, findContainer(fresh, container.name), proof.located.get(container.name)!, options);
+      if (typeof verdict === 'string') reasons.push(verdict);
+      else if (verdict) changes.push(verdict);
     }
     if (reasons.length === before) upgraded.set(injection.name, injectionHash(injection));
   }
@@ -301,6 +236,87 @@ export function planPod(pod: KubernetesObject, status: PodStatus, chain: readonl
   const hashesAfter = replaceHashEntries(ownStringMap(metadataOf(pod).annotations)[keys.hashes] ?? '', upgraded);
   const revisionAfter = chosen !== undefined && status.revision?.recorded !== chosen ? { revisionAfter: chosen } : {};
   return { ...base, action: 'in-place', reasons: [], changes, hashesAfter, ...revisionAfter };
+}
+
+/** The stale injections an image change might fix (outdated ones), and why each other one rules out an upgrade in place. */
+function sortStale(stale: PodStatus['injections'], byName: ReadonlyMap<string, ResolvedInjection>): { outdated: ResolvedInjection[]; notInPlace: string[] } {
+  const outdated: ResolvedInjection[] = [];
+  const notInPlace: string[] = [];
+  for (const entry of stale) {
+    switch (entry.state) {
+      case 'missing':
+        notInPlace.push(`${entry.injection} missing: a running pod cannot get containers`);
+        break;
+      case 'no-longer-configured':
+        notInPlace.push(`${entry.injection} no longer configured: a running pod cannot lose containers`);
+        break;
+      case 'version-unknown':
+        notInPlace.push(`${entry.injection} version unknown: no recorded hash to prove that only images changed`);
+        break;
+      case 'outdated':
+        outdated.push(byName.get(entry.injection)!);
+        break;
+    }
+  }
+  return { outdated, notInPlace };
+}
+
+type LocatedContainer = NonNullable<ReturnType<typeof findContainer>>;
+
+/**
+ * Whether only images separate the pod's version of an outdated injection from the config's: the
+ * injection is not in a stored pod template, its containers are all in the pod, and the current
+ * definition with the pod's images hashes to the hash the pod records. Returns where each of its
+ * containers sits in the pod, or why not.
+ */
+function imagesOnlyProof(
+  pod: KubernetesObject,
+  injection: ResolvedInjection,
+  workloadKinds: readonly string[],
+  podHashes: ReadonlyMap<string, string> | undefined,
+): { located: Map<string, LocatedContainer> } | { reasons: string[] } {
+  const templateKind = injection.targetKinds.find((kind) => workloadKinds.includes(kind));
+  if (templateKind) return { reasons: [`${injection.name} is in the ${templateKind}'s stored pod template (targetKinds): pods made later would get the old version; re-apply the ${templateKind}`] };
+  const containers = injectedContainers(injection);
+  if (containers.length === 0) return { reasons: [`${injection.name} changed and adds no container whose image could be replaced`] };
+  const reasons: string[] = [];
+  const images = new Map<string, string>();
+  const located = new Map<string, LocatedContainer>();
+  for (const container of containers) {
+    const found = findContainer(pod, container.name);
+    if (!found || typeof found.container.image !== 'string') {
+      reasons.push(`${injection.name}: container ${container.name} is not in the pod`);
+      continue;
+    }
+    images.set(container.name, found.container.image);
+    located.set(container.name, found);
+  }
+  if (reasons.length > 0) return { reasons };
+  // The hash proof: nothing but images separates the pod's version from the config's.
+  const podHash = podHashes?.get(injection.name);
+  const asThePodHasIt = injectionHash(withPodImages(injection, images));
+  if (podHash !== asThePodHasIt) return { reasons: [`${injection.name} changed more than its images (pod has ${podHash}; the current definition with the pod's images is ${asThePodHasIt})`] };
+  return { located };
+}
+
+/**
+ * One container of an outdated injection, as the webhook would add it now (`want`) against the pod's
+ * (`have`): the image to replace, nothing when the image is already the one, or why it cannot be
+ * replaced in place (not added now, another list, another field differs, a native sidecar with
+ * `--native-sidecars restart`, an init container that has run).
+ */
+function imageChange(injection: ResolvedInjection, name: string, want: LocatedContainer | undefined, have: LocatedContainer, options: InPlaceOptions): ImageChange | string | undefined {
+  if (!want) return `${injection.name}: the webhook would not add container ${name} to this pod now`;
+  if (want.list !== have.list) return `${injection.name}: container ${name} is in ${have.list}, the webhook would put it in ${want.list}`;
+  const { image: wantImage, ...wantRest } = want.container;
+  const { image: _haveImage, ...haveRest } = have.container;
+  const difference = containerDifference(wantRest, haveRest);
+  if (difference) return `${injection.name}: container ${name} differs from what the webhook adds now at ${difference}`;
+  const nativeSidecar = have.list === 'initContainers' && have.container.restartPolicy === 'Always';
+  if (nativeSidecar && options.nativeSidecars === 'restart') return `${injection.name}: container ${name} is a native sidecar (--native-sidecars restart)`;
+  if (have.list === 'initContainers' && !nativeSidecar) return `${injection.name}: container ${name} is an init container that has run to completion: a new image would not run`;
+  if (wantImage === have.container.image) return undefined;
+  return { injection: injection.name, container: name, list: have.list, index: have.index, from: String(have.container.image), to: String(wantImage), nativeSidecar };
 }
 
 /** A workload's pods, and what `rollout --in-place` does to it as a whole. */

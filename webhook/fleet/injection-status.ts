@@ -8,9 +8,9 @@ import { evaluate, parseStatus } from '../engine/mutate';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import { matchWebhookConfiguration } from '../engine/webhook-match';
 import type { KubernetesObject } from '../engine/admission-review';
-import type { InjectorSource } from './injector-source';
+import type { InjectorSource } from './synthesized-injectors';
 import { type PodRevision, appliedConfig, podRevision } from './pod-revision';
-import { createRequestFor } from './preview';
+import { createRequestFor } from './admission-request';
 
 /** What one injection of one pod is, measured against the current config. */
 export type InjectionState = 'up-to-date' | 'outdated' | 'version-unknown' | 'missing' | 'no-longer-configured' | 'audit';

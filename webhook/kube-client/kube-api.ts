@@ -1,14 +1,15 @@
-// The reconciler's apiserver client: JSON over HTTPS with the pod's service-account token (read again
-// on every request: the kubelet rotates it) and the cluster CA. A few dozen lines instead of
-// @kubernetes/client-node, so the reconciler's bundle fits a ConfigMap beside the webhook's. Every
-// answer is read up to a bound and every request has a deadline: an apiserver (or something posing as
-// one) cannot grow the reconciler's memory or hold it forever.
+// The in-cluster apiserver client of the reconciler and of the webhook's namespace watch: JSON over
+// HTTPS with the pod's service-account token (read again on every request: the kubelet rotates it)
+// and the cluster CA, lists in pages that shrink when one is too large, watches as streams of events.
+// A few dozen lines instead of @kubernetes/client-node, so the bundles fit ConfigMaps. Every answer is
+// read up to a bound and every request has a deadline: an apiserver (or something posing as one)
+// cannot grow the caller's memory or hold it forever.
 
 import * as fs from 'node:fs';
 import * as https from 'node:https';
 import type { ClientRequest, IncomingMessage } from 'node:http';
-import type { ApiserverConnection } from '../server/namespace-watch';
-import { LineTooLong, WatchErrorEvent, readWatchStream } from '../server/watch-stream';
+import type { ApiserverConnection } from './in-cluster-connection';
+import { LineTooLong, WatchErrorEvent, readWatchStream } from './watch-stream';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -18,15 +19,19 @@ export interface KubeRequest {
   readonly contentType?: string;
   /** Query parameters (`limit`, `continue`, `labelSelector`, `dryRun`, `fieldManager`). */
   readonly query?: Readonly<Record<string, string | undefined>>;
+  /** The Accept header (a metadata-only list asks for `as=PartialObjectMetadataList`). @default application/json */
+  readonly accept?: string;
+  /** Cuts the request (the answer rejects). */
+  readonly signal?: AbortSignal;
 }
 
 /** One event of a watch, its object as metadata only (PartialObjectMetadata). */
 export interface WatchEvent {
   readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
-  readonly object: { readonly metadata?: { readonly name?: string; readonly namespace?: string; readonly resourceVersion?: string } };
+  readonly object: { readonly metadata?: { readonly name?: string; readonly namespace?: string; readonly resourceVersion?: string; readonly annotations?: unknown } };
 }
 
-/** What the reconciler needs of the apiserver: one JSON request. The tests give it an in-memory cluster. */
+/** What the reconciler needs of the apiserver: one JSON request. Its tests give it an in-memory cluster. */
 export interface KubeApi {
   request(method: Method, path: string, request?: KubeRequest): Promise<any>;
   /**
@@ -97,8 +102,8 @@ export class HttpsKubeApi implements KubeApi {
     return new Promise((resolve, reject) => {
       const req = https.request(
         url,
-        this.requestOptions(method, this.agent, {
-          accept: 'application/json',
+        this.requestOptions(method, this.agent, request.signal, {
+          accept: request.accept ?? 'application/json',
           ...(body ? { 'content-type': method === 'PATCH' ? (request.contentType ?? 'application/merge-patch+json') : 'application/json', 'content-length': body.length } : {}),
         }),
         (res: IncomingMessage) => {
@@ -143,11 +148,12 @@ export class HttpsKubeApi implements KubeApi {
   }
 
   /** A request's options: the token read again now (the kubelet rotates it), the CA's agent, a deadline. */
-  private requestOptions(method: Method, agent: https.Agent, headers: Record<string, string | number>): https.RequestOptions {
+  private requestOptions(method: Method, agent: https.Agent, signal: AbortSignal | undefined, headers: Record<string, string | number>): https.RequestOptions {
     const token = fs.readFileSync(this.connection.tokenFile, 'utf8').trim();
     return {
       method,
       agent,
+      signal,
       ...(this.connection.serverName ? { servername: this.connection.serverName } : {}),
       headers: { authorization: `Bearer ${token}`, 'user-agent': this.options.userAgent ?? 'sidecar-injector-reconciler', ...headers },
       timeout: this.options.timeoutMs ?? REQUEST_TIMEOUT_MS,
@@ -157,14 +163,14 @@ export class HttpsKubeApi implements KubeApi {
   async watch(path: string, query: Readonly<Record<string, string>>, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<'gone' | 'ended'> {
     if (signal.aborted) return 'ended';
     const url = new URL(path, this.base);
-    for (const [key, value] of Object.entries({ ...query, watch: '1' })) url.searchParams.set(key, value);
+    for (const [key, value] of Object.entries({ watch: '1', ...query })) url.searchParams.set(key, value);
     let req: ClientRequest | undefined;
     const abort = () => req?.destroy();
     signal.addEventListener('abort', abort, { once: true });
     try {
       const res = await new Promise<IncomingMessage>((resolve, reject) => {
         // Its own socket, held for minutes: the requests' pool stays free.
-        req = https.request(url, this.requestOptions('GET', this.watchAgent, { accept: METADATA_WATCH_ACCEPT }), resolve);
+        req = https.request(url, this.requestOptions('GET', this.watchAgent, undefined, { accept: METADATA_WATCH_ACCEPT }), resolve);
         req.on('timeout', () => req!.destroy(new Error(`watch ${url.pathname}: no answer in ${(this.options.timeoutMs ?? REQUEST_TIMEOUT_MS) / 1000} s`)));
         req.on('error', reject);
         req.end();
@@ -198,25 +204,32 @@ export class HttpsKubeApi implements KubeApi {
   }
 }
 
-/** Objects per list page at first; a page over MAX_RESPONSE_BYTES is asked for again a quarter the size,
- * down to one object (at most the apiserver's 1.5 MiB object limit). */
+/** Objects per list page at first; a page over the client's bound (MAX_RESPONSE_BYTES) is asked for again
+ * a quarter the size, down to one object (at most the apiserver's 1.5 MiB object limit). */
 export const PAGE_LIMIT = 250;
 
 /**
  * Every item of a list, page by page, handed to `each` as each page arrives: at most one page is held.
- * Returns the list's resourceVersion.
+ * Returns the list's resourceVersion. `pageSize` is where the page size starts, and keeps it once it
+ * shrank, for the next list; `request` adds the Accept header or a signal to each page's request.
  */
-export async function listPages(api: KubeApi, path: string, each: (items: readonly any[]) => Promise<void> | void, query: Record<string, string> = {}): Promise<string> {
+export async function listPages(
+  api: KubeApi,
+  path: string,
+  each: (items: readonly any[]) => Promise<void> | void,
+  query: Record<string, string> = {},
+  pageSize: { limit: number } = { limit: PAGE_LIMIT },
+  request: Pick<KubeRequest, 'accept' | 'signal'> = {},
+): Promise<string> {
   let continueToken: string | undefined;
   let resourceVersion = '';
-  let limit = PAGE_LIMIT;
   for (;;) {
     let page: any;
     try {
-      page = await api.request('GET', path, { query: { ...query, limit: String(limit), continue: continueToken } });
+      page = await api.request('GET', path, { ...request, query: { ...query, limit: String(pageSize.limit), continue: continueToken } });
     } catch (error) {
-      if (!(error instanceof ResponseTooLarge) || limit === 1) throw error;
-      limit = Math.max(1, Math.floor(limit / 4));
+      if (!(error instanceof ResponseTooLarge) || pageSize.limit === 1) throw error;
+      pageSize.limit = Math.max(1, Math.floor(pageSize.limit / 4));
       continue;
     }
     await each(Array.isArray(page?.items) ? page.items : []);
