@@ -70,6 +70,26 @@ describe(`revisions and tags on a node (${BACKEND})`, { skip }, () => {
     }
   };
 
+  /**
+   * `rollout --in-place --from outdir` in rev-default: exit 0, the pods of `before` kept with their apps
+   * never restarted, each now on `revision`, and status then exits 0.
+   */
+  const movedInPlace = async (outdir: string, shownAs: string, before: Awaited<ReturnType<typeof revisionsOf>>, revision: 'r1' | 'r2') => {
+    const moved = await cli(cluster, ['rollout', '--in-place', '--from', outdir, '-n', 'rev-default', '--timeout', '300s']);
+    shown(`rollout --in-place --from ${shownAs} -n rev-default`, moved);
+    assert.equal(moved.status, 0, describeRun(moved));
+    const after = await revisionsOf('rev-default', 'web');
+    assert.deepEqual(after.map((pod) => pod.uid).sort(), before.map((pod) => pod.uid).sort(), 'the same pods');
+    for (const pod of after) {
+      const was = before.find((earlier) => earlier.uid === pod.uid)!;
+      assert.deepEqual({ appRestarts: pod.fact.appRestarts, appStarted: pod.fact.appProcessStart }, { appRestarts: 0, appStarted: was.fact.appProcessStart }, `${pod.name}: the app never restarted`);
+    }
+    expectRevision(after, revision, `the pods moved in place to ${revision}`);
+    const fresh = await cli(cluster, ['status', '--from', outdir, '-n', 'rev-default']);
+    shown(`status --from ${shownAs} -n rev-default`, fresh);
+    assert.equal(fresh.status, 0, describeRun(fresh));
+  };
+
   test('r1 and r2 in one synth: a default namespace runs r1, a namespace labelled canary runs r2, a workload labelled canary in a default namespace runs r2', async () => {
     // The policies of the app without revisions have other names: pruned, as Argo CD or Flux prune them.
     if (!WEBHOOK) progress(kubectl(cluster, ['delete', 'mutatingadmissionpolicies,mutatingadmissionpolicybindings', '-l', 'app.kubernetes.io/name=sidecar-injector']).trim());
@@ -125,20 +145,7 @@ describe(`revisions and tags on a node (${BACKEND})`, { skip }, () => {
     // The scale-down may have kept the r2 pod: then the workload runs both.
     assert.match(stale.stdout, /Deployment\/web\s+r1(\+r2)? -> r2/, describeRun(stale));
 
-    const olds = await revisionsOf('rev-default', 'web');
-    const moved = await cli(cluster, ['rollout', '--in-place', '--from', promoted, '-n', 'rev-default', '--timeout', '300s']);
-    shown('rollout --in-place --from dist-promoted/ -n rev-default', moved);
-    assert.equal(moved.status, 0, describeRun(moved));
-    const after = await revisionsOf('rev-default', 'web');
-    assert.deepEqual(after.map((pod) => pod.uid).sort(), olds.map((pod) => pod.uid).sort(), 'the same pods');
-    for (const pod of after) {
-      const was = olds.find((earlier) => earlier.uid === pod.uid)!;
-      assert.deepEqual({ appRestarts: pod.fact.appRestarts, appStarted: pod.fact.appProcessStart }, { appRestarts: 0, appStarted: was.fact.appProcessStart }, `${pod.name}: the app never restarted`);
-    }
-    expectRevision(after, 'r2', 'the r1 pods moved in place');
-    const fresh = await cli(cluster, ['status', '--from', promoted, '-n', 'rev-default']);
-    shown('status --from dist-promoted/ -n rev-default', fresh);
-    assert.equal(fresh.status, 0, describeRun(fresh));
+    await movedInPlace(promoted, 'dist-promoted/', await revisionsOf('rev-default', 'web'), 'r2');
   });
 
   test('rollback: stable moved back to r1 and applied; new pods get r1, the canary namespace stays on r2, status names the r2 pods of the default namespace outdated, rollout --in-place moves them back keeping them and their apps', async () => {
@@ -161,20 +168,8 @@ describe(`revisions and tags on a node (${BACKEND})`, { skip }, () => {
     assert.match(stale.stdout, /Deployment\/web\s+r2 -> r1/, describeRun(stale));
     assert.doesNotMatch(stale.stdout, /Deployment\/canary-web\s+r2 -> r1/, 'the workload labelled canary stays on r2');
 
-    const moved = await cli(cluster, ['rollout', '--in-place', '--from', rolledBack, '-n', 'rev-default', '--timeout', '300s']);
-    shown('rollout --in-place --from dist-rolled-back/ -n rev-default', moved);
-    assert.equal(moved.status, 0, describeRun(moved));
-    const after = await revisionsOf('rev-default', 'web');
-    assert.deepEqual(after.map((pod) => pod.uid).sort(), before.map((pod) => pod.uid).sort(), 'the same pods');
-    for (const pod of after) {
-      const was = before.find((earlier) => earlier.uid === pod.uid)!;
-      assert.deepEqual({ appRestarts: pod.fact.appRestarts, appStarted: pod.fact.appProcessStart }, { appRestarts: 0, appStarted: was.fact.appProcessStart }, `${pod.name}: the app never restarted`);
-    }
-    expectRevision(after, 'r1', 'the r2 pods moved back in place');
+    await movedInPlace(rolledBack, 'dist-rolled-back/', before, 'r1');
     expectRevision(await revisionsOf('rev-default', 'canary-web'), 'r2', 'the canary workload, untouched');
-    const fresh = await cli(cluster, ['status', '--from', rolledBack, '-n', 'rev-default']);
-    shown('status --from dist-rolled-back/ -n rev-default', fresh);
-    assert.equal(fresh.status, 0, describeRun(fresh));
   });
 
   test('a workload labelled with a revision nobody serves: kubectl prints the warning, the pod runs without Envoy, and status names it', async () => {
