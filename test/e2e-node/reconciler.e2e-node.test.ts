@@ -205,6 +205,15 @@ describe(`the reconciler on a node (${BACKEND})`, { skip }, () => {
     const lease = getJson(['-n', INJECTOR_NAMESPACE, 'get', 'lease', LEASE]);
     assert.notEqual(lease.spec.holderIdentity, holder);
     for (const name of names) assert.equal(replicaSets('handover', name).length, 2, `${name} restarted once`);
+    // The point of a restart: the new pods carry their sidecar.
+    await cluster.until('every handover pod running envoy', async () => {
+      const pods = (await listPods(cluster, 'handover')).filter((pod) => !pod.metadata.deletionTimestamp);
+      return pods.length === names.length && pods.every(hasEnvoy);
+    }, 180_000).catch((error: Error) => {
+      const bare = kubectl(cluster, ['-n', 'handover', 'get', 'pods', '-o', 'custom-columns=NAME:.metadata.name,CREATED:.metadata.creationTimestamp,CONTAINERS:.spec.containers[*].name']);
+      const reconciler = kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'logs', 'deploy/sidecar-injector-reconciler', '--tail=60']);
+      throw new Error(`${error.message}\n${bare}\nreconciler log:\n${reconciler}`);
+    });
   });
 
   test('kubectl get events and the PolicyReport next to status -o json, judged against the same config', async () => {
