@@ -193,6 +193,32 @@ describe('the reconciler\'s guards', () => {
     for (const name of ['a', 'b', 'c', 'd']) assert.equal(kube.rollouts.get(`apps/${name}`)!.length, 2, `${name} restarted once`);
   });
 
+  test("a restarted workload's old pod still stopping (deletionTimestamp) after the rollout is done: not counted, not 'still not right'", async () => {
+    const { kube, clock, leader, manifests } = reconcilerHarness();
+    kube.served.add('wgpolicyk8s.io/v1alpha2');
+    whileInjectorDown(kube, () => {
+      kube.deployment('apps', 'web', 1, APP_SPEC);
+    });
+    const [bare] = podsOf(kube, 'apps', 'web');
+    const { reconciler, lease } = await leader('reconciler-a');
+    assert.deepEqual((await reconciler.pass()).restarted, ['apps/Deployment/web']);
+    kube.settle();
+    // The Deployment's rollout is done, but the kubelet has not yet confirmed the old pod's end: the
+    // apiserver still lists it, with a deletionTimestamp (seen on a node, issue 46).
+    kube.put('', 'pods', { ...structuredClone(bare), metadata: { ...structuredClone(bare.metadata), deletionTimestamp: new Date(clock.now()).toISOString() } });
+    assert.deepEqual(podsOf(kube, 'apps', 'web').map(containerNames).sort(), [['app'], ['app', 'envoy']]);
+    const after = await passAfter(clock, lease, reconciler);
+    assert.deepEqual(after.restarted, []);
+    assert.deepEqual(after.waiting, [], 'nothing waits: the stopping pod is not a repair that failed');
+    assert.deepEqual(eventsIn(kube, 'apps').filter((event) => event.reason === 'NotRepaired'), []);
+    assert.deepEqual(kube.get('wgpolicyk8s.io', 'policyreports', 'apps', POLICY_REPORT_NAME).summary, { pass: 1, fail: 0, warn: 0, error: 0, skip: 0 });
+    // status counts the same pods as the report.
+    const source = injectorFromDocuments('test', manifests.map((object, index) => ({ object, source: 'test', index: index + 1, line: 1 })));
+    const labels = new Map(kube.list('', 'namespaces').map((ns) => [ns.metadata.name, ns.metadata.labels]));
+    const status = statusReport(classifyPods({ pods: kube.list('', 'pods', 'apps'), namespaceLabels: labels, owners: new Map() }, source), source.config);
+    assert.deepEqual([status.summary.pods, status.summary.upToDate, status.summary.missing], [1, 1, 0]);
+  });
+
   test('a workload restarted once for this config whose pods still miss a sidecar is not restarted again', async () => {
     const { kube, clock, leader } = reconcilerHarness();
     whileInjectorDown(kube, () => {

@@ -50,6 +50,12 @@ export interface PodStatus {
   readonly ignoredOverrides: readonly string[];
   /** With revisions: the revision the pod should run now and the one it records; undefined without. */
   readonly revision?: PodRevision;
+  /**
+   * Being deleted (it has a `deletionTimestamp`): listed, never counted. A restarted workload's old pods
+   * linger while they stop, after its rollout is done; counted, they would be "missing" what their
+   * replacements carry, and a repair would look failed.
+   */
+  readonly terminating?: true;
 }
 
 /** The pod's own ReplicaSets and Jobs, and the namespaces' labels, as far as they are known. */
@@ -212,7 +218,16 @@ export function classifyPods(objects: ClusterObjects, source: InjectorSource): P
       : injections.some((entry) => STALE_STATES.includes(entry.state)) ? 'stale'
       : injections.some((entry) => entry.state === 'version-unknown') ? 'version-unknown'
       : 'up-to-date';
-    return { namespace, name: String(metadata.name ?? metadata.generateName ?? '(no name)'), workload, injections, state, ignoredOverrides, ...(revision ? { revision } : {}) };
+    return {
+      namespace,
+      name: String(metadata.name ?? metadata.generateName ?? '(no name)'),
+      workload,
+      injections,
+      state,
+      ignoredOverrides,
+      ...(revision ? { revision } : {}),
+      ...(metadata.deletionTimestamp ? { terminating: true as const } : {}),
+    };
   });
 }
 

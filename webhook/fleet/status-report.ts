@@ -135,7 +135,9 @@ function listed<K>(map: Map<K, string[]>, key: K, value: string): void {
   else map.set(key, [value]);
 }
 
-export function statusReport(pods: readonly PodStatus[], config: ResolvedInjectorConfig): StatusReport {
+export function statusReport(all: readonly PodStatus[], config: ResolvedInjectorConfig): StatusReport {
+  // A pod being deleted is going, whatever it carries: its workload is judged by the pods that stay.
+  const pods = all.some((pod) => pod.terminating) ? all.filter((pod) => !pod.terminating) : all;
   const byWorkload = new Map<string, WorkloadTally>();
   const summary: Summary = { pods: pods.length, podsWithoutInjections: 0, upToDate: 0, outdated: 0, missing: 0, noLongerConfigured: 0, versionUnknown: 0 };
   let unservedRevision = 0;

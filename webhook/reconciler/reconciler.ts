@@ -267,7 +267,11 @@ export class Reconciler {
     }
   }
 
-  private async judgeNamespace(pass: PassState, { namespace, statuses, untracked }: NamespacePods, writeReport: boolean): Promise<void> {
+  private async judgeNamespace(pass: PassState, listed: NamespacePods, writeReport: boolean): Promise<void> {
+    const { namespace, untracked } = listed;
+    // Pods being deleted are neither counted nor repaired (statusReport leaves them out too), so the
+    // metrics, the report and `status` count the same pods; their deletion is a change the watch reports.
+    const statuses = listed.statuses.filter((status) => !status.terminating);
     const report: StatusReport = statusReport(statuses, pass.source.config);
     pass.untracked += untracked;
     const counts = { upToDate: 0, stale: 0, versionUnknown: 0, untracked };
