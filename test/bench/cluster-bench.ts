@@ -11,7 +11,8 @@
 //
 // CLUSTER_PODS, CLUSTER_NAMESPACES, CLUSTER_RATES (50,200), CLUSTER_BACKENDS (webhook,admissionPolicy)
 // and CLUSTER_WATCHED_NAMESPACES (2000) shrink a run to try the script; a run with any of them changed
-// prints its section instead of writing it. DEPLOYED_NODE: the node binary the webhook and the reconciler
+// prints its section instead of writing it. The work directory (etcd's data, every process's log) is
+// removed after a run, kept after a failure. DEPLOYED_NODE: the node binary the webhook and the reconciler
 // run on (the synthesized Deployments' image runs Node 22); default, this one.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -137,15 +138,15 @@ async function main(): Promise<void> {
       loadAverage: { before: loadBefore, after: os.loadavg() },
       defaultsChanged,
     };
-    fs.writeFileSync(path.join(work, 'report.json'), JSON.stringify(report, null, 2));
     const section = renderClusterSection(report);
     if (defaultsChanged) {
-      process.stdout.write(`${section}\n(not written to BENCHMARKS.md: CLUSTER_* changed the run; report.json in ${work})\n`);
+      process.stdout.write(`${section}\n(not written to BENCHMARKS.md: CLUSTER_* changed the run)\n`);
     } else {
       fs.writeFileSync(OUTPUT, withClusterSection(fs.existsSync(OUTPUT) ? fs.readFileSync(OUTPUT, 'utf8') : '# Benchmarks\n', section));
       progress(`wrote its section of ${path.relative(process.cwd(), OUTPUT)}`);
-      fs.rmSync(work, { recursive: true, force: true });
     }
+    // The planes' data (etcd, logs) is hundreds of MB: kept only when the run failed, to read why.
+    fs.rmSync(work, { recursive: true, force: true });
   } catch (error) {
     process.stderr.write(`${(error as Error).stack}\nlogs and data kept in ${work}\n`);
     process.exit(1);
