@@ -35,7 +35,7 @@ describe('the reconciler prop', () => {
     assert.deepEqual(container.command, ['node', '/app/reconciler.js'], 'the webhook image, running the reconciler');
     assert.deepEqual(container.env.filter((env: any) => env.valueFrom?.fieldRef).map((env: any) => [env.name, env.valueFrom.fieldRef.fieldPath]), [['POD_NAME', 'metadata.name'], ['POD_NAMESPACE', 'metadata.namespace']]);
     assert.equal(container.resources.limits.memory, '256Mi');
-    assert.equal(container.env.find((env: any) => env.name === 'NODE_OPTIONS').value, '--max-old-space-size=153', 'the heap stops at 60% of the limit');
+    assert.equal(container.env.find((env: any) => env.name === 'NODE_OPTIONS').value, '--max-old-space-size=153 --max-semi-space-size=8', 'the heap stops at 60% of the limit; the young generation is capped');
     assert.equal(named(manifests, 'PodDisruptionBudget')!.spec.maxUnavailable, 1);
     const policy = named(manifests, 'NetworkPolicy')!;
     assert.deepEqual(policy.spec.egress, [{ ports: [{ protocol: 'TCP', port: 443 }, { protocol: 'TCP', port: 6443 }] }]);

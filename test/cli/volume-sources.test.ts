@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { Injection, resolveInjectorConfig } from '../../webhook/config';
 import { evaluate } from '../../webhook/engine';
 import { createRequestFor } from '../../webhook/fleet/admission-request';
-import { describeVolumeSourceFinding, injectedVolumeSources, lookupKey, missingVolumeSources, VolumeSourceLookup } from '../../webhook/cli/volume-sources';
+import { describeVolumeSourceFinding, injectedVolumeSources, lookupKey, mergeVolumeNeeds, missingVolumeSources, VolumeSourceLookup } from '../../webhook/cli/volume-sources';
 import { applyResponse, loadReview } from '../support/recorded-reviews';
 
 const PAGE: Injection = {
@@ -46,6 +46,16 @@ test('each source an injected volume needs is looked for in the pod\'s own names
       'shop page/conf ConfigMap web-nginx pods=web pending=web',
     ],
   );
+});
+
+test('needs found a page of pods at a time, merged, are the needs of all the pods at once', () => {
+  const pods = [injectedPod('shop', 'web', { data: 'yes' }), injectedPod('shop', 'api', {}, 'Running'), injectedPod('blog', 'web'), injectedPod('shop', 'db', { data: 'yes' })];
+  const whole = injectedVolumeSources(pods, CONFIG);
+  for (const size of [1, 2, 3]) {
+    const pages = Array.from({ length: Math.ceil(pods.length / size) }, (_, index) => injectedVolumeSources(pods.slice(index * size, (index + 1) * size), CONFIG));
+    assert.deepEqual(mergeVolumeNeeds(pages), whole, `pages of ${size} pods (actual) against all the pods at once (expected)`);
+  }
+  assert.deepEqual(mergeVolumeNeeds([]), []);
 });
 
 test('a pod whose own volume won the name is checked for its own source, and a pod without the injection for none', () => {

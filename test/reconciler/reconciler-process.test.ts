@@ -71,6 +71,11 @@ describe('the reconciler process', () => {
     assert.ok(kube.requests.some((request) => request.verb === 'watch'));
     assert.equal(kube.get('coordination.k8s.io', 'leases', NAMESPACE, settings.leaseName).spec.holderIdentity, '', 'given up for the other replica');
     assert.ok(lines.some((line) => line.includes('"holds the Lease: acting"')));
+    // What the first pass listed and cost, in its own line: an operator reads a pass's price there.
+    const done = JSON.parse(lines.find((line) => line.includes('"pass done"'))!);
+    assert.equal(done.listed, 'all', `the first pass lists every pod: ${JSON.stringify(done)}`);
+    assert.equal(done.pods, 3);
+    for (const field of ['seconds', 'cpuSeconds']) assert.ok(typeof done[field] === 'number' && done[field] >= 0, `${field} in ${JSON.stringify(done)}`);
     assert.deepEqual(kube.forbidden, []);
   });
 });

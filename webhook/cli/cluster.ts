@@ -4,6 +4,9 @@
 // optional peer dependency: a project that only synthesizes never installs it, and `status` and
 // `rollout` say in one line what to install when it is absent.
 
+import * as http from 'node:http';
+import * as https from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import type { KubernetesObject } from '../engine/admission-review';
 import { ownStringMap } from '../engine/pod-patch-builder';
 import type { GuardedOperation } from '../fleet/in-place-plan';
@@ -48,6 +51,8 @@ export async function loadClusterClient(): Promise<ClientNode> {
 
 export interface ClusterConnection {
   readonly k8s: ClientNode;
+  /** The kubeconfig loaded: its server, TLS material and credentials, for the requests made without an API class. */
+  readonly kubeConfig: import('@kubernetes/client-node').KubeConfig;
   readonly core: import('@kubernetes/client-node').CoreV1Api;
   readonly apps: import('@kubernetes/client-node').AppsV1Api;
   readonly batch: import('@kubernetes/client-node').BatchV1Api;
@@ -73,6 +78,7 @@ export async function connect(kubeconfig: string | undefined): Promise<ClusterCo
   if (!cluster) throw new ClusterError(`the kubeconfig${kubeconfig ? ` ${kubeconfig}` : ''} has no current cluster; set one with kubectl config use-context`);
   return {
     k8s,
+    kubeConfig: config,
     core: config.makeApiClient(k8s.CoreV1Api),
     apps: config.makeApiClient(k8s.AppsV1Api),
     batch: config.makeApiClient(k8s.BatchV1Api),
@@ -110,13 +116,19 @@ async function call<T>(what: string, request: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Every page of a list, 500 items at a time. */
-async function listAll(what: string, page: (continueToken: string | undefined) => Promise<{ items: unknown[]; metadata?: { _continue?: string } }>): Promise<KubernetesObject[]> {
+/** Every page of a list, 500 items at a time; with `each`, each page is handed over as it comes and none is kept. */
+async function listAll(
+  what: string,
+  page: (continueToken: string | undefined) => Promise<{ items: unknown[]; metadata?: { _continue?: string } }>,
+  each?: (items: KubernetesObject[]) => Promise<void> | void,
+): Promise<KubernetesObject[]> {
   const items: KubernetesObject[] = [];
   let token: string | undefined;
   do {
     const list = await call(what, () => page(token));
-    for (const item of list.items) items.push(plain(item));
+    const plainItems = list.items.map(plain);
+    if (each) await each(plainItems);
+    else for (const item of plainItems) items.push(item);
     token = list.metadata?._continue || undefined;
   } while (token);
   return items;
@@ -129,43 +141,128 @@ export interface PodSelection {
   readonly selector: string | undefined;
 }
 
-/** The selected pods, the labels of their namespaces, and the ReplicaSets and Jobs that own them. */
-export async function readCluster(connection: ClusterConnection, selection: PodSelection): Promise<ClusterObjects> {
-  const { core, apps, batch } = connection;
-  const { namespace, selector } = selection;
-  const limit = 500;
-  const where = namespace ? `in namespace ${namespace}` : 'in all namespaces';
-  const pods = await listAll(`listing pods ${where}`, (token) =>
-    namespace
-      ? core.listNamespacedPod({ namespace, labelSelector: selector, limit, _continue: token })
-      : core.listPodForAllNamespaces({ labelSelector: selector, limit, _continue: token }),
-  );
+const LIST_LIMIT = 500;
+/** The kinds of owner a pod's workload is found through (a Deployment through its ReplicaSet, a CronJob through its Job). */
+const OWNER_KINDS = ['ReplicaSet', 'Job'] as const;
+
+/** The labels and annotations of the selected namespace, or of every namespace. */
+async function readNamespaces(connection: ClusterConnection, namespace: string | undefined): Promise<Pick<ClusterObjects, 'namespaceLabels' | 'namespaceAnnotations'>> {
+  const { core } = connection;
   const namespaceLabels = new Map<string, Record<string, string>>();
   const namespaceAnnotations = new Map<string, Record<string, string>>();
-  if (namespace) {
-    const object = plain(await call(`reading namespace ${namespace}`, () => core.readNamespace({ name: namespace })));
-    namespaceLabels.set(namespace, ownStringMap((object.metadata as any)?.labels));
-    namespaceAnnotations.set(namespace, ownStringMap((object.metadata as any)?.annotations));
+  const add = (object: KubernetesObject) => {
+    const name = String((object.metadata as any)?.name);
+    namespaceLabels.set(name, ownStringMap((object.metadata as any)?.labels));
+    namespaceAnnotations.set(name, ownStringMap((object.metadata as any)?.annotations));
+  };
+  if (namespace) add(plain(await call(`reading namespace ${namespace}`, () => core.readNamespace({ name: namespace }))));
+  else await listAll('listing namespaces', (token) => core.listNamespace({ limit: LIST_LIMIT, _continue: token }), (items) => items.forEach(add));
+  return { namespaceLabels, namespaceAnnotations };
+}
+
+/** Every ReplicaSet or Job of the selection, by ownerKey; `trim` keeps of each only what leads to its workload. */
+async function readOwners(connection: ClusterConnection, namespace: string | undefined, kind: (typeof OWNER_KINDS)[number], owners: Map<string, KubernetesObject>, trim = false): Promise<void> {
+  const { apps, batch } = connection;
+  const where = namespace ? `in namespace ${namespace}` : 'in all namespaces';
+  const limit = LIST_LIMIT;
+  const add = (object: KubernetesObject) => {
+    const metadata = (object.metadata ?? {}) as Record<string, unknown>;
+    const kept = trim ? { apiVersion: object.apiVersion, kind, metadata: { name: metadata.name, namespace: metadata.namespace, ownerReferences: metadata.ownerReferences } } : object;
+    owners.set(ownerKey(String(metadata.namespace), kind, String(metadata.name)), kept);
+  };
+  const each = (items: KubernetesObject[]) => items.forEach(add);
+  if (kind === 'ReplicaSet') {
+    await listAll(`listing replicasets ${where}`, (token) => (namespace ? apps.listNamespacedReplicaSet({ namespace, limit, _continue: token }) : apps.listReplicaSetForAllNamespaces({ limit, _continue: token })), each);
   } else {
-    for (const object of await listAll('listing namespaces', (token) => core.listNamespace({ limit, _continue: token }))) {
-      namespaceLabels.set(String((object.metadata as any)?.name), ownStringMap((object.metadata as any)?.labels));
-      namespaceAnnotations.set(String((object.metadata as any)?.name), ownStringMap((object.metadata as any)?.annotations));
-    }
+    await listAll(`listing jobs ${where}`, (token) => (namespace ? batch.listNamespacedJob({ namespace, limit, _continue: token }) : batch.listJobForAllNamespaces({ limit, _continue: token })), each);
   }
+}
+
+const ownerKindsOf = (pods: readonly KubernetesObject[]) => new Set<string>(pods.flatMap((pod) => ((pod.metadata as any)?.ownerReferences ?? []).map((owner: any) => owner.kind)));
+
+function listPods(connection: ClusterConnection, { namespace, selector }: PodSelection): Promise<KubernetesObject[]> {
+  const { core } = connection;
+  const limit = LIST_LIMIT;
+  return listAll(`listing pods ${namespace ? `in namespace ${namespace}` : 'in all namespaces'}`, (token) =>
+    namespace ? core.listNamespacedPod({ namespace, labelSelector: selector, limit, _continue: token }) : core.listPodForAllNamespaces({ labelSelector: selector, limit, _continue: token }),
+  );
+}
+
+/**
+ * GET `path` with the kubeconfig's server, TLS material and credentials (exec and OIDC included), its
+ * JSON as the apiserver sent it: no model classes and no copy of them, so a page of 500 pods costs its
+ * JSON once (through CoreV1Api it cost three conversions, 6 s of CPU and 300 MB at 10,000 pods).
+ */
+async function getJson(connection: ClusterConnection, path: string, query: Record<string, string | undefined>): Promise<any> {
+  const cluster = connection.kubeConfig.getCurrentCluster()!;
+  const url = new URL(`${cluster.server.replace(/\/$/, '')}${path}`);
+  for (const [key, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(key, value);
+  const options: https.RequestOptions = { method: 'GET', headers: { accept: 'application/json' } };
+  await connection.kubeConfig.applyToHTTPSOptions(options);
+  return new Promise((resolve, reject) => {
+    const req = (url.protocol === 'http:' ? http : https).request(url, options, (res: IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', reject);
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        const status = res.statusCode ?? 0;
+        // Shaped as client-node's errors are, for describeError.
+        if (status < 200 || status > 299) return reject({ code: status, body: text });
+        try {
+          resolve(JSON.parse(text));
+        } catch {
+          reject(new Error(`GET ${url.pathname}: the answer is not JSON`));
+        }
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The selected pods page by page, as the apiserver sends them (getJson), each page handed to `each`. */
+async function listPodPages(connection: ClusterConnection, { namespace, selector }: PodSelection, each: (pods: KubernetesObject[]) => Promise<void>): Promise<void> {
+  const what = `listing pods ${namespace ? `in namespace ${namespace}` : 'in all namespaces'}`;
+  const path = namespace ? `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods` : '/api/v1/pods';
+  let token: string | undefined;
+  do {
+    const list = await call(what, () => getJson(connection, path, { labelSelector: selector, limit: String(LIST_LIMIT), continue: token }));
+    await each(Array.isArray(list?.items) ? list.items : []);
+    token = list?.metadata?.continue || undefined;
+  } while (token);
+}
+
+/** The selected pods, the labels of their namespaces, and the ReplicaSets and Jobs that own them. */
+export async function readCluster(connection: ClusterConnection, selection: PodSelection): Promise<ClusterObjects> {
+  const pods = await listPods(connection, selection);
+  const namespaces = await readNamespaces(connection, selection.namespace);
   const owners = new Map<string, KubernetesObject>();
-  const ownerKinds = new Set(pods.flatMap((pod) => ((pod.metadata as any)?.ownerReferences ?? []).map((owner: any) => owner.kind)));
-  const add = (kind: string) => (object: KubernetesObject) => owners.set(ownerKey(String((object.metadata as any)?.namespace), kind, String((object.metadata as any)?.name)), object);
-  if (ownerKinds.has('ReplicaSet')) {
-    const list = await listAll(`listing replicasets ${where}`, (token) =>
-      namespace ? apps.listNamespacedReplicaSet({ namespace, limit, _continue: token }) : apps.listReplicaSetForAllNamespaces({ limit, _continue: token }),
-    );
-    list.forEach(add('ReplicaSet'));
-  }
-  if (ownerKinds.has('Job')) {
-    const list = await listAll(`listing jobs ${where}`, (token) => (namespace ? batch.listNamespacedJob({ namespace, limit, _continue: token }) : batch.listJobForAllNamespaces({ limit, _continue: token })));
-    list.forEach(add('Job'));
-  }
-  return { pods, namespaceLabels, namespaceAnnotations, owners };
+  const kinds = ownerKindsOf(pods);
+  for (const kind of OWNER_KINDS) if (kinds.has(kind)) await readOwners(connection, selection.namespace, kind, owners);
+  return { pods, ...namespaces, owners };
+}
+
+/**
+ * The selected pods a page at a time, each page with what judging it needs, for `status` over a whole
+ * cluster: no page is kept, so memory is one page and what `eachPage` keeps, not every pod (10,000 pods
+ * held at once took 300 MB). The namespaces come first; the ReplicaSets (or Jobs) when the first pod
+ * owned by one comes, as readCluster lists them only when some pod is owned by one, each cut to the
+ * owner references that lead to its workload. Later pages see the owners of earlier ones too.
+ */
+export async function readClusterPages(connection: ClusterConnection, selection: PodSelection, eachPage: (page: ClusterObjects) => void): Promise<void> {
+  const namespaces = await readNamespaces(connection, selection.namespace);
+  const owners = new Map<string, KubernetesObject>();
+  const listed = new Set<string>();
+  await listPodPages(connection, selection, async (pods) => {
+    const kinds = ownerKindsOf(pods);
+    for (const kind of OWNER_KINDS) {
+      if (!kinds.has(kind) || listed.has(kind)) continue;
+      listed.add(kind);
+      await readOwners(connection, selection.namespace, kind, owners, true);
+    }
+    eachPage({ pods, ...namespaces, owners });
+  });
 }
 
 /** `kubectl rollout restart`: sets the template annotation kubectl.kubernetes.io/restartedAt, which starts a rollout. */

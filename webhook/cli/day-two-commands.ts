@@ -3,11 +3,11 @@
 // `kubectl get namespaces,replicasets,pods -o json` on stdin.
 
 import { Command, Option } from 'commander';
-import { dns1123LabelError, type LabelSelectorRequirement, type ResolvedInjectorConfig, readinessConditionType } from '../config';
+import { dns1123LabelError, type LabelSelectorRequirement, readinessConditionType } from '../config';
 import type { KubernetesObject } from '../engine/admission-review';
 import { matchesLabelSelector, type LabelSelector } from '../engine/label-selector';
 import { ownStringMap } from '../engine/pod-patch-builder';
-import { type ClusterObjects, type InjectionState, STALE_STATES, classifyPods, ownerKey } from '../fleet/injection-status';
+import { type ClusterObjects, type InjectionState, type PodStatus, STALE_STATES, classifyPods, ownerKey } from '../fleet/injection-status';
 import { type InjectorSource, loadConfigFile, loadSynthesized } from './injector-source';
 import { UsageError, readManifests } from './manifest-input';
 import { DEFAULT_NATIVE_SIDECARS, type InPlaceOptions, heldPods } from '../fleet/in-place-plan';
@@ -17,7 +17,7 @@ import type { DrainMode } from '../fleet/in-place-rollout';
 import { listItems } from './preview';
 import { type StatusReport, type WorkloadStatus, statusReport } from '../fleet/status-report';
 import { EXIT_STATUS_VOLUME_SOURCE_MISSING, formatStatus } from './status-command';
-import { describeVolumeSourceFinding, injectedVolumeSources, missingVolumeSources, type VolumeSourceLookup, type VolumeSourceNeed } from './volume-sources';
+import { describeVolumeSourceFinding, injectedVolumeSources, mergeVolumeNeeds, missingVolumeSources, type VolumeSourceLookup, type VolumeSourceNeed } from './volume-sources';
 
 /** The cluster could not be read or a workload not restarted: exit code 6. */
 export const EXIT_CLUSTER = 6;
@@ -149,6 +149,9 @@ function readObjectsFromInput(file: string, options: SelectionOptions, io: Comma
   return { pods, namespaceLabels, namespaceAnnotations, owners };
 }
 
+/** What the command says it read: the file, or the cluster's context and the namespace selected. */
+const clusterWhere = (connection: import('./cluster').ClusterConnection, namespace: string | undefined) => `${connection.description}, ${namespace ? `namespace ${namespace}` : 'all namespaces'}`;
+
 /** The pods to look at and their surroundings, from the input file or the cluster. */
 async function readObjects(options: SelectionOptions, io: CommandIo): Promise<{ objects: ClusterObjects; connection?: import('./cluster').ClusterConnection; where: string }> {
   const file = inputFile(options);
@@ -159,16 +162,43 @@ async function readObjects(options: SelectionOptions, io: CommandIo): Promise<{ 
   const connection = await connect(options.kubeconfig);
   const namespace = options.allNamespaces ? undefined : (options.namespace ?? connection.contextNamespace);
   const objects = await readCluster(connection, { namespace, selector: options.selector });
-  return { objects, connection, where: `${connection.description}, ${namespace ? `namespace ${namespace}` : 'all namespaces'}` };
+  return { objects, connection, where: clusterWhere(connection, namespace) };
 }
 
-/** The sources the pods' injected volumes need, and what the cluster says of each. */
-async function volumeSourceLookups(
-  objects: ClusterObjects,
-  config: ResolvedInjectorConfig,
-  connection: import('./cluster').ClusterConnection,
-): Promise<[VolumeSourceNeed[], Map<string, VolumeSourceLookup>]> {
-  const needs = injectedVolumeSources(objects.pods, config);
+interface JudgedPods {
+  readonly pods: PodStatus[];
+  /** Pods an interrupted rollout --in-place left out of their Services. */
+  readonly held: string[];
+  /** What the pods' injected volumes need in their namespaces. */
+  readonly volumeNeeds: VolumeSourceNeed[];
+  readonly connection?: import('./cluster').ClusterConnection;
+  readonly where: string;
+}
+
+/** `status`'s reading: each page of pods judged as it comes from the cluster and let go (the input file's pods at once). */
+async function judgeObjects(options: SelectionOptions, io: CommandIo, source: InjectorSource): Promise<JudgedPods> {
+  const pods: PodStatus[] = [];
+  const held: string[] = [];
+  const needs: VolumeSourceNeed[][] = [];
+  const judge = (objects: ClusterObjects) => {
+    for (const status of classifyPods(objects, source)) pods.push(status);
+    held.push(...heldPods(objects.pods, source.config.annotationPrefix));
+    needs.push(injectedVolumeSources(objects.pods, source.config));
+  };
+  const file = inputFile(options);
+  if (file !== undefined) {
+    judge(readObjectsFromInput(file, options, io));
+    return { pods, held, volumeNeeds: mergeVolumeNeeds(needs), where: file === '-' ? 'stdin' : file };
+  }
+  const { connect, readClusterPages } = await import('./cluster');
+  const connection = await connect(options.kubeconfig);
+  const namespace = options.allNamespaces ? undefined : (options.namespace ?? connection.contextNamespace);
+  await readClusterPages(connection, { namespace, selector: options.selector }, judge);
+  return { pods, held, volumeNeeds: mergeVolumeNeeds(needs), connection, where: clusterWhere(connection, namespace) };
+}
+
+/** What the cluster says of each source the pods' injected volumes need. */
+async function volumeSourceLookups(needs: VolumeSourceNeed[], connection: import('./cluster').ClusterConnection): Promise<[VolumeSourceNeed[], Map<string, VolumeSourceLookup>]> {
   const { lookUpVolumeSources } = await import('./cluster');
   return [needs, needs.length === 0 ? new Map() : await lookUpVolumeSources(connection, needs)];
 }
@@ -213,14 +243,12 @@ export function addDayTwoCommands(program: Command, io: CommandIo): void {
     .action(async (options: SelectionOptions & { output: 'text' | 'json' }) => {
       checkSelection(options);
       const source = sourceOf(options);
-      const { objects, connection, where } = await readObjects(options, io);
-      const pods = classifyPods(objects, source);
+      // Each pod too, for scripts: which workload, and the state of each of its injections; the pods an
+      // interrupted rollout --in-place left out of their Services (the gate's condition False).
+      const { pods, held, volumeNeeds, connection, where } = await judgeObjects(options, io, source);
       const report = statusReport(pods, source.config);
-      // Each pod too, for scripts: which workload, and the state of each of its injections.
-      // Pods an interrupted rollout --in-place left out of their Services (the gate's condition False).
-      const held = heldPods(objects.pods, source.config.annotationPrefix);
       // What the pods' injected volumes need in their own namespaces, looked up in the cluster (a file has no other objects to look in).
-      const volumeSources = connection ? missingVolumeSources(...(await volumeSourceLookups(objects, source.config, connection))) : [];
+      const volumeSources = connection ? missingVolumeSources(...(await volumeSourceLookups(volumeNeeds, connection))) : [];
       const exitCode = volumeSources.some((finding) => finding.state === 'missing') ? EXIT_STATUS_VOLUME_SOURCE_MISSING : report.exitCode;
       if (options.output === 'json') io.stdout(JSON.stringify({ config: source.description, from: where, ...report, exitCode, pods, held, volumeSources }, null, 2) + '\n');
       else {

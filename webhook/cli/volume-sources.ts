@@ -80,7 +80,7 @@ export function injectedVolumeSources(pods: readonly KubernetesObject[], config:
         const volume = byName.get(volumeName);
         if (!volume) continue;
         for (const source of sourcesOf(volume)) {
-          const key = [namespace, source.kind, source.name, injection, volumeName].join('\u0000');
+          const key = needKey({ namespace, ...source, injection, volume: volumeName });
           let entry = needs.get(key);
           if (!entry) {
             entry = { need: { namespace, ...source, injection, volume: volumeName }, pods: [], pending: [] };
@@ -92,9 +92,25 @@ export function injectedVolumeSources(pods: readonly KubernetesObject[], config:
       }
     }
   }
-  return [...needs.values()]
-    .map(({ need, pods: carrying, pending }) => ({ ...need, pods: carrying, pending }))
-    .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.injection.localeCompare(b.injection) || a.volume.localeCompare(b.volume) || a.name.localeCompare(b.name));
+  return [...needs.values()].map(({ need, pods: carrying, pending }) => ({ ...need, pods: carrying, pending })).sort(byNeed);
+}
+
+const needKey = (need: Omit<VolumeSourceNeed, 'pods' | 'pending'>) => [need.namespace, need.kind, need.name, need.injection, need.volume].join('\u0000');
+const byNeed = (a: VolumeSourceNeed, b: VolumeSourceNeed) => a.namespace.localeCompare(b.namespace) || a.injection.localeCompare(b.injection) || a.volume.localeCompare(b.volume) || a.name.localeCompare(b.name);
+
+/** The needs of pods read a page at a time (injectedVolumeSources of each page, in order), as injectedVolumeSources finds them in all the pods at once. */
+export function mergeVolumeNeeds(pages: readonly (readonly VolumeSourceNeed[])[]): VolumeSourceNeed[] {
+  const merged = new Map<string, { need: VolumeSourceNeed; pods: string[]; pending: string[] }>();
+  for (const page of pages) {
+    for (const need of page) {
+      const key = needKey(need);
+      let entry = merged.get(key);
+      if (!entry) merged.set(key, (entry = { need, pods: [], pending: [] }));
+      entry.pods.push(...need.pods);
+      entry.pending.push(...need.pending);
+    }
+  }
+  return [...merged.values()].map(({ need, pods, pending }) => ({ ...need, pods, pending })).sort(byNeed);
 }
 
 export const lookupKey = (namespace: string, kind: VolumeSourceKind, name: string) => `${namespace}/${kind}/${name}`;

@@ -88,22 +88,33 @@ export interface OverrideRefused {
   readonly message: string;
 }
 
+/** An override's bounds, parsed once per override (the config's objects): every admission checks against them. */
+const boundsOf = new WeakMap<ContainerOverride, { readonly max: bigint; readonly min: bigint | undefined }>();
+
+function bounds(override: ContainerOverride & { readonly max: string; readonly min?: string }): { readonly max: bigint; readonly min: bigint | undefined } {
+  let parsed = boundsOf.get(override);
+  if (!parsed) boundsOf.set(override, (parsed = { max: parseQuantity(override.max)!, min: override.min === undefined ? undefined : parseQuantity(override.min)! }));
+  return parsed;
+}
+
 /** Judges one annotation value against `override`: parsed, bounded, or one of the allowed values. */
 export function checkOverrideValue(override: ContainerOverride, value: string): OverrideValueCheck {
   // Not trimmed: both backends read the annotation byte for byte (CEL has no trim in every version).
-  const shown = JSON.stringify(value.length > MAX_OVERRIDE_VALUE_LENGTH ? `${value.slice(0, MAX_OVERRIDE_VALUE_LENGTH)}...` : value);
+  // Quoted for a message only: most values are good, and are not.
+  const shown = () => JSON.stringify(value.length > MAX_OVERRIDE_VALUE_LENGTH ? `${value.slice(0, MAX_OVERRIDE_VALUE_LENGTH)}...` : value);
   if ('env' in override) {
     if (override.allowedValues.includes(value)) return { ok: true, value };
     const allowed = override.allowedValues.map((v) => JSON.stringify(v)).join(', ');
-    return { ok: false, reason: 'not-allowed', message: `${shown} is not one of the allowed values (${allowed})` };
+    return { ok: false, reason: 'not-allowed', message: `${shown()} is not one of the allowed values (${allowed})` };
   }
   if (value.length > MAX_OVERRIDE_VALUE_LENGTH || !OVERRIDE_QUANTITY.test(value)) {
-    return { ok: false, reason: 'unparsable', message: `${shown} is not a quantity (like "250m", "1", "512Mi")` };
+    return { ok: false, reason: 'unparsable', message: `${shown()} is not a quantity (like "250m", "1", "512Mi")` };
   }
   const quantity = parseQuantity(value)!;
-  if (quantity <= 0n) return { ok: false, reason: 'out-of-bounds', message: `${shown} must be above zero` };
-  if (quantity > parseQuantity(override.max)!) return { ok: false, reason: 'out-of-bounds', message: `${shown} is above the maximum ${override.max}` };
-  if (override.min !== undefined && quantity < parseQuantity(override.min)!) return { ok: false, reason: 'out-of-bounds', message: `${shown} is below the minimum ${override.min}` };
+  const { max, min } = bounds(override);
+  if (quantity <= 0n) return { ok: false, reason: 'out-of-bounds', message: `${shown()} must be above zero` };
+  if (quantity > max) return { ok: false, reason: 'out-of-bounds', message: `${shown()} is above the maximum ${override.max}` };
+  if (min !== undefined && quantity < min) return { ok: false, reason: 'out-of-bounds', message: `${shown()} is below the minimum ${override.min}` };
   return { ok: true, value };
 }
 

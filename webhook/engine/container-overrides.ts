@@ -12,9 +12,9 @@ import {
   configuredOverrideValue,
   configuredResource,
   overrideFieldName,
-  parseQuantity,
 } from '../config';
 import type { RenderedInjection } from './pod-patch-builder';
+import { cachedQuantity } from './qos';
 
 /** Where an overridden field's value came from. */
 export type OverrideSource = 'pod' | 'namespace' | 'config';
@@ -168,8 +168,8 @@ function consistentRequests(container: ContainerSpec, picks: Pick[]): void {
     const limit = picks.find((entry) => 'resource' in entry.override && entry.override.resource === `limits.${name}`);
     const requestValue = request ? request.value : configuredResource(container, 'requests', name);
     const limitValue = limit ? limit.value : configuredResource(container, 'limits', name);
-    const r = parseQuantity(requestValue);
-    const l = parseQuantity(limitValue);
+    const r = cachedQuantity(requestValue);
+    const l = cachedQuantity(limitValue);
     if (r === undefined || l === undefined || r <= l) continue;
     for (const entry of [request, limit]) {
       if (!entry || entry.source === 'config') continue;

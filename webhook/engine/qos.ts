@@ -29,7 +29,8 @@ const NONE: Compute = Object.freeze({ requestCpu: 0n, requestMemory: 0n, limitCp
 const quantityCache = new BoundedCache<string, bigint>({ maxEntries: 4096, maxBytes: 256 * 1024 });
 const MAX_CACHED_QUANTITY_LENGTH = 64;
 
-function cachedQuantity(value: unknown): bigint | undefined {
+/** `parseQuantity`, through the bounded cache of parsed quantities (the overrides read the same ones). */
+export function cachedQuantity(value: unknown): bigint | undefined {
   if (typeof value !== 'string') return parseQuantity(value);
   let parsed = quantityCache.get(value);
   if (parsed === undefined) {

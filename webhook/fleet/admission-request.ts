@@ -23,8 +23,13 @@ function metadataOf(object: KubernetesObject): Record<string, unknown> {
   return metadata && typeof metadata === 'object' && !Array.isArray(metadata) ? (metadata as Record<string, unknown>) : {};
 }
 
-/** The AdmissionRequest the apiserver would send when `object` is created in `namespace`. */
-export function createRequestFor(object: KubernetesObject, namespace: string, uid: string): AdmissionRequest {
+/**
+ * The AdmissionRequest the apiserver would send when `object` is created in `namespace`. It carries a
+ * copy of the object unless `copy` is false: evaluate() writes nothing into its request
+ * (test/engine/evaluate-purity.test.ts), so a caller that only evaluates it (status, the reconciler,
+ * over every pod of a cluster) need not pay for a deep copy of each pod.
+ */
+export function createRequestFor(object: KubernetesObject, namespace: string, uid: string, copy = true): AdmissionRequest {
   const gvk = groupVersionKindOf(object);
   const targetKind = targetKindOf(gvk);
   const resource = { group: gvk.group, version: gvk.version, resource: targetKind ? TARGET_KIND_RESOURCES[targetKind].resource : gvk.kind.toLowerCase() + 's' };
@@ -39,7 +44,7 @@ export function createRequestFor(object: KubernetesObject, namespace: string, ui
     namespace,
     operation: 'CREATE',
     userInfo: { username: 'cdk8s-sidecar-injector-preview' },
-    object: structuredClone(object),
+    object: copy ? structuredClone(object) : object,
     oldObject: null,
     dryRun: true,
     options: { apiVersion: 'meta.k8s.io/v1', kind: 'CreateOptions' },

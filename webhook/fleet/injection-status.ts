@@ -168,7 +168,8 @@ function injectionsDueNow(
   metadata.annotations = annotations;
   const bare = { ...pod, apiVersion: 'v1', kind: 'Pod', metadata };
   const context = namespaceAnnotations ? { namespaceAnnotations } : { namespaceUnknown: `namespace ${namespace} was not read` };
-  const result = evaluate(createRequestFor(bare, namespace, 'status'), configForPod(config, chain), context);
+  // Evaluated only: the pod itself goes in, not a deep copy of it (the engine writes nothing into its request).
+  const result = evaluate(createRequestFor(bare, namespace, 'status', false), configForPod(config, chain), context);
   return {
     due: new Set(result.decisions.filter((decision) => decision.reason === 'injected').map((decision) => decision.injection)),
     audit: new Set(result.decisions.filter((decision) => decision.reason === 'audit').map((decision) => decision.injection)),

@@ -3,7 +3,7 @@
 // and repairs from.
 
 import { injectionHash, revisionChoosers, revisionConfigs, type ResolvedInjectorConfig } from '../config';
-import type { InjectionState, PodStatus, WorkloadRef } from './injection-status';
+import { type InjectionState, type PodStatus, type WorkloadRef, configuredHashes } from './injection-status';
 
 /** Every pod up to date (or carrying no injection and owing none). */
 export const EXIT_STATUS_UP_TO_DATE = 0;
@@ -189,7 +189,8 @@ export function statusReport(all: readonly PodStatus[], config: ResolvedInjector
     : EXIT_STATUS_UP_TO_DATE;
   const revisions = config.revisions ? revisionStatuses(config, running, chosen) : undefined;
   return {
-    injections: config.injections.map((injection) => ({ name: injection.name, hash: injectionHash(injection) })),
+    // The config's hashes, computed once per config: the reconciler makes a report per namespace.
+    injections: config.injections.map((injection) => ({ name: injection.name, hash: configuredHashes(config).get(injection.name)! })),
     ...(revisions ? { revisions, removedRevisions: [...removed].map(([revision, list]) => ({ revision, pods: list })) } : {}),
     workloads,
     summary: { ...summary, ...(revisions ? { unservedRevision } : {}), ...(withAudit ? { audit: audited } : {}) },

@@ -1,0 +1,156 @@
+// `npm run bench:cluster`: the injector at cluster scale on a real kube-apiserver and etcd (not in CI).
+//
+// Binaries from the environment as the e2e suites take them (KUBE_APISERVER and ETCD, or
+// KUBEBUILDER_ASSETS). For each backend (the webhook, then the MutatingAdmissionPolicies) and each rate
+// (50/s, then 200/s): a fresh control plane, the default app (with Envoy's overrides and the reconciler)
+// installed as synthesized, 200 namespaces, then 10,000 pods of Deployments created through the apiserver
+// at that rate. No node: the pods are stored and stay Pending. What admission added is read from the
+// apiserver's own /metrics. Then, on the last webhook plane (its 10,000 pods): `status -A` and the
+// reconciler's passes; and on a plane of its own, the webhook's memory with 20 and with 2,000 namespaces
+// watched. Writes its section of BENCHMARKS.md (between markers: the rest is `npm run bench`'s).
+//
+// CLUSTER_PODS, CLUSTER_NAMESPACES, CLUSTER_RATES (50,200), CLUSTER_BACKENDS (webhook,admissionPolicy)
+// and CLUSTER_WATCHED_NAMESPACES (2000) shrink a run to try the script; a run with any of them changed
+// prints its section instead of writing it. The work directory (etcd's data, every process's log) is
+// removed after a run, kept after a failure. DEPLOYED_NODE: the node binary the webhook and the reconciler
+// run on (the synthesized Deployments' image runs Node 22); default, this one.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { InjectorBackend } from '../../charts/admission-policy';
+import { binaryVersion, findBinaries, policyApiVersionFor, policyApiserverFlags } from '../e2e/support/control-plane';
+import { REPO_ROOT, machine } from './bench-support';
+import { withClusterSection } from './benchmarks-sections';
+import { type AdmissionRun, BENCH_NAMESPACE_METADATA, type ClusterSettings, admissionRun, benchNamespaces, createNamespaces, installInjector, waitUntilInjecting } from './cluster-admission';
+import { type NamespaceWatchResult, type ReconcilerResult, type StatusRun, namespaceWatch, reconcilerPasses, statusAll } from './cluster-extras';
+import { renderClusterSection } from './cluster-report';
+
+const OUTPUT = path.join(REPO_ROOT, 'BENCHMARKS.md');
+const DEFAULTS = { pods: 10_000, namespaces: 200, rates: '50,200', backends: 'webhook,admissionPolicy', watched: 2000 };
+const began = performance.now();
+const progress = (line: string) => process.stdout.write(`[bench:cluster ${((performance.now() - began) / 1000).toFixed(0).padStart(5)} s] ${line}\n`);
+
+export interface ClusterReport {
+  readonly date: Date;
+  readonly host: ReturnType<typeof machine>;
+  readonly apiserverVersion: string;
+  readonly etcdVersion: string;
+  readonly policyApiVersion: string;
+  readonly deployedNode: string;
+  readonly cliNode: string;
+  readonly settings: { readonly pods: number; readonly namespaces: number; readonly podsPerDeployment: number };
+  readonly runs: readonly AdmissionRun[];
+  readonly namespaceWatch: NamespaceWatchResult;
+  readonly reconciler: ReconcilerResult;
+  readonly status: readonly StatusRun[];
+  readonly totalSeconds: number;
+  readonly loadAverage: { readonly before: readonly number[]; readonly after: readonly number[] };
+  readonly defaultsChanged: boolean;
+}
+
+function deployedNodeVersion(node: string): string {
+  return binaryVersion(node);
+}
+
+/**
+ * For each backend and rate, a plane of its own, its namespaces, and the pods created at that rate; on the
+ * last webhook plane, with its pods still there, `status -A` (twice) and the reconciler's passes.
+ */
+async function admissionRuns(settings: ClusterSettings, backends: readonly InjectorBackend[], rates: readonly number[]): Promise<{ runs: AdmissionRun[]; extras?: { reconciler: ReconcilerResult; status: StatusRun[] } }> {
+  const runs: AdmissionRun[] = [];
+  let extras: { reconciler: ReconcilerResult; status: StatusRun[] } | undefined;
+  for (const backend of backends) {
+    for (const [index, rate] of rates.entries()) {
+      const label = `${backend}-${rate}`;
+      progress(`${label}: starting a control plane and installing the injector`);
+      const injector = await installInjector(settings, backend, label);
+      try {
+        await createNamespaces(injector.plane, benchNamespaces(settings.namespaces), BENCH_NAMESPACE_METADATA);
+        await waitUntilInjecting(injector.plane, 'bench-000');
+        progress(`${label}: creating ${settings.pods} pods in ${settings.namespaces} namespaces at ${rate}/s`);
+        const run = await admissionRun(settings, injector, rate, `7c5d8f9b${index}`);
+        runs.push(run);
+        progress(`${label}: ${run.load.created} created (${run.load.failed} failed, ${run.load.notInjected} not injected) in ${run.load.seconds.toFixed(0)} s; ${run.plugin.name} p50 ${(run.plugin.p50 * 1000).toFixed(2)} ms p99 ${(run.plugin.p99 * 1000).toFixed(2)} ms; fail-open ${run.failOpen}, rejected ${run.rejected}`);
+        if (backend === 'webhook' && index === rates.length - 1) {
+          progress(`${label}: status -A over the pods, twice`);
+          const status = [await statusAll(injector), await statusAll(injector)];
+          for (const statusRun of status) progress(`status -A: ${statusRun.seconds} s, ${statusRun.cpuSeconds.toFixed(2)} s CPU, peak ${statusRun.peakMiB.toFixed(0)} MiB, exit ${statusRun.exitCode}`);
+          progress(`${label}: the reconciler's passes`);
+          extras = { status, reconciler: await reconcilerPasses(settings, injector) };
+        }
+      } finally {
+        await injector.stop();
+      }
+    }
+  }
+  return { runs, extras };
+}
+
+async function main(): Promise<void> {
+  const binaries = findBinaries();
+  if (typeof binaries === 'string') {
+    process.stderr.write(`npm run bench:cluster needs etcd and kube-apiserver: ${binaries.replace('skipped: ', '')}\n`);
+    process.exit(2);
+  }
+  const env = process.env;
+  const pods = Number(env.CLUSTER_PODS ?? DEFAULTS.pods);
+  const namespaces = Number(env.CLUSTER_NAMESPACES ?? DEFAULTS.namespaces);
+  const rates = (env.CLUSTER_RATES ?? DEFAULTS.rates).split(',').map(Number);
+  const backends = (env.CLUSTER_BACKENDS ?? DEFAULTS.backends).split(',') as InjectorBackend[];
+  const watched = Number(env.CLUSTER_WATCHED_NAMESPACES ?? DEFAULTS.watched);
+  const defaultsChanged = pods !== DEFAULTS.pods || namespaces !== DEFAULTS.namespaces || rates.join(',') !== DEFAULTS.rates || backends.join(',') !== DEFAULTS.backends || watched !== DEFAULTS.watched;
+  const apiserverVersion = binaryVersion(binaries.kubeApiserver);
+  const policyApiVersion = policyApiVersionFor(apiserverVersion);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-cluster-'));
+  const settings: ClusterSettings = {
+    binaries,
+    // Both backends' planes alike: the policy API served, used or not.
+    apiserverFlags: policyApiserverFlags(policyApiVersion),
+    policyApiVersion,
+    deployedNode: env.DEPLOYED_NODE ?? process.execPath,
+    pods,
+    namespaces,
+    podsPerDeployment: 10,
+    work,
+    progress,
+  };
+  const loadBefore = os.loadavg();
+  progress(`kube-apiserver ${apiserverVersion}, policies as admissionregistration.k8s.io/${policyApiVersion}; webhook and reconciler on ${settings.deployedNode} (${deployedNodeVersion(settings.deployedNode)}); work dir ${work}`);
+  try {
+    const { runs, extras } = await admissionRuns(settings, backends, rates);
+    progress(`the webhook's namespace watch: 20, then ${watched} namespaces`);
+    const watch = await namespaceWatch(settings, 20, watched);
+    if (!extras) throw new Error('no webhook run: the reconciler and status -A run on the last webhook plane');
+    const report: ClusterReport = {
+      date: new Date(),
+      host: machine(),
+      apiserverVersion,
+      etcdVersion: binaryVersion(binaries.etcd),
+      policyApiVersion,
+      deployedNode: deployedNodeVersion(settings.deployedNode),
+      cliNode: process.version,
+      settings: { pods, namespaces, podsPerDeployment: settings.podsPerDeployment },
+      runs,
+      namespaceWatch: watch,
+      reconciler: extras.reconciler,
+      status: extras.status,
+      totalSeconds: (performance.now() - began) / 1000,
+      loadAverage: { before: loadBefore, after: os.loadavg() },
+      defaultsChanged,
+    };
+    const section = renderClusterSection(report);
+    if (defaultsChanged) {
+      process.stdout.write(`${section}\n(not written to BENCHMARKS.md: CLUSTER_* changed the run)\n`);
+    } else {
+      fs.writeFileSync(OUTPUT, withClusterSection(fs.existsSync(OUTPUT) ? fs.readFileSync(OUTPUT, 'utf8') : '# Benchmarks\n', section));
+      progress(`wrote its section of ${path.relative(process.cwd(), OUTPUT)}`);
+    }
+    // The planes' data (etcd, logs) is hundreds of MB: kept only when the run failed, to read why.
+    fs.rmSync(work, { recursive: true, force: true });
+  } catch (error) {
+    process.stderr.write(`${(error as Error).stack}\nlogs and data kept in ${work}\n`);
+    process.exit(1);
+  }
+}
+
+void main();
