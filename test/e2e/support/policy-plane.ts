@@ -17,3 +17,35 @@ export async function startPolicyServingPlane(binaries: ControlPlaneBinaries, op
   const plane = await ControlPlane.start(binaries, { ...options, apiserverFlags: policyApiserverFlags(policyApiVersion) });
   return { plane, version, policyApiVersion };
 }
+
+/**
+ * A test's own MutatingAdmissionPolicy on pod creation, one JSONPatch `expression`, and its binding
+ * (`matchResources` as given), both at `apiVersion`.
+ */
+export function podCreatePolicy(
+  name: string,
+  apiVersion: AdmissionPolicyApiVersion,
+  expression: string,
+  failurePolicy: 'Ignore' | 'Fail',
+  matchResources: Record<string, unknown>,
+): any[] {
+  return [
+    {
+      apiVersion: `admissionregistration.k8s.io/${apiVersion}`,
+      kind: 'MutatingAdmissionPolicy',
+      metadata: { name },
+      spec: {
+        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'] }] },
+        mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression } }],
+        failurePolicy,
+        reinvocationPolicy: 'Never',
+      },
+    },
+    {
+      apiVersion: `admissionregistration.k8s.io/${apiVersion}`,
+      kind: 'MutatingAdmissionPolicyBinding',
+      metadata: { name },
+      spec: { policyName: name, matchResources },
+    },
+  ];
+}
