@@ -86,6 +86,12 @@ async function injectorBack(): Promise<void> {
   if (WEBHOOK) {
     kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'scale', 'deploy/sidecar-injector', '--replicas=2']);
     kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
+    // Ready pods are not yet a reachable webhook: the Service's rules follow the endpoints. Until a pod
+    // is injected, the apiserver fails open, and a test's workload made then is one the reconciler must
+    // restart for a missing sidecar (a run's "Envoy bump in place" found its pods restarted for that).
+    namespace('webhook-probe', ENABLED);
+    const probe = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe' }, spec: { containers: [app('app')] } };
+    await cluster.until('pods injected again', async () => hasEnvoy(await cluster.plane.ok('POST', '/api/v1/namespaces/webhook-probe/pods?dryRun=All', probe)), 120_000);
     return;
   }
   await applyConfig(current);
@@ -177,6 +183,7 @@ describe(`the reconciler on a node (${BACKEND})`, { skip }, () => {
     namespace('bump', ENABLED);
     deployment('bump', 'web', 2);
     const before = await listPods(cluster, 'bump', 'app=web');
+    assert.ok(before.length === 2 && before.every((p) => hasEnvoy(p)), 'the pods were injected before the bump');
     await use(variant(ENVOY_IN_PLACE, { reconciler: RECONCILER }));
     await cluster.until('envoy upgraded in place', async () => {
       const pods = await listPods(cluster, 'bump', 'app=web');
