@@ -19,7 +19,7 @@ import * as path from 'node:path';
 import { memorySizing, RUNTIME_DEFAULTS } from '../../webhook/config';
 import { freePort } from '../support/webhook-harness';
 import { APISERVER_ADDRESS, ATTACK_DESCRIPTIONS, ATTACK_KINDS, AttackKind, AttackStats, attackerAddresses, startAttack } from './attacks';
-import { BUNDLE, REPO_ROOT, detectPinning, fixedCertificate, installCleanup, makeTempDir, materialize, readRssKb, runLoad, runSynthCommand, sampleRss } from './bench-support';
+import { BUNDLE, REPO_ROOT, detectPinning, fixedCertificate, forEachLine, installCleanup, makeTempDir, materialize, readRssKb, runLoad, runSynthCommand, sampleRss } from './bench-support';
 import { loadReview } from '../support/recorded-reviews';
 import { HTTP_REVIEW, body } from './reviews';
 import { GeneratorResult } from './load-generator';
@@ -95,18 +95,12 @@ function spawnAttacker(config: AttackerConfig): RunningAttacker {
   let resolveDone!: (stats: AttackStats) => void;
   const opened = new Promise<AttackStats>((resolve) => (resolveOpened = resolve));
   const done = new Promise<AttackStats>((resolve) => (resolveDone = resolve));
-  let buffered = '';
   let last: AttackStats | undefined;
-  child.stdout!.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('utf8');
-    let newline: number;
-    while ((newline = buffered.indexOf('\n')) !== -1) {
-      const line = JSON.parse(buffered.slice(0, newline));
-      buffered = buffered.slice(newline + 1);
-      last = line.stats;
-      if (line.opened) resolveOpened(line.stats);
-      if (line.done) resolveDone(line.stats);
-    }
+  forEachLine(child.stdout!, (text) => {
+    const line = JSON.parse(text);
+    last = line.stats;
+    if (line.opened) resolveOpened(line.stats);
+    if (line.done) resolveDone(line.stats);
   });
   child.on('exit', () => {
     const fallback = last ?? ({ opened: 0, handshaken: 0, failed: 0, closedByServer: 0, got408: 0, answers: {}, reconnects: 0, peakOpen: 0 } as AttackStats);

@@ -529,3 +529,17 @@ export function coreUsage(before: CoreSnapshot, after: CoreSnapshot): { busyPerc
       : { busyPercent: NaN, stealPercent: NaN };
   });
 }
+
+/** Calls `onLine` with each complete line `stream` writes (a child's stdout), without its newline. */
+export function forEachLine(stream: NodeJS.ReadableStream, onLine: (line: string) => void): void {
+  let buffered = '';
+  stream.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    let newline: number;
+    while ((newline = buffered.indexOf('\n')) !== -1) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      onLine(line);
+    }
+  });
+}

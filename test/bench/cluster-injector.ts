@@ -19,6 +19,7 @@ import { RUNTIME_ENV, TLS_FILES } from '../../webhook/config';
 import { writeAtomicDirectory } from '../../webhook/dev/deployed-mounts';
 import { downwardResourceValue, freePort } from '../support/webhook-harness';
 import type { ControlPlane } from '../e2e/support/control-plane';
+import { forEachLine } from './bench-support';
 
 export type Manifest = Record<string, any>;
 export const INJECTOR_NAMESPACE = 'sidecar-injector';
@@ -384,16 +385,7 @@ export async function startProxyProcess(ports: readonly number[]): Promise<Proxy
   // charged to the webhook, which cuts a body that stops arriving for 2 s.
   const child = spawn('nice', ['-n', '-10', process.execPath, '-e', PROXY_PROGRAM, ...ports.map(String)], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines: ((line: any) => void)[] = [];
-  let buffered = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('utf8');
-    let newline: number;
-    while ((newline = buffered.indexOf('\n')) !== -1) {
-      const line = JSON.parse(buffered.slice(0, newline));
-      buffered = buffered.slice(newline + 1);
-      lines.shift()?.(line);
-    }
-  });
+  forEachLine(child.stdout!, (line) => lines.shift()?.(JSON.parse(line)));
   const nextLine = () => new Promise<any>((resolve) => lines.push(resolve));
   const { port } = await nextLine();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -19,6 +19,7 @@ import { POLICY_TEST_INJECTIONS, TEST_ANNOTATION_PREFIX, triggerVariants } from 
 import { loadReview, podOf, reviewNames } from '../support/recorded-reviews';
 import { InProcessWebhook, startInProcess } from '../support/webhook-harness';
 import { ControlPlane, binaryVersion, findBinaries, policyApiVersionFor, policyApiserverFlags } from './support/control-plane';
+import { podCreatePolicy } from './support/policy-plane';
 
 const binaries = findBinaries();
 const skip = typeof binaries === 'string' ? binaries : false;
@@ -126,26 +127,11 @@ const READY = 'e2e.sidecar-injector.io/ready';
  * condition would cost a conversion of each pod for CEL, charged to the policies' latency below).
  */
 function readinessPolicy(): any[] {
-  const name = 'zz-e2e-ready';
-  return [
-    {
-      apiVersion: `admissionregistration.k8s.io/${apiVersion}`,
-      kind: 'MutatingAdmissionPolicy',
-      metadata: { name },
-      spec: {
-        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'] }] },
-        mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression: `[JSONPatch{op: "add", path: "/metadata/annotations/${READY.replace('/', '~1')}", value: "true"}]` } }],
-        failurePolicy: 'Fail',
-        reinvocationPolicy: 'Never',
-      },
-    },
-    {
-      apiVersion: `admissionregistration.k8s.io/${apiVersion}`,
-      kind: 'MutatingAdmissionPolicyBinding',
-      metadata: { name },
-      spec: { policyName: name, matchResources: { namespaceSelector: { matchLabels: { [BACKEND_LABEL]: 'policy' } }, objectSelector: { matchLabels: { [PROBE]: 'true' } } } },
-    },
-  ];
+  const expression = `[JSONPatch{op: "add", path: "/metadata/annotations/${READY.replace('/', '~1')}", value: "true"}]`;
+  return podCreatePolicy('zz-e2e-ready', apiVersion, expression, 'Fail', {
+    namespaceSelector: { matchLabels: { [BACKEND_LABEL]: 'policy' } },
+    objectSelector: { matchLabels: { [PROBE]: 'true' } },
+  });
 }
 
 /** Waits until a created object shows that `namespace`'s backend is active (informers are asynchronous). */

@@ -11,15 +11,15 @@
 //    create are reported up to date.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { AdmissionPolicyApiVersion } from '../../charts/admission-policy';
 import { Injection, injectionHash } from '../../webhook/config';
-import { CLI_MAIN, REPO_ROOT } from '../support/cli-process';
+import { type CliRun, describeRun, runCliAsync } from '../support/cli-process';
 import { Manifest, findManifest, makeTempDir, synthChart } from '../support/synth-helpers';
 import { InProcessWebhook, startInProcess, until } from '../support/webhook-harness';
-import { ControlPlane, binaryVersion, findBinariesWithControllers, policyApiVersionFor, policyApiserverFlags } from './support/control-plane';
+import { ControlPlane, binaryVersion, findBinariesWithControllers } from './support/control-plane';
+import { startPolicyServingPlane } from './support/policy-plane';
 
 const binaries = findBinariesWithControllers();
 const skip = typeof binaries === 'string' ? binaries : false;
@@ -44,9 +44,8 @@ const dir = makeTempDir('day-two-e2e');
 before(async () => {
   if (skip) return;
   const bins = binaries as Exclude<typeof binaries, string>;
-  const version = binaryVersion(bins.kubeApiserver);
-  policyApiVersion = policyApiVersionFor(version);
-  plane = await ControlPlane.start(bins, { apiserverFlags: policyApiserverFlags(policyApiVersion) });
+  let version: string;
+  ({ plane, version, policyApiVersion } = await startPolicyServingPlane(bins));
   console.log(`kube-apiserver ${version}; kube-controller-manager ${binaryVersion(bins.kubeControllerManager)}; policies as admissionregistration.k8s.io/${policyApiVersion}`);
 });
 
@@ -56,18 +55,9 @@ after(async () => {
 });
 
 /** The CLI as a process, asynchronously: the in-process webhook must keep answering while it runs. */
-function cli(args: readonly string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI_MAIN, ...args, '--kubeconfig', plane!.kubeconfig], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
+function cli(args: readonly string[]): Promise<CliRun> {
+  return runCliAsync(args, plane!.kubeconfig);
 }
-const describeRun = (run: { status: number | null; stdout: string; stderr: string }) => `exit ${run.status}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`;
 
 function deployment(name: string, labels: Record<string, string> = {}): Manifest {
   return {

@@ -21,7 +21,8 @@ import type { AdmissionPolicyApiVersion } from '../../charts/admission-policy';
 import { Injection, resolveInjectorConfig } from '../../webhook/config';
 import { Manifest, describeManifest, findManifest, synthDefaultAppToTemp } from '../support/synth-helpers';
 import { InProcessWebhook, startInProcess } from '../support/webhook-harness';
-import { ControlPlane, binaryVersion, findBinaries, policyApiVersionFor, policyApiserverFlags } from './support/control-plane';
+import { ControlPlane, binaryVersion, findBinaries } from './support/control-plane';
+import { startPolicyServingPlane } from './support/policy-plane';
 import { locallyServed } from './support/local-webhook';
 
 const binaries = findBinaries();
@@ -151,9 +152,8 @@ before(async () => {
   if (skip) return;
   const bins = binaries as Exclude<typeof binaries, string>;
   manifests.push(...synthDefaultAppToTemp().manifests);
-  const version = binaryVersion(bins.kubeApiserver);
-  policyApiVersion = policyApiVersionFor(version);
-  plane = await ControlPlane.start(bins, { apiserverFlags: policyApiserverFlags(policyApiVersion) });
+  let version: string;
+  ({ plane, version, policyApiVersion } = await startPolicyServingPlane(bins));
   console.log(`kube-apiserver ${version}; etcd ${binaryVersion(bins.etcd)}; policies as admissionregistration.k8s.io/${policyApiVersion}`);
 });
 

@@ -15,7 +15,6 @@
 //    restarts once on the new image, and each pod leaves the EndpointSlice before its image changes.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { applyPatch, type Operation } from 'fast-json-patch';
@@ -24,10 +23,11 @@ import { type Injection, annotationKeys, injectionHash, readinessConditionType, 
 import { evaluate } from '../../webhook/engine';
 import { inPlacePatch, inPlacePlan } from '../../webhook/fleet/in-place-plan';
 import { createRequestFor } from '../../webhook/fleet/admission-request';
-import { CLI_MAIN, REPO_ROOT } from '../support/cli-process';
+import { type CliRun, describeRun, runCliAsync } from '../support/cli-process';
 import { type Manifest, findManifest, makeTempDir, synthChart } from '../support/synth-helpers';
 import { type InProcessWebhook, startInProcess, until } from '../support/webhook-harness';
-import { ControlPlane, binaryVersion, findBinariesWithControllers, policyApiVersionFor, policyApiserverFlags } from './support/control-plane';
+import { ControlPlane, binaryVersion, findBinariesWithControllers } from './support/control-plane';
+import { startPolicyServingPlane } from './support/policy-plane';
 import { SimulatedKubelet } from './support/simulated-kubelet';
 
 const binaries = findBinariesWithControllers();
@@ -52,9 +52,8 @@ const dir = makeTempDir('in-place-e2e');
 before(async () => {
   if (skip) return;
   const bins = binaries as Exclude<typeof binaries, string>;
-  const version = binaryVersion(bins.kubeApiserver);
-  policyApiVersion = policyApiVersionFor(version);
-  plane = await ControlPlane.start(bins, { apiserverFlags: policyApiserverFlags(policyApiVersion), controllerManagerFlags: ['--controllers=-node-lifecycle-controller'] });
+  let version: string;
+  ({ plane, version, policyApiVersion } = await startPolicyServingPlane(bins, { controllerManagerFlags: ['--controllers=-node-lifecycle-controller'] }));
   await SimulatedKubelet.createNode(plane, NODE);
   console.log(`kube-apiserver ${version}; kube-controller-manager ${binaryVersion(bins.kubeControllerManager)}; policies as admissionregistration.k8s.io/${policyApiVersion}`);
 });
@@ -65,18 +64,9 @@ after(async () => {
   await plane?.stop();
 });
 
-function cli(args: readonly string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI_MAIN, ...args, '--kubeconfig', plane!.kubeconfig], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
+function cli(args: readonly string[]): Promise<CliRun> {
+  return runCliAsync(args, plane!.kubeconfig);
 }
-const describeRun = (run: { status: number | null; stdout: string; stderr: string }) => `exit ${run.status}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`;
 
 async function createNamespace(name: string, label?: string): Promise<void> {
   await plane!.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: label ? { [BACKEND_LABEL]: label } : {} } });

@@ -9,6 +9,7 @@ import * as net from 'node:net';
 import { APISERVER_METRICS, APISERVER_WEBHOOK_LATENCY_BOUNDS, apiserverSeriesNames } from '../../charts/monitoring/apiserver-metrics';
 import type { AdmissionPolicyApiVersion } from '../../charts/admission-policy';
 import { ControlPlane, binaryVersion, findBinaries, policyApiVersionFor, policyApiserverFlags } from './support/control-plane';
+import { podCreatePolicy } from './support/policy-plane';
 
 const binaries = findBinaries();
 const skip = typeof binaries === 'string' ? binaries : false;
@@ -45,26 +46,8 @@ function deadWebhook(name: string, namespace: string, failurePolicy: 'Ignore' | 
 
 /** A policy whose mutation fails at runtime: it reads a label no pod has ("no such key"). */
 function failingPolicy(namespace: string, failurePolicy: 'Ignore' | 'Fail'): any[] {
-  const name = `e2e-monitoring-${namespace}`;
-  return [
-    {
-      apiVersion: `admissionregistration.k8s.io/${apiVersion}`,
-      kind: 'MutatingAdmissionPolicy',
-      metadata: { name },
-      spec: {
-        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'] }] },
-        mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression: '[JSONPatch{op: "add", path: "/metadata/annotations", value: {"copied": object.metadata.labels["e2e-absent"]}}]' } }],
-        failurePolicy,
-        reinvocationPolicy: 'Never',
-      },
-    },
-    {
-      apiVersion: `admissionregistration.k8s.io/${apiVersion}`,
-      kind: 'MutatingAdmissionPolicyBinding',
-      metadata: { name },
-      spec: { policyName: name, matchResources: { namespaceSelector: { matchLabels: { [LABEL]: namespace } } } },
-    },
-  ];
+  const expression = '[JSONPatch{op: "add", path: "/metadata/annotations", value: {"copied": object.metadata.labels["e2e-absent"]}}]';
+  return podCreatePolicy(`e2e-monitoring-${namespace}`, apiVersion, expression, failurePolicy, { namespaceSelector: { matchLabels: { [LABEL]: namespace } } });
 }
 
 const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe', labels: { app: 'probe' } }, spec: { containers: [{ name: 'app', image: 'busybox:1.36' }] } };

@@ -15,7 +15,6 @@
 // the fence is what is tried here.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import type { AdmissionPolicyApiVersion, InjectorBackend } from '../../charts/admission-policy';
 import { RECONCILER_WRITES, annotationKeys, injectionHash, readinessConditionType, repairedForAnnotation } from '../../webhook/config';
 import { inPlacePatch } from '../../webhook/fleet/in-place-plan';
@@ -26,7 +25,9 @@ import { KubeApiError, type KubeApi } from '../../webhook/kube-client/kube-api';
 import { LeaderLease } from '../../webhook/reconciler/lease';
 import { restartPatch } from '../../webhook/reconciler/workload-repairs';
 import { Manifest, describeManifest, synthChart } from '../support/synth-helpers';
-import { ControlPlane, binaryVersion, findBinaries, policyApiVersionFor, policyApiserverFlags } from './support/control-plane';
+import { type CliRun, runProcessAsync } from '../support/cli-process';
+import { ControlPlane, findBinaries } from './support/control-plane';
+import { startPolicyServingPlane } from './support/policy-plane';
 
 const binaries = findBinaries();
 const skip = typeof binaries === 'string' ? binaries : false;
@@ -46,9 +47,8 @@ let policyApiVersion: AdmissionPolicyApiVersion = 'v1';
 before(async () => {
   if (skip) return;
   const bins = binaries as Exclude<typeof binaries, string>;
-  const version = binaryVersion(bins.kubeApiserver);
-  policyApiVersion = policyApiVersionFor(version);
-  plane = await ControlPlane.start(bins, { apiserverFlags: policyApiserverFlags(policyApiVersion) });
+  let version: string;
+  ({ plane, version, policyApiVersion } = await startPolicyServingPlane(bins));
   console.log(`kube-apiserver ${version}; the fence as admissionregistration.k8s.io/v1, the policies as ${policyApiVersion}`);
 });
 
@@ -57,17 +57,8 @@ after(async () => {
 });
 
 /** kubectl as a process, asynchronously, with the admin kubeconfig of the test PKI. */
-function kubectl(args: readonly string[], input?: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('kubectl', ['--kubeconfig', plane!.kubeconfig, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-    child.stdin.end(input ?? '');
-  });
+function kubectl(args: readonly string[], input?: string): Promise<CliRun> {
+  return runProcessAsync('kubectl', ['--kubeconfig', plane!.kubeconfig, ...args], { stdin: input });
 }
 type Run = Awaited<ReturnType<typeof kubectl>>;
 const shown = (run: Run) => `exit ${run.status}; stdout: ${run.stdout.trim()}; stderr: ${run.stderr.trim()}`;

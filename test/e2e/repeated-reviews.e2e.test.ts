@@ -70,14 +70,20 @@ test(`${REPLICAS} pods from one generateName manifest through the apiserver: all
 
   const before = await repeatedCount();
   const names = new Set<string>();
+  // Which creates were answered as repeats, in order (1 each), so a miss says which replica it was.
+  const repeatedAt: number[] = [];
+  let counted = before;
   for (let i = 0; i < REPLICAS; i++) {
     const response = await create(replica(labels));
     assert.ok(injected(response), `replica ${i}: ${response.status} ${JSON.stringify(response.body?.message ?? response.body?.spec?.containers?.map((c: any) => c.name))}`);
     names.add(response.body.metadata.name);
+    const now = await repeatedCount();
+    repeatedAt.push(now - counted);
+    counted = now;
   }
   assert.equal(names.size, REPLICAS, 'each pod got a name of its own');
   const repeats = (await repeatedCount()) - before;
-  assert.equal(repeats, REPLICAS - 1, 'every replica after the first was answered as a repeat');
+  assert.equal(repeats, REPLICAS - 1, `every replica after the first was answered as a repeat (repeats counted after each create: ${repeatedAt.join(' ')})`);
 
   const other = await create(replica({ ...labels, 'pod-template-hash': '5c6d7e' }));
   assert.ok(injected(other));

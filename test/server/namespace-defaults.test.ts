@@ -58,6 +58,28 @@ describe('the table', () => {
     assert.equal(table.generation, at + 2);
     assert.deepEqual({ ...(table.lookup('shop') as any).annotations }, {});
   });
+
+  test('a relist that finds the same values keeps the generation; one that finds any change moves it', () => {
+    const table = new NamespaceDefaultsTable();
+    table.setKeys(KEYS);
+    const list = [
+      { name: 'shop', annotations: { 'envoy.example.com/log-level': 'debug' } },
+      { name: 'plain', annotations: { unrelated: 'x' } },
+    ];
+    table.replaceAll(list);
+    const at = table.generation;
+    table.replaceAll([...list].reverse().map((item) => ({ ...item, annotations: { ...item.annotations, unrelated: 'changed' } })));
+    assert.equal(table.generation, at, 'the same offered values, listed again');
+    table.replaceAll([{ name: 'shop', annotations: { 'envoy.example.com/log-level': 'warn' } }]);
+    assert.equal(table.generation, at + 1, 'a value changed');
+    table.replaceAll([{ name: 'shop', annotations: { 'envoy.example.com/log-level': 'warn' } }, { name: 'cart', annotations: { 'envoy.example.com/log-level': 'warn' } }]);
+    assert.equal(table.generation, at + 2, 'a namespace added');
+    table.replaceAll([{ name: 'cart', annotations: { 'envoy.example.com/log-level': 'warn' } }]);
+    assert.equal(table.generation, at + 3, 'a namespace gone');
+    table.clear();
+    table.replaceAll([{ name: 'cart', annotations: { 'envoy.example.com/log-level': 'warn' } }]);
+    assert.equal(table.generation, at + 5, 'cleared, then listed: unknown in between');
+  });
 });
 
 /** Waits, with the harness's probe, until `check` holds; the watch's failures are named if it never does. */

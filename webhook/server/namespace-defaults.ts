@@ -54,14 +54,19 @@ export class NamespaceDefaultsTable {
     this.generation++;
   }
 
-  /** A full list: every namespace's annotations (only the kept keys are read). */
+  /**
+   * A full list: every namespace's annotations (only the kept keys are read). The generation moves only
+   * when the list tells the engine something new: a relist after a watch error that finds the same
+   * values keeps the answers made under them.
+   */
   replaceAll(namespaces: Iterable<{ name: string; annotations: unknown }>): void {
+    const before = { entries: this.entries, overflowed: this.overflowed, synced: this.synced };
     this.entries = new Map();
     this.bytes = 0;
     this.overflowed = 0;
     for (const { name, annotations } of namespaces) this.put(name, annotations);
     this.synced = true;
-    this.generation++;
+    if (!before.synced || before.overflowed > 0 || this.overflowed > 0 || !sameEntries(before.entries, this.entries)) this.generation++;
   }
 
   /** A namespace added or changed (a watch event). */
@@ -126,6 +131,15 @@ export class NamespaceDefaultsTable {
     this.bytes += bytes;
     return true;
   }
+}
+
+function sameEntries(a: ReadonlyMap<string, { values: Record<string, string> }>, b: ReadonlyMap<string, { values: Record<string, string> }>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [name, entry] of a) {
+    const other = b.get(name);
+    if (!other || !sameValues(entry.values, other.values)) return false;
+  }
+  return true;
 }
 
 function sameValues(a: Record<string, string>, b: Record<string, string>): boolean {

@@ -262,7 +262,9 @@ export class ControlPlane {
       '--v=1',
       ...options.apiserverFlags,
     ]);
-    const agent = new https.Agent({ ca: pki.caCertificate, cert: pki.admin.certificate, key: pki.admin.privateKey, keepAlive: true, maxSockets: 4 });
+    // A pooled connection left idle is closed by the client after 30 s, well before the apiserver's own
+    // 90 s idle timeout, so the two never close one at the same moment as a request is sent on it.
+    const agent = new https.Agent({ ca: pki.caCertificate, cert: pki.admin.certificate, key: pki.admin.privateKey, keepAlive: true, maxSockets: 4, timeout: 30_000 });
     const kubeconfig = write('admin.kubeconfig', adminKubeconfig(pki, address, apiserverPort));
     const plane = new ControlPlane(pki, apiserverPort, dir, processes, agent, kubeconfig, address, options.dir === undefined);
     try {
@@ -326,6 +328,16 @@ export class ControlPlane {
    * `headers` adds to the request's, e.g. `Impersonate-User` to act as another identity.
    */
   request(method: string, requestPath: string, body?: unknown, contentType = 'application/json', headers: Record<string, string> = {}): Promise<KubeResponse> {
+    return this.requestOnce(method, requestPath, body, contentType, headers).catch((error: NodeJS.ErrnoException & { reusedSocket?: boolean }) => {
+      // A pooled connection the server closed as this request went out on it (Node's documented case
+      // for a retry: `request.reusedSocket` with ECONNRESET): nothing reached the apiserver's handler,
+      // so the request is sent again, once, on a fresh connection.
+      if (error.reusedSocket && error.code === 'ECONNRESET') return this.requestOnce(method, requestPath, body, contentType, headers);
+      throw error;
+    });
+  }
+
+  private requestOnce(method: string, requestPath: string, body: unknown, contentType: string, headers: Record<string, string>): Promise<KubeResponse> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const started = process.hrtime.bigint();
     return new Promise((resolve, reject) => {
@@ -355,7 +367,7 @@ export class ControlPlane {
         },
       );
       req.on('timeout', () => req.destroy(new Error(`${method} ${requestPath} timed out`)));
-      req.on('error', reject);
+      req.on('error', (error) => reject(Object.assign(error, { reusedSocket: req.reusedSocket })));
       req.end(payload);
     });
   }
