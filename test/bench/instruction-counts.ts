@@ -44,18 +44,22 @@ export function valgrindMissing(): string | undefined {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** POSTs `count` reviews one after another on one keep-alive connection, each with a fresh uid,
- * and checks every answer echoes it with a patch. */
-async function sendSequentially(spec: ServerSpec, template: string, count: number, firstSeq: number): Promise<void> {
-  const originalUid: string = JSON.parse(template).request.uid;
+/** POSTs `count` reviews one after another on one keep-alive connection, each with a fresh uid (and
+ * with `uniquePods`, a pod name of its own, so no review repeats another), and checks every answer
+ * echoes it with a patch. */
+async function sendSequentially(spec: ServerSpec, template: string, count: number, firstSeq: number, uniquePods = false): Promise<void> {
+  const parsed = JSON.parse(template);
+  const originalUid: string = parsed.request.uid;
   const [prefix, suffix] = template.split(`"uid":"${originalUid}"`);
   if (suffix === undefined) throw new Error('the body must be compact JSON with request.uid');
+  const nameMember = `"metadata":{"name":"${parsed.request.object?.metadata?.name}"`;
+  if (uniquePods && !suffix.includes(nameMember)) throw new Error('uniquePods needs a body whose object has metadata.name first');
   const ca = fs.readFileSync(spec.caFile, 'utf8');
   const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
   try {
     for (let seq = firstSeq; seq < firstSeq + count; seq++) {
       const uid = `c4110000-0000-4000-8000-${seq.toString(16).padStart(12, '0')}`;
-      const text = `${prefix}"uid":"${uid}"${suffix}`;
+      const text = `${prefix}"uid":"${uid}"${uniquePods ? suffix.replace(nameMember, `${nameMember.slice(0, -1)}-${uid.slice(24)}"`) : suffix}`;
       await new Promise<void>((resolve, reject) => {
         const req = https.request(
           {
@@ -92,8 +96,8 @@ function exited(child: ChildProcess): Promise<void> {
 }
 
 /** Runs `spec`'s server under callgrind: `warm` requests uncounted, then `count` counted; the counts
- * are the main thread's, per request. */
-export async function countInstructions(spec: ServerSpec, bodyFile: string, warm: number, count: number, pinTo: string[]): Promise<InstructionCounts> {
+ * are the main thread's, per request. With `uniquePods`, every request is a different pod. */
+export async function countInstructions(spec: ServerSpec, bodyFile: string, warm: number, count: number, pinTo: string[], uniquePods = false): Promise<InstructionCounts> {
   const dir = makeTempDir(`callgrind-${spec.name}`);
   const outFile = path.join(dir, 'callgrind.out');
   const [command, ...prefixArgs] = [...pinTo, 'valgrind'];
@@ -119,11 +123,11 @@ export async function countInstructions(spec: ServerSpec, bodyFile: string, warm
       await sleep(200);
     }
     const template = fs.readFileSync(bodyFile, 'utf8');
-    await sendSequentially(spec, template, warm, 0);
+    await sendSequentially(spec, template, warm, 0, uniquePods);
     // valgrind runs the program in its own process: the pid callgrind_control wants is the child's
     // (taskset execs valgrind, which runs node in that same process).
     execFileSync('callgrind_control', ['--instr=on', String(child.pid)], { stdio: 'pipe' });
-    await sendSequentially(spec, template, count, warm);
+    await sendSequentially(spec, template, count, warm, uniquePods);
     execFileSync('callgrind_control', ['--instr=off', String(child.pid)], { stdio: 'pipe' });
     execFileSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'pipe' });
   } finally {

@@ -5,6 +5,7 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
@@ -208,6 +209,18 @@ describe('the uid span and the key', () => {
     assert.equal(key(`${front}abc","kind":1}}`), key(`${front}de-f0","kind":1}}`));
     assert.notEqual(key(`${front}abc","kind":1}}`), key(`${front}abc","kind":2}}`));
     assert.notEqual(key(`${front}abc","kind":1}}`), key(`${front.replace('/v1"', '/v1beta1"')}abc","kind":1}}`));
+  });
+
+  test('a key is the SHA-256 of the body without the uid, whatever the body\'s size and however it is computed', () => {
+    for (const size of [10, 9_000, 70_000]) {
+      const body = Buffer.from(`${front}abc-1","pad":"${'x'.repeat(size)}"}}`);
+      const span = requestUidSpan(body)!;
+      const expected = createHash('sha256').update(body.subarray(0, span.start)).update(body.subarray(span.end)).digest('binary');
+      assert.equal(reviewKey(body, span), expected, `${body.length} bytes`);
+    }
+    // A smaller body after a larger one: nothing of the larger one's bytes is hashed.
+    const small = Buffer.from(`${front}abc-1","kind":1}}`);
+    assert.equal(reviewKey(small, requestUidSpan(small)!), createHash('sha256').update(Buffer.from(`${front}","kind":1}}`)).digest('binary'));
   });
 
   test('the kept answers stay within their bounds under ever-new reviews, checked before each one goes in', () => {

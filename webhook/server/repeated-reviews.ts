@@ -12,8 +12,8 @@
 // like every cache a request can reach (bounded-cache.ts): entries and bytes checked before a value goes
 // in, past either bound started over empty, emptied when the config changes.
 
-import { createHash } from 'node:crypto';
-import type { ResolvedInjectorConfig } from '../config';
+import * as crypto from 'node:crypto';
+import { type ResolvedInjectorConfig, SMALL_BODY_BYTES } from '../config';
 import type { InjectionDecision, PodWarning, UnservedRevisionChooser } from '../engine';
 import { BoundedCache, stringBytes } from '../engine/bounded-cache';
 
@@ -57,10 +57,25 @@ export function requestUidSpan(body: Buffer): UidSpan | undefined {
   return undefined;
 }
 
+/** `crypto.hash` (Node 20.12 and 21.7 on): a digest in one call, without a Hash object and its stream
+ * machinery, which cost more than the SHA-256 of a review's few kilobytes does. */
+const hashOnce: ((algorithm: string, data: Buffer, encoding: 'binary') => string) | undefined = typeof crypto.hash === 'function' ? crypto.hash : undefined;
+/** The bytes a key is the digest of, gathered for `hashOnce` (one call at a time: the caller is
+ * synchronous); grown to the largest small body seen, at most SMALL_BODY_BYTES. */
+let keyBytes = Buffer.allocUnsafeSlow(8 * 1024);
+
 /** The key of a body: SHA-256 of its bytes before and after the uid's value (the prefix before it is
- * one of two fixed texts that differ within their length, so no two bodies run together). */
+ * one of two fixed texts that differ within their length, so no two bodies run together). Every
+ * review of the first-seen path pays it, so it is computed in one call when Node has one. */
 export function reviewKey(body: Buffer, span: UidSpan): string {
-  return createHash('sha256').update(body.subarray(0, span.start)).update(body.subarray(span.end)).digest('binary');
+  const length = body.length - (span.end - span.start);
+  if (hashOnce === undefined || length > SMALL_BODY_BYTES) {
+    return crypto.createHash('sha256').update(body.subarray(0, span.start)).update(body.subarray(span.end)).digest('binary');
+  }
+  if (keyBytes.length < length) keyBytes = Buffer.allocUnsafeSlow(length);
+  body.copy(keyBytes, 0, 0, span.start);
+  body.copy(keyBytes, span.start, span.end);
+  return hashOnce('sha256', keyBytes.subarray(0, length), 'binary');
 }
 
 /**
