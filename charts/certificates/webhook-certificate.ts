@@ -2,8 +2,9 @@
 // MutatingWebhookConfiguration's caBundle) and a serving certificate for the Service's DNS names.
 // Keys come from Node's native generator (fast, and not a JS PRNG); node-forge builds the X.509 parts.
 
-import { createPublicKey, generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, X509Certificate } from 'node:crypto';
 import * as forge from 'node-forge';
+import { serialNumber } from './serial-number';
 
 /** PEM-encoded certificate material: what the Secret holds and the caBundle carries. */
 export interface WebhookCertificate {
@@ -47,12 +48,6 @@ function nativeRsaKeyPair(): forge.pki.rsa.KeyPair {
   return { privateKey: forgeKey, publicKey: forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e) };
 }
 
-function serialNumber(): string {
-  // Positive 128-bit serial: clear the top bit so DER does not read it as negative.
-  const bytes = randomBytes(16);
-  bytes[0] &= 0x7f;
-  return bytes.toString('hex');
-}
 
 function validity(cert: forge.pki.Certificate, now: Date, days: number): void {
   // Backdated a little so a node whose clock runs behind does not reject a fresh certificate.

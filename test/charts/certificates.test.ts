@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { SidecarInjectorPropsError, WebhookCertificate, webhookCertificateProblems } from '../../charts';
 import { buildChart } from '../support/synth-helpers';
 import { testCertificate, testCertificateFor } from '../support/test-certificate';
+import { serialNumber } from '../../charts/certificates/serial-number';
 
 const SERVICE_HOST = 'sidecar-injector.sidecar-injector.svc';
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -189,5 +190,15 @@ describe('a SidecarInjector given certificate material', () => {
 
   test('serves it unchanged when it is good', () => {
     assert.equal(buildChart({ certificate: material }).injector.certificate, material);
+  });
+});
+
+describe('serial numbers', () => {
+  test('are positive and minimally encoded in DER: never a leading 0x00 (OpenSSL refuses it, "illegal padding") nor the top bit set', () => {
+    // Before, one draw in 128 began with 0x00: 10,000 draws found one every time.
+    for (let i = 0; i < 10_000; i++) {
+      const first = parseInt(serialNumber().slice(0, 2), 16);
+      assert.ok(first > 0 && first < 0x80, `serial's first byte ${first.toString(16)}`);
+    }
   });
 });

@@ -121,6 +121,19 @@ describe('reviews that repeat but for their uid', () => {
     assert.equal(JSON.parse(answer.body).response.patch, undefined, 'opted out: no patch, unlike the first');
   });
 
+  test('a pod created a second later repeats the one before: managedFields (their times) are not part of the key', async () => {
+    const review = loadReview('pod-create-worker-');
+    assert.ok(review.request.object.metadata.managedFields?.[0]?.time, 'the recorded review carries managedFields with a time');
+    const { send, metrics } = harness();
+    await send(withUid(review, 'uid-1'));
+    const later = structuredClone(review);
+    later.request.object.metadata.managedFields[0].time = '2099-01-01T00:00:01Z';
+    const body = withUid(later, 'uid-2');
+    const answer = await send(body);
+    assert.equal(metrics.repeatedReviews, 1, 'answered as a repeat');
+    assert.equal(answer.body, (await longWay(body)).body, 'with the answer the long way gives it');
+  });
+
   test('after a config change a repeat is answered under the new config', async () => {
     const review = loadReview('pod-create-sleep');
     const { send, metrics, setConfig } = harness();

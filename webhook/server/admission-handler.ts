@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type AdmissionRoute, JSON_WORST_BUDGET_PER_BODY_BYTE, SMALL_BODY_BYTES, UNSCANNED_BODY_BYTES, type ResolvedInjectorConfig } from '../config';
 import { AdmissionRequest, AdmissionReview, BadAdmissionReview, decodeAdmissionReview } from '../engine';
-import { reviewText } from './review-text';
+import { reviewBytes } from './review-text';
 import type { Logger } from './logger';
 import { type MemoryBudget, JsonShapeScanner } from './memory-budget';
 import type { RequestOutcome, WebhookMetrics } from './metrics';
@@ -148,12 +148,15 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       // A small body without its managedFields (review-text.ts); a large one as it is, so that its
       // text is never copied once more (the memory budget counts one copy).
       const small = body.length <= SMALL_BODY_BYTES;
+      // What JSON.parse reads of a small body, and what its repeated-review key is taken over.
+      const kept = small ? reviewBytes(body) : body;
       if (small && admission.span === undefined) {
         const span = requestUidSpan(body);
         if (span !== undefined) {
           admission.span = span;
+          // The uid is the request's first member, ahead of every managedFields: at the same place in `kept`.
           // One cache for every revision: the same review under two routes is two answers.
-          admission.key = admission.route === '' ? reviewKey(body, span) : `${admission.route}\n${reviewKey(body, span)}`;
+          admission.key = admission.route === '' ? reviewKey(kept, span) : `${admission.route}\n${reviewKey(kept, span)}`;
           admission.repeats = repeated.get(admission.key);
           if (admission.repeats !== undefined) {
             admission.uid = span.uid;
@@ -164,7 +167,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       }
       let parsed: unknown;
       try {
-        parsed = JSON.parse(small ? reviewText(body) : body.toString('utf8'));
+        parsed = JSON.parse(kept.toString('utf8'));
       } catch (firstError) {
         // Where the whole body breaks, not the text without managedFields.
         let error = firstError;

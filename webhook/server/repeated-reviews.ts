@@ -5,7 +5,9 @@
 // without being decoded, parsed or evaluated: the engine's answer is a function of the review and the
 // config alone, and it echoes the uid without reading it.
 //
-// Exact by construction: the key is the SHA-256 of every byte of the body but the uid's value, and a
+// Exact by construction: the key is the SHA-256 of every byte the engine's answer is made from (the body
+// without its managedFields, review-text.ts: the apiserver stamps them with the second they were written,
+// so a ReplicaSet's pods created across a second differ there alone) but the uid's value, and a
 // review is remembered only when the apiserver's own encoding puts that uid where it is looked for (the
 // body starts as Go's encoder writes an AdmissionReview, the parsed request.uid is that value, and the
 // value occurs nowhere else in the body). Any other body is answered the long way, as before. Bounded
