@@ -187,8 +187,21 @@ export class Connection {
   }
 }
 
+/**
+ * The object's first metadata member as compact JSON writes it up to the value's closing quote:
+ * `"metadata":{"name":"sleep"` for a named pod, `"metadata":{"generateName":"sleep-"` for a
+ * controller's pod (not named until after admission). `uniquePods` adds a suffix of its own to that
+ * value: a different bare pod per request, or a different ReplicaSet's pod.
+ */
+export function firstNameMember(review: { request: { object?: { metadata?: Record<string, unknown> } } }): string | undefined {
+  const metadata = review.request.object?.metadata ?? {};
+  const [member] = Object.keys(metadata);
+  if ((member !== 'name' && member !== 'generateName') || typeof metadata[member] !== 'string') return undefined;
+  return `"metadata":{${JSON.stringify(member)}:${JSON.stringify(metadata[member])}`;
+}
+
 /** The request bytes the apiserver would send for the review in `bodyFile`, with a fresh uid per request
- * (and with `uniquePods`, a pod name of its own). */
+ * (and with `uniquePods`, a pod name or generateName of its own). */
 export function requestBuilder(bodyFile: string, servername: string, uniquePods = false): { uidOf(seq: number): Buffer; requestBytes(uid: Buffer): Buffer } {
   const template = fs.readFileSync(bodyFile, 'utf8');
   const parsed = JSON.parse(template);
@@ -200,9 +213,9 @@ export function requestBuilder(bodyFile: string, servername: string, uniquePods 
   /** With uniquePods, the suffix's part after the object's name, where the uid's last digits go. */
   let afterName: string | undefined;
   if (uniquePods) {
-    const nameMember = `"metadata":{"name":"${parsed.request.object?.metadata?.name}"`;
-    const at = suffix.indexOf(nameMember);
-    if (at < 0 || typeof parsed.request.object.metadata.name !== 'string') throw new Error('uniquePods needs a body whose object has metadata.name first');
+    const nameMember = firstNameMember(parsed);
+    const at = nameMember === undefined ? -1 : suffix.indexOf(nameMember);
+    if (nameMember === undefined || at < 0) throw new Error('uniquePods needs a body whose object has metadata.name or metadata.generateName first');
     afterName = suffix.slice(at + nameMember.length - 1);
     suffix = suffix.slice(0, at + nameMember.length - 1) + '-';
   }

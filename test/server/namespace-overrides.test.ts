@@ -8,14 +8,15 @@ import { type InjectorConfig } from '../../webhook/config';
 import { FakeApiserver } from '../support/fake-apiserver';
 import { envoyWithOverrides } from '../support/override-fixtures';
 import { InProcessWebhook, opsRequest, postAdmission, startInProcess, until } from '../support/webhook-harness';
-import { decodePatch, loadReview } from '../support/recorded-reviews';
+import { asUnnamed, decodePatch, loadReview } from '../support/recorded-reviews';
 import { testCertificate } from '../support/test-certificate';
 
 const CONFIG: InjectorConfig = { injections: [envoyWithOverrides()] };
 
-/** The recorded pod review, in namespace `shop`, with `annotations` on the pod and `uid`. */
+/** The recorded pod review as a ReplicaSet's pod, in namespace `shop`, with `annotations` on the pod and `uid`. */
 function review(uid: string, annotations: Record<string, string> = {}): string {
-  const recorded = loadReview('pod-create-sleep');
+  // Unnamed, as a ReplicaSet's pod: its reviews repeat but for the uid.
+  const recorded = asUnnamed(loadReview('pod-create-sleep'));
   recorded.request.uid = uid;
   recorded.request.namespace = 'shop';
   recorded.request.object.metadata.namespace = 'shop';

@@ -14,8 +14,8 @@ import { createAdmissionHandler } from '../../webhook/server/admission-handler';
 import { createLogger } from '../../webhook/server/logger';
 import { MemoryBudget } from '../../webhook/server/memory-budget';
 import { WebhookMetrics } from '../../webhook/server/metrics';
-import { REPEATED_REVIEW_BOUNDS, RepeatedReviews, requestUidSpan, reviewKey } from '../../webhook/server/repeated-reviews';
-import { type Review, loadReview, reviewNames } from '../support/recorded-reviews';
+import { REPEATED_REVIEW_BOUNDS, RepeatedReviews, requestIsNamed, requestUidSpan, reviewKey } from '../../webhook/server/repeated-reviews';
+import { type Review, asUnnamed, loadReview, reviewNames } from '../support/recorded-reviews';
 
 const CONFIG = resolveInjectorConfig({ injections: DEFAULT_INJECTIONS });
 
@@ -80,9 +80,9 @@ async function longWay(body: string, config: ResolvedInjectorConfig = CONFIG): P
 }
 
 describe('reviews that repeat but for their uid', () => {
-  test('every recorded review, repeated with a new uid, gets byte for byte the answer the long way gives it', async () => {
+  test('every recorded review, unnamed and repeated with a new uid, gets byte for byte the answer the long way gives it', async () => {
     for (const name of reviewNames()) {
-      const review = loadReview(name);
+      const review = asUnnamed(loadReview(name));
       const { send, metrics } = harness();
       const first = await send(withUid(review, '11111111-1111-4111-8111-111111111111'));
       assert.equal(first.status, 200, `${name}: ${first.body.slice(0, 200)}`);
@@ -93,6 +93,36 @@ describe('reviews that repeat but for their uid', () => {
       assert.equal(again.body, (await longWay(repeat)).body, `${name}: the same answer as the long way`);
       assert.equal(JSON.parse(again.body).response.uid, '22222222-2222-4222-8222-222222222222');
     }
+  });
+
+  test('a named object\'s review is answered the long way every time, and a stream of them leaves the kept answers alone', async () => {
+    // Named: the recorded reviews as recorded, all but the ReplicaSet's pod (named from its generateName after admission).
+    const named = reviewNames().filter((name) => loadReview(name).request.name !== undefined);
+    assert.ok(named.length >= 8, `the recorded named reviews: ${named.join(', ')}`);
+    for (const name of named) {
+      const review = loadReview(name);
+      const { send, metrics } = harness();
+      for (const uid of ['u-1', 'u-2']) {
+        const body = withUid(review, uid);
+        const answer = await send(body);
+        assert.equal(answer.status, 200, name);
+        assert.equal(answer.body, (await longWay(body)).body, `${name} ${uid}: the long way's answer`);
+      }
+      assert.equal(metrics.repeatedReviews, 0, `${name}: not looked up`);
+    }
+    // More bare pods than the kept answers may hold, between two pods of one ReplicaSet: had they been
+    // kept, the answers would have been started over and the second pod missed.
+    const { send, metrics } = harness();
+    const replicaSetPod = loadReview('pod-create-worker-');
+    await send(withUid(replicaSetPod, 'rs-1'));
+    const sleep = loadReview('pod-create-sleep');
+    for (let i = 0; i < REPEATED_REVIEW_BOUNDS.maxEntries + 10; i++) {
+      const pod = structuredClone(sleep);
+      pod.request.name = pod.request.object.metadata.name = `sleep-${i}`;
+      assert.equal((await send(withUid(pod, `bare-${i}`))).status, 200);
+    }
+    await send(withUid(replicaSetPod, 'rs-2'));
+    assert.equal(metrics.repeatedReviews, 1, "the ReplicaSet's second pod was answered from the first's answer");
   });
 
   test('the admission line of a repeat says its own uid and the workload of the review', async () => {
@@ -109,7 +139,7 @@ describe('reviews that repeat but for their uid', () => {
   });
 
   test('one byte changed anywhere but the uid, and the review is evaluated as itself', async () => {
-    const review = loadReview('pod-create-sleep');
+    const review = asUnnamed(loadReview('pod-create-sleep'));
     const { send, metrics } = harness();
     await send(withUid(review, 'uid-1'));
     const changed = structuredClone(review);
@@ -135,7 +165,7 @@ describe('reviews that repeat but for their uid', () => {
   });
 
   test('after a config change a repeat is answered under the new config', async () => {
-    const review = loadReview('pod-create-sleep');
+    const review = asUnnamed(loadReview('pod-create-sleep'));
     const { send, metrics, setConfig } = harness();
     await send(withUid(review, 'uid-1'));
     const disabled = resolveInjectorConfig({ injections: DEFAULT_INJECTIONS, enabled: false });
@@ -150,7 +180,7 @@ describe('reviews that repeat but for their uid', () => {
   });
 
   test('a body whose uid is not certainly the one at the front is never remembered', async () => {
-    const review = loadReview('pod-create-sleep');
+    const review = asUnnamed(loadReview('pod-create-sleep'));
     const compact = (uid: string) => withUid(review, uid);
     // JSON.parse keeps the last of two members of one name. The first review's uid is u-1 at the front
     // and again later; the second's front uid is u-2, but the uid it carries is the later u-1: a
@@ -172,7 +202,7 @@ describe('reviews that repeat but for their uid', () => {
   });
 
   test('bodies not written as the apiserver writes them are answered the long way every time', async () => {
-    const review = loadReview('pod-create-sleep');
+    const review = asUnnamed(loadReview('pod-create-sleep'));
     const reordered = (uid: string) => JSON.stringify({ apiVersion: review.apiVersion, kind: review.kind, request: { ...review.request, uid } });
     const indented = (uid: string) => JSON.stringify(JSON.parse(withUid(review, uid)), null, 1);
     for (const body of [reordered, indented]) {
@@ -212,6 +242,25 @@ describe('the uid span and the key', () => {
       assert.equal(requestUidSpan(Buffer.from(body)), undefined, body);
     }
     assert.equal(requestUidSpan(Buffer.from(`${front}${'a'.repeat(128)}"}}`))?.uid.length, 128);
+  });
+
+  test("a request is named when its name member comes after the uid and before its operation, as Go writes it", () => {
+    const named = (text: string) => {
+      const body = Buffer.from(text);
+      return requestIsNamed(body, requestUidSpan(body)!);
+    };
+    const gvk = '"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"}';
+    assert.equal(named(`${front}u-1",${gvk},"name":"sleep","namespace":"shop","operation":"CREATE","object":{"metadata":{"name":"sleep"}}}}`), true);
+    assert.equal(named(`${front}u-1",${gvk},"subResource":"status","name":"sleep","operation":"UPDATE"}}`), true);
+    assert.equal(named(`${front.replace('/v1"', '/v1beta1"')}u-1",${gvk},"name":"sleep","operation":"CREATE"}}`), true);
+    // Not named: a name only inside the object (a container's, an owner's), or no operation to bound the search.
+    assert.equal(named(`${front}u-1",${gvk},"namespace":"shop","operation":"CREATE","object":{"metadata":{"generateName":"web-","ownerReferences":[{"kind":"ReplicaSet","name":"web"}]}}}}`), false);
+    assert.equal(named(`${front}u-1",${gvk},"name":"sleep"}}`), false);
+    for (const name of reviewNames()) {
+      const review = loadReview(name);
+      assert.equal(named(JSON.stringify(review)), review.request.name !== undefined, name);
+      assert.equal(named(JSON.stringify(asUnnamed(review))), false, `${name}, unnamed`);
+    }
   });
 
   test('two bodies have one key exactly when they differ only in the uid', () => {

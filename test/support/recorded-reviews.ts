@@ -18,6 +18,24 @@ export function loadReview(name: string): Review {
   return JSON.parse(fs.readFileSync(path.join(REVIEWS_DIR, `${name}.json`), 'utf8'));
 }
 
+/**
+ * `review` (of a named object) as the same object reaches the webhook from a controller that names it
+ * from a generateName (a ReplicaSet's pod): not named yet, so no request.name and metadata.generateName
+ * `<name>-` first, where Go writes ObjectMeta's name. Such reviews repeat but for their uid, and the
+ * webhook answers the repeats from the first answer (webhook/server/repeated-reviews.ts); a named
+ * object's review never repeats, so it is answered the long way every time.
+ */
+export function asUnnamed(review: Review): Review {
+  const copy: Review = structuredClone(review);
+  delete copy.request.name;
+  const metadata = copy.request.object?.metadata;
+  if (metadata?.name !== undefined) {
+    const { name, ...rest } = metadata;
+    copy.request.object.metadata = { generateName: `${name}-`, ...rest };
+  }
+  return copy;
+}
+
 export function decodePatch(response: AdmissionResponse): Operation[] {
   if (!response.patch) return [];
   if (response.patchType !== 'JSONPatch') throw new Error(`patchType is ${response.patchType}, expected JSONPatch`);

@@ -10,7 +10,7 @@ import type { Logger } from './logger';
 import { type MemoryBudget, JsonShapeScanner } from './memory-budget';
 import type { RequestOutcome, WebhookMetrics } from './metrics';
 import type { NamespaceDefaultsTable } from './namespace-defaults';
-import { type Answered, RepeatedReviews, type UidSpan, requestUidSpan, reviewKey, uidIsSpan } from './repeated-reviews';
+import { type Answered, RepeatedReviews, type UidSpan, requestIsNamed, requestUidSpan, reviewKey, uidIsSpan } from './repeated-reviews';
 
 import { evaluateRoute } from './admission-routes';
 import { AnswerTexts } from './answer-texts';
@@ -152,7 +152,8 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       const kept = small ? reviewBytes(body) : body;
       if (small && admission.span === undefined) {
         const span = requestUidSpan(body);
-        if (span !== undefined) {
+        // A named object's review never repeats: no key, no lookup, never remembered.
+        if (span !== undefined && !requestIsNamed(body, span)) {
           admission.span = span;
           // The uid is the request's first member, ahead of every managedFields: at the same place in `kept`.
           // One cache for every revision: the same review under two routes is two answers.
