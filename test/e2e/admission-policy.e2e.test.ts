@@ -215,12 +215,15 @@ test('admission latency through the apiserver: policies vs webhook vs neither', 
   const optedOut = { ...object, metadata: { ...object.metadata, annotations: { ...object.metadata.annotations, [`${TEST_ANNOTATION_PREFIX}/inject`]: 'false' } } };
   const rounds = Number(process.env.E2E_LATENCY_ROUNDS ?? 60);
   const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))];
-  // The same pod again and again is what a ReplicaSet's controller sends (its pods alike but for the
-  // uid), and the webhook answers such repeats from the first answer (webhook/server/repeated-reviews.ts);
-  // a pod named anew each time is one the webhook parses and evaluates, as every first-seen pod.
+  // The same unnamed pod (a generateName) again and again is what a ReplicaSet's controller sends (its
+  // pods alike but for the uid), and the webhook answers such repeats from the first answer
+  // (webhook/server/repeated-reviews.ts); a pod named anew each time is one the webhook parses and
+  // evaluates, as every first-seen pod (a named object's review is never looked up).
   const named = (pod: typeof object, round: number) => ({ ...pod, metadata: { ...pod.metadata, name: `${pod.metadata.name}-${round}` } });
+  const { name: podName, ...unnamedMetadata } = object.metadata;
+  const replicaSetPod = { ...object, metadata: { generateName: `${podName}-`, ...unnamedMetadata } };
   const variants = [
-    ['injected (envoy, nginx-sidecar, debug, debug-chained)', (_round: number) => object],
+    ["injected (envoy, nginx-sidecar, debug, debug-chained), a ReplicaSet's pods (generateName)", (_round: number) => replicaSetPod],
     ['injected, named anew each time (no repeats)', (round: number) => named(object, round)],
     ['opted out (nothing injected)', (_round: number) => optedOut],
   ] as const;
