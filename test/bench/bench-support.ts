@@ -457,7 +457,7 @@ export function runTurnsAtRate(
   servers: readonly [{ port: number; pid: number }, { port: number; pid: number }],
   target: { caFile: string; serverName: string },
   bodyFile: string,
-  options: { rate: number; turnsPerServer: number; uniquePods?: boolean },
+  options: { rate: number; turnsPerServer: number; uniquePods?: boolean; samplesFile?: string },
   pinning: Pinning,
 ): Promise<PairedResult> {
   return runPairedLoad(
@@ -475,6 +475,7 @@ export function runTurnsAtRate(
       phasesPerServer: options.turnsPerServer,
       warmupSeconds: TURN_WARMUP_SECONDS,
       rate: options.rate,
+      ...(options.samplesFile ? { samplesFile: options.samplesFile } : {}),
     },
     pinning,
   );

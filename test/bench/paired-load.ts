@@ -43,6 +43,9 @@ export interface PairedConfig {
   readonly timeoutMs?: number;
   /** Requests per second in each phase (open loop); closed loop when absent. */
   readonly rate?: number;
+  /** Open loop: where each side's measured latencies (µs) are written as JSON, `[[...], [...]]`, so
+   * that runs can be pooled afterwards (test/bench/pool-p99.ts). */
+  readonly samplesFile?: string;
 }
 
 export interface PairedSide {
@@ -251,6 +254,7 @@ export async function runPaired(config: PairedConfig): Promise<PairedResult> {
   const cpuAfter = config.servers.map((server) => cpuMsOf(server.pid));
   for (const side of sides) for (const connection of side.all) connection.destroy();
 
+  if (openLoop && config.samplesFile) fs.writeFileSync(config.samplesFile, JSON.stringify(sides.map((side) => side.latenciesUs.map((us) => Math.round(us)))));
   const result = sides.map((side) => {
     const cpuMs = cpuAfter[side.index] - cpuBefore[side.index];
     return {
