@@ -159,7 +159,11 @@ export async function reconcilerPasses(settings: ClusterSettings, injector: Inst
   await plane.ok('PUT', await objectPath(plane, configuration), { ...configuration, metadata: { ...configuration.metadata, resourceVersion: registered.metadata.resourceVersion } });
   const root = path.join(settings.work, 'reconciler');
   const pod = { name: 'sidecar-injector-reconciler-bench-0', namespace: INJECTOR_NAMESPACE };
-  const container = materializeContainer(manifests, 'sidecar-injector-reconciler', root, pod);
+  const materialized = materializeContainer(manifests, 'sidecar-injector-reconciler', root, pod);
+  // CLUSTER_RECONCILER_NODE_OPTIONS: added to the synthesized NODE_OPTIONS, to look into a pass
+  // (`--trace-gc`; its log is then copied to CLUSTER_RECONCILER_LOG). The table says what ran.
+  const extraOptions = process.env.CLUSTER_RECONCILER_NODE_OPTIONS;
+  const container = extraOptions ? { ...materialized, env: { ...materialized.env, NODE_OPTIONS: `${materialized.env.NODE_OPTIONS ?? ''} ${extraOptions}`.trim() } } : materialized;
   const tokens = await serviceAccountDir(plane, container.serviceAccountName!, path.join(root, 'serviceaccount'));
   const proxy = await roundRobinProxy([plane.apiserverPort]);
   const opsPort = await freePort();
@@ -227,6 +231,7 @@ export async function reconcilerPasses(settings: ClusterSettings, injector: Inst
     return { passes, nodeOptions: container.env.NODE_OPTIONS ?? '' };
   } finally {
     await reconciler.stop();
+    if (process.env.CLUSTER_RECONCILER_LOG) fs.copyFileSync(reconciler.logFile, process.env.CLUSTER_RECONCILER_LOG);
     await proxy.close();
   }
 }
