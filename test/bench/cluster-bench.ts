@@ -14,7 +14,7 @@
 // prints its section instead of writing it. The work directory (etcd's data, every process's log) is
 // removed after a run, kept after a failure. DEPLOYED_NODE: the node binary the webhook and the reconciler
 // run on (the synthesized Deployments' image runs Node 22); default, this one.
-// CLUSTER_RECONCILER_NODE_OPTIONS (added to the reconciler's NODE_OPTIONS, e.g. --trace-gc) and
+// CLUSTER_RECONCILER_NODE_ARGS (node options before the reconciler's command's own, e.g. --trace-gc) and
 // CLUSTER_RECONCILER_LOG (where its log is copied) look into its passes; the first also counts as a
 // changed run.
 import * as fs from 'node:fs';
@@ -101,7 +101,7 @@ async function main(): Promise<void> {
   const rates = (env.CLUSTER_RATES ?? DEFAULTS.rates).split(',').map(Number);
   const backends = (env.CLUSTER_BACKENDS ?? DEFAULTS.backends).split(',') as InjectorBackend[];
   const watched = Number(env.CLUSTER_WATCHED_NAMESPACES ?? DEFAULTS.watched);
-  const defaultsChanged = pods !== DEFAULTS.pods || namespaces !== DEFAULTS.namespaces || rates.join(',') !== DEFAULTS.rates || backends.join(',') !== DEFAULTS.backends || watched !== DEFAULTS.watched || process.env.CLUSTER_RECONCILER_NODE_OPTIONS !== undefined;
+  const defaultsChanged = pods !== DEFAULTS.pods || namespaces !== DEFAULTS.namespaces || rates.join(',') !== DEFAULTS.rates || backends.join(',') !== DEFAULTS.backends || watched !== DEFAULTS.watched || process.env.CLUSTER_RECONCILER_NODE_ARGS !== undefined;
   const apiserverVersion = binaryVersion(binaries.kubeApiserver);
   const policyApiVersion = policyApiVersionFor(apiserverVersion);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-cluster-'));

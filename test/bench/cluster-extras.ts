@@ -160,10 +160,11 @@ export async function reconcilerPasses(settings: ClusterSettings, injector: Inst
   const root = path.join(settings.work, 'reconciler');
   const pod = { name: 'sidecar-injector-reconciler-bench-0', namespace: INJECTOR_NAMESPACE };
   const materialized = materializeContainer(manifests, 'sidecar-injector-reconciler', root, pod);
-  // CLUSTER_RECONCILER_NODE_OPTIONS: added to the synthesized NODE_OPTIONS, to look into a pass
-  // (`--trace-gc`; its log is then copied to CLUSTER_RECONCILER_LOG). The table says what ran.
-  const extraOptions = process.env.CLUSTER_RECONCILER_NODE_OPTIONS;
-  const container = extraOptions ? { ...materialized, env: { ...materialized.env, NODE_OPTIONS: `${materialized.env.NODE_OPTIONS ?? ''} ${extraOptions}`.trim() } } : materialized;
+  // CLUSTER_RECONCILER_NODE_ARGS: node options put before the synthesized command's own, to look into a
+  // pass (`--trace-gc`, which NODE_OPTIONS does not take; its log is then copied to CLUSTER_RECONCILER_LOG).
+  const extraArgs = process.env.CLUSTER_RECONCILER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const [node, ...commandArgs] = materialized.command;
+  const container = extraArgs.length > 0 ? { ...materialized, command: [node, ...extraArgs, ...commandArgs] } : materialized;
   const tokens = await serviceAccountDir(plane, container.serviceAccountName!, path.join(root, 'serviceaccount'));
   const proxy = await roundRobinProxy([plane.apiserverPort]);
   const opsPort = await freePort();
