@@ -137,7 +137,9 @@ describe(`the reconciler on a node (${BACKEND})`, { skip }, () => {
     } else {
       // Without the binding the policies apply nowhere: nothing is missing yet, and the reconciler's log says it cannot read the injector.
       assert.deepEqual(waiting, []);
-      const logs = kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'logs', 'deploy/sidecar-injector-reconciler', '--tail=200']);
+      // The acting replica's log: `logs deploy/...` reads one pod of the two, and the standby only watches.
+      const holder = getJson(['-n', INJECTOR_NAMESPACE, 'get', 'lease', LEASE]).spec.holderIdentity;
+      const logs = kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'logs', holder, '--tail=200']);
       assert.match(logs, /MutatingAdmissionPolicyBinding sidecar-injector\.sidecar-injector\.pods is not in the cluster/, logs.slice(-2000));
     }
   });
@@ -218,7 +220,8 @@ describe(`the reconciler on a node (${BACKEND})`, { skip }, () => {
       return pods.length === names.length && pods.every(hasEnvoy);
     }, 180_000).catch((error: Error) => {
       const bare = kubectl(cluster, ['-n', 'handover', 'get', 'pods', '-o', 'custom-columns=NAME:.metadata.name,CREATED:.metadata.creationTimestamp,CONTAINERS:.spec.containers[*].name']);
-      const reconciler = kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'logs', 'deploy/sidecar-injector-reconciler', '--tail=60']);
+      const acting = getJson(['-n', INJECTOR_NAMESPACE, 'get', 'lease', LEASE]).spec.holderIdentity;
+      const reconciler = kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'logs', acting, '--tail=60']);
       throw new Error(`${error.message}\n${bare}\nreconciler log:\n${reconciler}`);
     });
   });
