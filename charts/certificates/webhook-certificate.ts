@@ -48,7 +48,6 @@ function nativeRsaKeyPair(): forge.pki.rsa.KeyPair {
   return { privateKey: forgeKey, publicKey: forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e) };
 }
 
-
 function validity(cert: forge.pki.Certificate, now: Date, days: number): void {
   // Backdated a little so a node whose clock runs behind does not reject a fresh certificate.
   cert.validity.notBefore = new Date(now.getTime() - 5 * 60 * 1000);

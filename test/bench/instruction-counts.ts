@@ -9,7 +9,7 @@ import * as https from 'node:https';
 import * as path from 'node:path';
 import type { ServerSpec } from './bench-support';
 import { httpsGet, makeTempDir, readyStatus } from './bench-support';
-import { firstNameMember } from './load-generator';
+import { reviewBody, reviewTemplate } from './load-generator';
 
 export interface InstructionCounts {
   readonly server: string;
@@ -49,18 +49,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * with `uniquePods`, a pod name of its own, so no review repeats another), and checks every answer
  * echoes it with a patch. */
 async function sendSequentially(spec: ServerSpec, template: string, count: number, firstSeq: number, uniquePods = false): Promise<void> {
-  const parsed = JSON.parse(template);
-  const originalUid: string = parsed.request.uid;
-  const [prefix, suffix] = template.split(`"uid":"${originalUid}"`);
-  if (suffix === undefined) throw new Error('the body must be compact JSON with request.uid');
-  const nameMember = firstNameMember(parsed);
-  if (uniquePods && (nameMember === undefined || !suffix.includes(nameMember))) throw new Error('uniquePods needs a body whose object has metadata.name or metadata.generateName first');
+  const cut = reviewTemplate(template, uniquePods);
   const ca = fs.readFileSync(spec.caFile, 'utf8');
   const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
   try {
     for (let seq = firstSeq; seq < firstSeq + count; seq++) {
       const uid = `c4110000-0000-4000-8000-${seq.toString(16).padStart(12, '0')}`;
-      const text = `${prefix}"uid":"${uid}"${uniquePods ? suffix.replace(nameMember!, `${nameMember!.slice(0, -1)}-${uid.slice(24)}"`) : suffix}`;
+      const text = reviewBody(cut, uid);
       await new Promise<void>((resolve, reject) => {
         const req = https.request(
           {

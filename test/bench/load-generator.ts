@@ -193,32 +193,46 @@ export class Connection {
  * controller's pod (not named until after admission). `uniquePods` adds a suffix of its own to that
  * value: a different bare pod per request, or a different ReplicaSet's pod.
  */
-export function firstNameMember(review: { request: { object?: { metadata?: Record<string, unknown> } } }): string | undefined {
+function firstNameMember(review: { request: { object?: { metadata?: Record<string, unknown> } } }): string | undefined {
   const metadata = review.request.object?.metadata ?? {};
   const [member] = Object.keys(metadata);
   if ((member !== 'name' && member !== 'generateName') || typeof metadata[member] !== 'string') return undefined;
   return `"metadata":{${JSON.stringify(member)}:${JSON.stringify(metadata[member])}`;
 }
 
-/** The request bytes the apiserver would send for the review in `bodyFile`, with a fresh uid per request
- * (and with `uniquePods`, a pod name or generateName of its own). */
-export function requestBuilder(bodyFile: string, servername: string, uniquePods = false): { uidOf(seq: number): Buffer; requestBytes(uid: Buffer): Buffer } {
-  const template = fs.readFileSync(bodyFile, 'utf8');
+/** A review's compact JSON cut where each request's own text goes: the uid between `prefix` and
+ * `suffix`, and with `uniquePods`, the uid's last 12 characters between `suffix` (which then ends the
+ * object's name or generateName with a dash) and `afterName`. */
+export interface ReviewTemplate {
+  readonly prefix: string;
+  readonly suffix: string;
+  readonly afterName: string | undefined;
+}
+
+export function reviewTemplate(template: string, uniquePods = false): ReviewTemplate {
   const parsed = JSON.parse(template);
   const originalUid: string = parsed.request.uid;
   const uidAt = template.indexOf(`"uid":"${originalUid}"`);
   if (uidAt < 0) throw new Error('the body must be compact JSON with request.uid');
   const prefix = template.slice(0, uidAt + 7);
-  let suffix = template.slice(uidAt + 7 + originalUid.length);
-  /** With uniquePods, the suffix's part after the object's name, where the uid's last digits go. */
-  let afterName: string | undefined;
-  if (uniquePods) {
-    const nameMember = firstNameMember(parsed);
-    const at = nameMember === undefined ? -1 : suffix.indexOf(nameMember);
-    if (nameMember === undefined || at < 0) throw new Error('uniquePods needs a body whose object has metadata.name or metadata.generateName first');
-    afterName = suffix.slice(at + nameMember.length - 1);
-    suffix = suffix.slice(0, at + nameMember.length - 1) + '-';
-  }
+  const suffix = template.slice(uidAt + 7 + originalUid.length);
+  if (!uniquePods) return { prefix, suffix, afterName: undefined };
+  const nameMember = firstNameMember(parsed);
+  const at = nameMember === undefined ? -1 : suffix.indexOf(nameMember);
+  if (nameMember === undefined || at < 0) throw new Error('uniquePods needs a body whose object has metadata.name or metadata.generateName first');
+  return { prefix, suffix: suffix.slice(0, at + nameMember.length - 1) + '-', afterName: suffix.slice(at + nameMember.length - 1) };
+}
+
+/** The body `template` makes for `uid` (36 characters, as Kubernetes makes them). */
+export function reviewBody(template: ReviewTemplate, uid: string): string {
+  const { prefix, suffix, afterName } = template;
+  return afterName === undefined ? prefix + uid + suffix : prefix + uid + suffix + uid.slice(24) + afterName;
+}
+
+/** The request bytes the apiserver would send for the review in `bodyFile`, with a fresh uid per request
+ * (and with `uniquePods`, a pod name or generateName of its own). */
+export function requestBuilder(bodyFile: string, servername: string, uniquePods = false): { uidOf(seq: number): Buffer; requestBytes(uid: Buffer): Buffer } {
+  const { prefix, suffix, afterName } = reviewTemplate(fs.readFileSync(bodyFile, 'utf8'), uniquePods);
   const bodyLength = Buffer.byteLength(prefix) + Buffer.byteLength(suffix) + 36 + (afterName === undefined ? 0 : 12 + Buffer.byteLength(afterName));
   const head = Buffer.from(
     'POST /mutate?timeout=10s HTTP/1.1\r\n' +

@@ -759,6 +759,13 @@ function linearFit(points: { x: number; y: number }[]): { intercept: number; slo
   return { intercept, slope, r2: 1 - ssRes / ssTot };
 }
 
+/** Each paired round's CPU per request, webhook vs baseline (their ratio as `compare` writes it), and throughput. */
+function cpuPerRound(rounds: readonly PairedRound[], compare: (webhook: number, baseline: number) => string): string {
+  return rounds
+    .map((r) => `CPU per request ${us(r.webhook.cpuUsPerRequest)} vs ${us(r.baseline.cpuUsPerRequest)} = ${compare(r.webhook.cpuUsPerRequest, r.baseline.cpuUsPerRequest)}, throughput ${ratio(r.webhook.throughput, r.baseline.throughput)}`)
+    .join('; ');
+}
+
 function targets(report: Report): Target[] {
   const { engine } = report;
   const engineTarget = (key: string, label: string, name: string, limitUs: number): Target[] => {
@@ -841,10 +848,7 @@ function targets(report: Report): Target[] {
       target:
         `First-seen path: server CPU per request at saturation ≤ ${NEW_PODS_CPU_RATIO}x the baseline's with every request a different bare pod ` +
         `(a name of its own: no review repeats another, so each is parsed and evaluated), in each of ${SATURATION_ROUNDS} paired rounds alternating with those above`,
-      measured:
-        report.pairedUnique
-          .map((r) => `CPU per request ${us(r.webhook.cpuUsPerRequest)} vs ${us(r.baseline.cpuUsPerRequest)} = ${verdictRatio(r.webhook.cpuUsPerRequest, r.baseline.cpuUsPerRequest, NEW_PODS_CPU_RATIO)}, throughput ${ratio(r.webhook.throughput, r.baseline.throughput)}`)
-          .join('; '),
+      measured: cpuPerRound(report.pairedUnique, (webhook, baseline) => verdictRatio(webhook, baseline, NEW_PODS_CPU_RATIO)),
       met: report.pairedUnique.length === SATURATION_ROUNDS && report.pairedUnique.every((r) => r.webhook.cpuUsPerRequest <= NEW_PODS_CPU_RATIO * r.baseline.cpuUsPerRequest),
     },
     {
@@ -852,9 +856,7 @@ function targets(report: Report): Target[] {
       target:
         "(measured, no target) the same with every request a different ReplicaSet's first pod (unnamed, a generateName of its own: each review's " +
         'repeated-review key is computed and missed before it is answered the long way)',
-      measured: report.pairedNewReplicaSets
-        .map((r) => `CPU per request ${us(r.webhook.cpuUsPerRequest)} vs ${us(r.baseline.cpuUsPerRequest)} = ${ratio(r.webhook.cpuUsPerRequest, r.baseline.cpuUsPerRequest)}, throughput ${ratio(r.webhook.throughput, r.baseline.throughput)}`)
-        .join('; '),
+      measured: cpuPerRound(report.pairedNewReplicaSets, ratio),
       met: true,
     },
     {

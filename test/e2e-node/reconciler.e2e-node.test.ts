@@ -42,6 +42,8 @@ before(async () => {
 after(stopSuite);
 
 const getJson = (args: readonly string[]) => JSON.parse(kubectl(cluster, [...args, '-o', 'json']));
+/** The reconciler replica that holds the Lease (its pod's name): the one acting, and logging its passes. */
+const actingReplica = (): string => getJson(['-n', INJECTOR_NAMESPACE, 'get', 'lease', LEASE]).spec.holderIdentity;
 const replicaSets = (ns: string, name: string) => getJson(['-n', ns, 'get', 'replicasets', '-l', `app=${name}`]).items.map((rs: any) => rs.metadata.name).sort();
 const eventsOf = (ns: string) => getJson(['-n', ns, 'get', 'events']).items.filter((event: any) => event.source?.component === 'sidecar-injector-reconciler' || event.reportingComponent === 'sidecar-injector-reconciler');
 
@@ -138,8 +140,7 @@ describe(`the reconciler on a node (${BACKEND})`, { skip }, () => {
       // Without the binding the policies apply nowhere: nothing is missing yet, and the reconciler's log says it cannot read the injector.
       assert.deepEqual(waiting, []);
       // The acting replica's log: `logs deploy/...` reads one pod of the two, and the standby only watches.
-      const holder = getJson(['-n', INJECTOR_NAMESPACE, 'get', 'lease', LEASE]).spec.holderIdentity;
-      const logs = kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'logs', holder, '--tail=200']);
+      const logs = kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'logs', actingReplica(), '--tail=200']);
       assert.match(logs, /MutatingAdmissionPolicyBinding sidecar-injector\.sidecar-injector\.pods is not in the cluster/, logs.slice(-2000));
     }
   });
@@ -207,12 +208,11 @@ describe(`the reconciler on a node (${BACKEND})`, { skip }, () => {
     for (const name of names) deployment('handover', name, 1);
     await injectorBack();
     await cluster.until('a first restart', () => names.some((name) => replicaSets('handover', name).length === 2), 180_000);
-    const holder = getJson(['-n', INJECTOR_NAMESPACE, 'get', 'lease', LEASE]).spec.holderIdentity;
+    const holder = actingReplica();
     progress(`killing the acting replica ${holder}`);
     kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'delete', 'pod', holder, '--grace-period=0', '--force']);
     await cluster.until('every workload restarted', () => names.every((name) => replicaSets('handover', name).length >= 2), 300_000);
-    const lease = getJson(['-n', INJECTOR_NAMESPACE, 'get', 'lease', LEASE]);
-    assert.notEqual(lease.spec.holderIdentity, holder);
+    assert.notEqual(actingReplica(), holder);
     for (const name of names) assert.equal(replicaSets('handover', name).length, 2, `${name} restarted once`);
     // The point of a restart: the new pods carry their sidecar.
     await cluster.until('every handover pod running envoy', async () => {
@@ -220,8 +220,7 @@ describe(`the reconciler on a node (${BACKEND})`, { skip }, () => {
       return pods.length === names.length && pods.every(hasEnvoy);
     }, 180_000).catch((error: Error) => {
       const bare = kubectl(cluster, ['-n', 'handover', 'get', 'pods', '-o', 'custom-columns=NAME:.metadata.name,CREATED:.metadata.creationTimestamp,CONTAINERS:.spec.containers[*].name']);
-      const acting = getJson(['-n', INJECTOR_NAMESPACE, 'get', 'lease', LEASE]).spec.holderIdentity;
-      const reconciler = kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'logs', acting, '--tail=60']);
+      const reconciler = kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'logs', actingReplica(), '--tail=60']);
       throw new Error(`${error.message}\n${bare}\nreconciler log:\n${reconciler}`);
     });
   });

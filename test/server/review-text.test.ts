@@ -9,10 +9,10 @@ import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { resolveInjectorConfig } from '../../webhook/config';
 import { decodeAdmissionReview, evaluate } from '../../webhook/engine';
 import { reviewBytes } from '../../webhook/server/review-text';
+import { loadReview, reviewNames } from '../support/recorded-reviews';
 
 /** The text the handler parses: the body's bytes without managedFields, decoded. */
 const reviewText = (body: Buffer): string => reviewBytes(body).toString('utf8');
-import { loadReview, reviewNames } from '../support/recorded-reviews';
 
 /** A parsed JSON value with every member named managedFields whose value is an array deleted, at any depth. */
 function withoutManagedFields(value: unknown): unknown {
