@@ -226,8 +226,15 @@ export async function startPodProcess(options: PodProcessOptions, timeoutMs = 12
     fs.closeSync(log);
   }
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // SIGTERM first, as the kubelet stops a pod (a `--cpu-prof` in CLUSTER_RECONCILER_NODE_ARGS is written
+  // on that exit), SIGKILL after its grace.
   const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const grace = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(grace);
+    }
     await exited;
   };
   const deadline = Date.now() + timeoutMs;
