@@ -4,7 +4,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { matchWebhook, matchWebhookConfiguration, MutatingWebhook } from '../../charts';
+import { matchWebhook, matchWebhookConfiguration, MutatingWebhook, type MutatingWebhookConfiguration } from '../../charts';
+import { webhookCalledFor } from '../../webhook/engine/webhook-match';
 import { synthChart, findManifest } from '../support/synth-helpers';
 
 const podCreate = { group: '', version: 'v1', resource: 'pods', operation: 'CREATE', namespace: 'shop' };
@@ -93,5 +94,48 @@ describe('rule matching follows the apiserver', () => {
       match.objectSelector.reason,
       'the object is not selected: needs label team=a (the object has team=b); needs label tier in (web, api) (the object has no label tier); excludes objects labelled legacy (the object has legacy=yes)',
     );
+  });
+});
+
+describe("webhookCalledFor (status's and the reconciler's per-pod check) agrees with matchWebhookConfiguration", () => {
+  const rules = [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }];
+  const configuration: MutatingWebhookConfiguration = {
+    webhooks: [
+      { name: 'a.example.com', rules, namespaceSelector: { matchLabels: { injection: 'enabled' } }, objectSelector: { matchExpressions: [{ key: 'skip', operator: 'DoesNotExist' }] } },
+      { name: 'b.example.com', rules, namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-b'] }] }, objectSelector: { matchLabels: { app: 'b' } } },
+      { name: 'c.example.com', rules: [{ ...rules[0], operations: ['UPDATE'] }] },
+      { name: 'd.example.com', rules: [{ ...rules[0], scope: 'Cluster' }] },
+    ],
+  };
+  const namespaces: [string, Record<string, string> | undefined][] = [
+    ['shop', { injection: 'enabled' }],
+    ['team-b', {}],
+    ['team-b', { injection: 'enabled' }],
+    ['plain', {}],
+    ['unknown', undefined],
+  ];
+  const objects: Record<string, string>[] = [{}, { skip: 'yes' }, { app: 'b' }, { app: 'b', skip: '' }];
+
+  test('for every namespace and object labels, asked twice (the second answer from what it remembers)', () => {
+    const called = webhookCalledFor(configuration, { group: '', version: 'v1', resource: 'pods', operation: 'CREATE' });
+    let calledCount = 0;
+    for (const round of [1, 2]) {
+      for (const [namespace, namespaceLabels] of namespaces) {
+        for (const objectLabels of objects) {
+          const expected = matchWebhookConfiguration(configuration, { ...podCreate, namespace, namespaceLabels, objectLabels }).some((match) => match.called);
+          assert.equal(called(namespace, namespaceLabels, objectLabels), expected, `round ${round}: ${namespace} ${JSON.stringify(namespaceLabels)} ${JSON.stringify(objectLabels)}`);
+          if (expected) calledCount++;
+        }
+      }
+    }
+    // Both outcomes are covered, so agreement is not all-false.
+    assert.ok(calledCount > 0 && calledCount < 2 * namespaces.length * objects.length, `${calledCount} called`);
+  });
+
+  test('one labels object given for two namespaces is judged for each', () => {
+    const called = webhookCalledFor(configuration, { group: '', version: 'v1', resource: 'pods', operation: 'CREATE' });
+    const shared = {};
+    assert.equal(called('team-b', shared, { app: 'b' }), true);
+    assert.equal(called('plain', shared, { app: 'b' }), false);
   });
 });

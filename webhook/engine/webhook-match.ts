@@ -141,6 +141,31 @@ export function matchWebhook(webhook: MutatingWebhook, attributes: AdmissionAttr
   return { webhook: webhook.name, called, rules, namespaceSelector, objectSelector, reason };
 }
 
+/** The request a predicate is made for, but for the namespace and the labels: one kind, one operation. */
+export type RequestKind = Omit<AdmissionAttributes, 'namespace' | 'namespaceLabels' | 'objectLabels'>;
+
+/**
+ * Whether the apiserver calls some webhook of `configuration`, for many namespaced requests of one
+ * kind (every pod of a cluster, as `status` and the reconciler judge them): the checks of matchWebhook,
+ * without their words, each webhook's rules checked once and its namespaceSelector once per namespace.
+ * What it remembers is one entry per namespace labels object it is given (a WeakMap on that object: no
+ * more than the caller holds); a namespace whose labels are not known is checked every time.
+ */
+export function webhookCalledFor(configuration: MutatingWebhookConfiguration, kind: RequestKind): (namespace: string, namespaceLabels: Readonly<Record<string, string>> | undefined, objectLabels: Readonly<Record<string, string>>) => boolean {
+  // A namespaced request's rules do not depend on which namespace: any one stands for all.
+  const webhooks = (configuration.webhooks ?? []).filter((webhook) => matchRules(webhook, { ...kind, namespace: '' }).matches);
+  const byLabels = new WeakMap<object, { readonly namespace: string; readonly selected: readonly boolean[] }>();
+  return (namespace, namespaceLabels, objectLabels) => {
+    let known = namespaceLabels ? byLabels.get(namespaceLabels) : undefined;
+    if (known?.namespace !== namespace) {
+      known = { namespace, selected: webhooks.map((webhook) => matchNamespaceSelector(webhook.namespaceSelector, { ...kind, namespace, namespaceLabels }).matches) };
+      if (namespaceLabels) byLabels.set(namespaceLabels, known);
+    }
+    const selected = known.selected;
+    return webhooks.some((webhook, index) => selected[index] && matchesLabelSelector({ matchLabels: webhook.objectSelector?.matchLabels ?? undefined, matchExpressions: webhook.objectSelector?.matchExpressions ?? undefined }, objectLabels));
+  };
+}
+
 function listMatches(list: readonly string[] | null | undefined, value: string): boolean {
   return (list ?? []).some((item) => item === '*' || item === value);
 }

@@ -6,7 +6,7 @@
 import { type ResolvedInjectorConfig, type TargetKind, annotationKeys, injectionHash, parseInjectionHashes } from '../config';
 import { evaluate, parseStatus } from '../engine/mutate';
 import { ownStringMap } from '../engine/pod-patch-builder';
-import { matchWebhookConfiguration } from '../engine/webhook-match';
+import { type MutatingWebhookConfiguration, type RequestKind, webhookCalledFor } from '../engine/webhook-match';
 import type { KubernetesObject } from '../engine/admission-review';
 import type { InjectorSource } from './synthesized-injectors';
 import { type PodRevision, appliedConfig, podRevision } from './pod-revision';
@@ -129,19 +129,17 @@ export function configForPod(config: ResolvedInjectorConfig, chain: readonly str
 }
 const configCache = new WeakMap<ResolvedInjectorConfig, Map<string, ResolvedInjectorConfig>>();
 
+/** Each webhook configuration's predicate for pod CREATEs (its rules checked once, a namespace's selector once per pass). */
+const podCreatesCalled = new WeakMap<MutatingWebhookConfiguration, ReturnType<typeof webhookCalledFor>>();
+const POD_CREATE: RequestKind = { group: '', version: 'v1', resource: 'pods', operation: 'CREATE' };
+
 /** Whether the apiserver would send this pod's CREATE to the webhook (assumed without a webhook configuration). */
-function sentToWebhook(source: InjectorSource, pod: KubernetesObject, namespace: string, namespaceLabels: Record<string, string> | undefined): boolean {
-  if (!source.webhookConfiguration) return true;
-  const matches = matchWebhookConfiguration(source.webhookConfiguration, {
-    group: '',
-    version: 'v1',
-    resource: 'pods',
-    operation: 'CREATE',
-    namespace,
-    namespaceLabels: namespaceLabels ?? {},
-    objectLabels: ownStringMap(metadataOf(pod).labels),
-  });
-  return matches.some((match) => match.called);
+function sentToWebhook(source: InjectorSource, podLabels: Readonly<Record<string, string>>, namespace: string, namespaceLabels: Record<string, string> | undefined): boolean {
+  const configuration = source.webhookConfiguration;
+  if (!configuration) return true;
+  let called = podCreatesCalled.get(configuration);
+  if (!called) podCreatesCalled.set(configuration, (called = webhookCalledFor(configuration, POD_CREATE)));
+  return called(namespace, namespaceLabels, podLabels);
 }
 
 /**
@@ -153,20 +151,19 @@ function injectionsDueNow(
   source: InjectorSource,
   config: ResolvedInjectorConfig,
   pod: KubernetesObject,
+  /** The pod's own string annotations and labels (ownStringMap), read once by the caller. */
+  own: { readonly annotations: Readonly<Record<string, string>>; readonly labels: Readonly<Record<string, string>> },
   namespace: string,
   chain: readonly string[],
   namespaceLabels: Record<string, string> | undefined,
   namespaceAnnotations: Record<string, string> | undefined,
 ): { due: Set<string>; audit: Set<string>; ignoredOverrides: string[] } {
-  if (!config.enabled || !sentToWebhook(source, pod, namespace, namespaceLabels)) return { due: new Set(), audit: new Set(), ignoredOverrides: [] };
+  if (!config.enabled || !sentToWebhook(source, own.labels, namespace, namespaceLabels)) return { due: new Set(), audit: new Set(), ignoredOverrides: [] };
   const keys = annotationKeys(config.annotationPrefix);
-  const metadata = { ...metadataOf(pod) };
-  const annotations = { ...ownStringMap(metadata.annotations) };
-  delete annotations[keys.status];
-  delete annotations[keys.hashes];
-  delete annotations[keys.revision];
-  metadata.annotations = annotations;
-  const bare = { ...pod, apiVersion: 'v1', kind: 'Pod', metadata };
+  // Copied without them (not copied and deleted from: a deletion makes V8 keep the copy as a slower dictionary).
+  const annotations: Record<string, string> = {};
+  for (const key of Object.keys(own.annotations)) if (key !== keys.status && key !== keys.hashes && key !== keys.revision) annotations[key] = own.annotations[key];
+  const bare = { ...pod, apiVersion: 'v1', kind: 'Pod', metadata: { ...metadataOf(pod), annotations } };
   const context = namespaceAnnotations ? { namespaceAnnotations } : { namespaceUnknown: `namespace ${namespace} was not read` };
   // Evaluated only: the pod itself goes in, not a deep copy of it (the engine writes nothing into its request).
   const result = evaluate(createRequestFor(bare, namespace, 'status', false), configForPod(config, chain), context);
@@ -185,15 +182,16 @@ export function classifyPods(objects: ClusterObjects, source: InjectorSource): P
     const metadata = metadataOf(pod);
     const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : 'default';
     const annotations = ownStringMap(metadata.annotations);
+    const labels = ownStringMap(metadata.labels);
     const { chain, ...workload } = workloadOf(pod, namespace, objects.owners);
     // With revisions, the pod is measured against the revision it should run now (its tag's, today).
-    const revision = podRevision(config, ownStringMap(metadata.labels), annotations, objects.namespaceLabels.get(namespace));
+    const revision = podRevision(config, labels, annotations, objects.namespaceLabels.get(namespace));
     const applies = appliedConfig(config, revision);
     const configured = applies ? configuredHashes(applies) : NOTHING_CONFIGURED;
     const has = parseStatus(annotations[keys.status]);
     const recorded = parseInjectionHashes(annotations[keys.hashes]);
     const { due, audit, ignoredOverrides } = applies
-      ? injectionsDueNow(source, applies, pod, namespace, chain, objects.namespaceLabels.get(namespace), objects.namespaceAnnotations?.get(namespace))
+      ? injectionsDueNow(source, applies, pod, { annotations, labels }, namespace, chain, objects.namespaceLabels.get(namespace), objects.namespaceAnnotations?.get(namespace))
       : { due: new Set<string>(), audit: new Set<string>(), ignoredOverrides: [] };
     const injections: PodInjection[] = [];
     for (const [name, configuredHash] of configured) {
@@ -212,7 +210,7 @@ export function classifyPods(objects: ClusterObjects, source: InjectorSource): P
       const podHash = recorded?.get(name);
       injections.push({ injection: name, state: 'no-longer-configured', ...(podHash ? { podHash } : {}) });
     }
-    const unserved = revision?.unserved !== undefined && (revision.by === 'workload' || sentToWebhook(source, pod, namespace, objects.namespaceLabels.get(namespace)));
+    const unserved = revision?.unserved !== undefined && (revision.by === 'workload' || sentToWebhook(source, labels, namespace, objects.namespaceLabels.get(namespace)));
     const state: PodStatus['state'] =
       unserved ? 'stale'
       : injections.every((entry) => entry.state === 'audit') ? 'none'
