@@ -12,6 +12,8 @@ import { decodeAdmissionReview, evaluate } from '../../webhook/engine';
 import { childPointer, pointer } from '../../webhook/engine/json-pointer';
 import { PATCH_CACHE_MAX_BYTES, PatchEncoder, stableRecord } from '../../webhook/engine/patch-encoding';
 import { qosClassOf } from '../../webhook/engine/qos';
+import { createRequestFor } from '../../webhook/fleet/admission-request';
+import { envoyWithOverrides } from '../support/override-fixtures';
 import { loadReview } from '../support/recorded-reviews';
 
 setFlagsFromString('--expose-gc');
@@ -79,6 +81,18 @@ describe('request-keyed caches stay within their byte bounds under unique large 
     assertBounded('childPointer', 2000, 50_000, 1 * MiB, (token) => {
       childPointer('/metadata/annotations', token);
     });
+  });
+
+  test('override judgements: 20,000 pods with a unique 64-character override value, and 1,000 with a unique 60 KB one', () => {
+    const config = resolveInjectorConfig({ injections: [envoyWithOverrides()] });
+    const admit = (value: string) => {
+      const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'shop', annotations: { 'envoy.example.com/log-level': value } }, spec: { containers: [{ name: 'app', image: 'app' }] } };
+      const result = evaluate(createRequestFor(pod, 'shop', 'u', false), config, { namespaceAnnotations: {} });
+      // Each value is refused (not an allowed level) and said so: judged, not skipped.
+      assert.ok(result.podWarnings.some((warning) => warning.override?.reason === 'not-allowed'), value.slice(0, 20));
+    };
+    assertBounded('override judgements (short values)', 20_000, 64, 2 * MiB, admit);
+    assertBounded('override judgements (long values)', 1000, 60_000, 2 * MiB, admit);
   });
 
   test('evaluate(): 1,000 pods with a unique 200 KB status annotation are all injected and leave the heap flat', () => {

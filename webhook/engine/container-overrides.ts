@@ -8,12 +8,15 @@ import {
   type ContainerSpec,
   type OverrideRejection,
   type ResolvedInjection,
+  MAX_OVERRIDE_VALUE_LENGTH,
+  type OverrideValueCheck,
   checkOverrideValue,
   configuredOverrideValue,
   configuredResource,
   overrideFieldName,
 } from '../config';
 import type { RenderedInjection } from './pod-patch-builder';
+import { TwoLevelCache, stringBytes } from './bounded-cache';
 import { cachedQuantity } from './qos';
 
 /** Where an overridden field's value came from. */
@@ -133,6 +136,25 @@ interface Pick {
   readonly ignored: IgnoredOverride[];
 }
 
+/**
+ * Each override's judgement of the values it was given (the config's override object, then the
+ * annotation's text): the pods of a workload carry the same value, and `status` and the reconciler judge
+ * every pod of a cluster. Bounded in entries and bytes; a value past MAX_OVERRIDE_VALUE_LENGTH (refused
+ * anyway) is judged every time and not kept.
+ */
+const judgedValues = new TwoLevelCache<ContainerOverride, string, OverrideValueCheck>({ maxEntries: 1024, maxBytes: 512 * 1024 });
+/** What one judgement may hold beside its value: its message quotes the value (cut) and a bound. */
+const JUDGEMENT_BYTES = 512;
+
+function judgedValue(override: ContainerOverride, raw: string): OverrideValueCheck {
+  let check = judgedValues.get(override, raw);
+  if (check === undefined) {
+    check = checkOverrideValue(override, raw);
+    if (raw.length <= MAX_OVERRIDE_VALUE_LENGTH) judgedValues.set(override, raw, check, 2 * stringBytes(raw) + JUDGEMENT_BYTES);
+  }
+  return check;
+}
+
 function pick(container: ContainerSpec, override: ContainerOverride, podAnnotations: Readonly<Record<string, string>>, namespaceAnnotations: Readonly<Record<string, string>> | undefined): Pick {
   const configured = configuredOverrideValue(container, override);
   const entry: Pick = { override, value: configured, source: 'config', configured, ignored: [] };
@@ -142,7 +164,7 @@ function pick(container: ContainerSpec, override: ContainerOverride, podAnnotati
   ];
   for (const [from, raw] of candidates) {
     if (raw === undefined) continue;
-    const check = checkOverrideValue(override, raw);
+    const check = judgedValue(override, raw);
     if (check.ok) {
       entry.value = check.value;
       entry.source = from;
