@@ -226,7 +226,7 @@ export class InjectorReconciler extends Construct {
                 name: 'reconciler',
                 image: code.image,
                 imagePullPolicy: target.imagePullPolicy,
-                command: code.command,
+                command: withNodeFlags(code.command, RECONCILER_NODE_FLAGS),
                 ports: [{ name: 'ops', containerPort: RECONCILER_OPS_PORT, protocol: 'TCP' }],
                 env: [
                   { name: RECONCILER_ENV.settingsDir, value: RECONCILER_DEFAULT_DIR },
@@ -275,6 +275,19 @@ export class InjectorReconciler extends Construct {
       },
     });
   }
+}
+
+/**
+ * Flags for the reconciler's node, before its script (V8's GC flags are not allowed in NODE_OPTIONS).
+ * `--single-threaded-gc`: V8 collects on the main thread alone, with no helper threads marking, sweeping
+ * and scavenging beside it. The reconciler asks for 20m of CPU and nothing waits on its pauses; the
+ * helpers made the same work cost more CPU. Measured with `npm run bench:cluster` (docs/reconciler.md).
+ */
+export const RECONCILER_NODE_FLAGS: readonly string[] = ['--single-threaded-gc'];
+
+/** `command` with `flags` after its `node`; a command that does not start with node is left as it is. */
+function withNodeFlags(command: string[] | undefined, flags: readonly string[]): string[] | undefined {
+  return command && command[0] === 'node' ? [command[0], ...flags, ...command.slice(1)] : command;
 }
 
 /** The young generation's cap: V8's default (16 MiB semi-spaces) let a pass over 10,000 pods peak near 128 MiB of RSS; at 8 the

@@ -32,7 +32,7 @@ describe('the reconciler prop', () => {
     assert.equal(template.spec.serviceAccountName, 'sidecar-injector-reconciler');
     assert.equal(template.metadata.labels['sidecar-injector.io/webhook'], 'sidecar-injector-reconciler', 'kept away from the injector');
     const container = template.spec.containers[0];
-    assert.deepEqual(container.command, ['node', '/app/reconciler.js'], 'the webhook image, running the reconciler');
+    assert.deepEqual(container.command, ['node', '--single-threaded-gc', '/app/reconciler.js'], 'the webhook image, running the reconciler, its garbage collected on its main thread alone');
     assert.deepEqual(container.env.filter((env: any) => env.valueFrom?.fieldRef).map((env: any) => [env.name, env.valueFrom.fieldRef.fieldPath]), [['POD_NAME', 'metadata.name'], ['POD_NAMESPACE', 'metadata.namespace']]);
     assert.equal(container.resources.limits.memory, '256Mi');
     assert.equal(container.env.find((env: any) => env.name === 'NODE_OPTIONS').value, '--max-old-space-size=153 --max-semi-space-size=8', 'the heap stops at 60% of the limit; the young generation is capped');
@@ -95,7 +95,7 @@ describe('the reconciler prop', () => {
     const source = zlib.brotliDecompressSync(Buffer.from(code.binaryData[RECONCILER_BUNDLE_FILES.bundle], 'base64')).toString('utf8');
     assert.match(source, /sidecar_injector_reconciler_passes_total/);
     const container = named(manifests, 'Deployment')!.spec.template.spec.containers[0];
-    assert.deepEqual(container.command, ['node', '-e', RECONCILER_BUNDLE_LOADER]);
+    assert.deepEqual(container.command, ['node', '--single-threaded-gc', '-e', RECONCILER_BUNDLE_LOADER]);
     assert.match(container.image, /^node:/);
   });
 
