@@ -115,6 +115,8 @@ export interface ReconcilerPass {
 export interface ReconcilerResult {
   readonly passes: readonly ReconcilerPass[];
   readonly nodeOptions: string;
+  /** The synthesized command's flags between `node` and its script (`--single-threaded-gc`). */
+  readonly nodeFlags: string;
 }
 
 const passLines = (logFile: string) =>
@@ -229,7 +231,8 @@ export async function reconcilerPasses(settings: ClusterSettings, injector: Inst
     await replaceConfig('bumped', { extraInjections: [UNASKED_INJECTION], envoyImage: 'envoyproxy/envoy:v1.20.4' });
     await nextPass('after the injector changed (Envoy bumped: every pod outdated)');
     await nextPass('the next pass (every workload still outdated)');
-    return { passes, nodeOptions: container.env.NODE_OPTIONS ?? '' };
+    const script = commandArgs.findIndex((arg) => arg === '-e' || !arg.startsWith('-'));
+    return { passes, nodeOptions: container.env.NODE_OPTIONS ?? '', nodeFlags: commandArgs.slice(0, script < 0 ? 0 : script).join(' ') };
   } finally {
     await reconciler.stop();
     if (process.env.CLUSTER_RECONCILER_LOG) fs.copyFileSync(reconciler.logFile, process.env.CLUSTER_RECONCILER_LOG);

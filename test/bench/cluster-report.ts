@@ -162,7 +162,7 @@ export function renderClusterSection(report: ClusterReport): string {
     '',
     `### The reconciler against the apiserver holding the pods`,
     '',
-    `On the last webhook plane (its ${pods} pods, all up to date), as synthesized: \`node -e <loader>\`, its env (\`${report.reconciler.nodeOptions}\`), its settings ConfigMap, its ServiceAccount's token with its synthesized ClusterRole and Role. Wall and CPU are from its own \`pass done\` log line (CPU of the whole process over the pass: the pod watch and the Lease included). Requests: \`apiserver_request_total\` from clients other than the apiserver itself, this bench's own requests left out. Bytes read: what the apiserver sent it, counted by a TCP proxy between them (TLS records included). Both cover the pass and the wait before it.`,
+    `On the last webhook plane (its ${pods} pods, all up to date), as synthesized: \`${['node', report.reconciler.nodeFlags].filter(Boolean).join(' ')} -e <loader>\`, its env (\`${report.reconciler.nodeOptions}\`), its settings ConfigMap, its ServiceAccount's token with its synthesized ClusterRole and Role. Wall and CPU are from its own \`pass done\` log line (CPU of the whole process over the pass: the pod watch and the Lease included). Requests: \`apiserver_request_total\` from clients other than the apiserver itself, this bench's own requests left out. Bytes read: what the apiserver sent it, counted by a TCP proxy between them (TLS records included). Both cover the pass and the wait before it.`,
     '',
     reconcilerTable(report),
     '',
