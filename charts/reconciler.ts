@@ -283,7 +283,7 @@ export class InjectorReconciler extends Construct {
  * and scavenging beside it. The reconciler asks for 20m of CPU and nothing waits on its pauses; the
  * helpers made the same work cost more CPU. Measured with `npm run bench:cluster` (docs/reconciler.md).
  */
-export const RECONCILER_NODE_FLAGS: readonly string[] = ['--single-threaded-gc'];
+const RECONCILER_NODE_FLAGS: readonly string[] = ['--single-threaded-gc'];
 
 /** `command` with `flags` after its `node`; a command that does not start with node is left as it is. */
 function withNodeFlags(command: string[] | undefined, flags: readonly string[]): string[] | undefined {

@@ -18,7 +18,7 @@ import type { AdmissionPolicyApiVersion, InjectorBackend } from '../../charts/ad
 import { RUNTIME_ENV, TLS_FILES } from '../../webhook/config';
 import { writeAtomicDirectory } from '../../webhook/dev/deployed-mounts';
 import { downwardResourceValue, freePort } from '../support/webhook-harness';
-import type { ControlPlane } from '../e2e/support/control-plane';
+import { type ControlPlane, stopProcesses } from '../e2e/support/control-plane';
 import { forEachLine } from './bench-support';
 
 export type Manifest = Record<string, any>;
@@ -225,18 +225,9 @@ export async function startPodProcess(options: PodProcessOptions, timeoutMs = 12
   } finally {
     fs.closeSync(log);
   }
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   // SIGTERM first, as the kubelet stops a pod (a `--cpu-prof` in CLUSTER_RECONCILER_NODE_ARGS is written
   // on that exit), SIGKILL after its grace.
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      const grace = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(grace);
-    }
-    await exited;
-  };
+  const stop = () => stopProcesses([{ name: options.name, child, logFile: options.logFile }]);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${options.name} exited with ${child.exitCode ?? child.signalCode}:\n${tail(options.logFile)}`);

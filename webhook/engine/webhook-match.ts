@@ -154,6 +154,7 @@ export type RequestKind = Omit<AdmissionAttributes, 'namespace' | 'namespaceLabe
 export function webhookCalledFor(configuration: MutatingWebhookConfiguration, kind: RequestKind): (namespace: string, namespaceLabels: Readonly<Record<string, string>> | undefined, objectLabels: Readonly<Record<string, string>>) => boolean {
   // A namespaced request's rules do not depend on which namespace: any one stands for all.
   const webhooks = (configuration.webhooks ?? []).filter((webhook) => matchRules(webhook, { ...kind, namespace: '' }).matches);
+  const objectSelectors = webhooks.map((webhook) => asLabelSelector(webhook.objectSelector));
   const byLabels = new WeakMap<object, { readonly namespace: string; readonly selected: readonly boolean[] }>();
   return (namespace, namespaceLabels, objectLabels) => {
     let known = namespaceLabels ? byLabels.get(namespaceLabels) : undefined;
@@ -162,7 +163,7 @@ export function webhookCalledFor(configuration: MutatingWebhookConfiguration, ki
       if (namespaceLabels) byLabels.set(namespaceLabels, known);
     }
     const selected = known.selected;
-    return webhooks.some((webhook, index) => selected[index] && matchesLabelSelector({ matchLabels: webhook.objectSelector?.matchLabels ?? undefined, matchExpressions: webhook.objectSelector?.matchExpressions ?? undefined }, objectLabels));
+    return objectSelectors.some((selector, index) => selected[index] && matchesLabelSelector(selector, objectLabels));
   };
 }
 
@@ -241,11 +242,12 @@ function describeLabel(labels: Readonly<Record<string, string>>, key: string): s
   return hasOwnKey(labels, key) ? `has ${key}=${labels[key]}` : `has no label ${key}`;
 }
 
+/** A webhook's selector (whose parts may be null in YAML) as the engine's LabelSelector; none selects every object. */
+function asLabelSelector(selector: WebhookLabelSelector | null | undefined): LabelSelector {
+  return { matchLabels: selector?.matchLabels ?? undefined, matchExpressions: selector?.matchExpressions ?? undefined };
+}
+
 function checkSelector(selector: WebhookLabelSelector | null | undefined, labels: Readonly<Record<string, string>>, subject: string): MatchCheck {
-  const normalized: LabelSelector = {
-    matchLabels: selector?.matchLabels ?? undefined,
-    matchExpressions: selector?.matchExpressions ?? undefined,
-  };
-  if (matchesLabelSelector(normalized, labels)) return { matches: true, reason: `${subject} matches` };
+  if (matchesLabelSelector(asLabelSelector(selector), labels)) return { matches: true, reason: `${subject} matches` };
   return { matches: false, reason: `${subject} is not selected: ${selectorMismatch(selector, labels, subject)}` };
 }
