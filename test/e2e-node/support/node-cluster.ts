@@ -16,6 +16,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ControlPlane, ControlPlaneNetwork, ManagedProcess, adminKubeconfig, binaryVersion, lastLogLines, startProcess, stopProcesses } from '../../e2e/support/control-plane';
 import { createTestPki } from '../../e2e/support/pki';
+import { BUILD_HINT, useCachedKubernetes } from '../../support/kubernetes-binaries/releases';
 import { ImageSpec, buildImageArchive, imageSpecs } from './images';
 
 export interface NodeBinaries {
@@ -76,7 +77,7 @@ function findNodeBinary(env: NodeJS.ProcessEnv): string | undefined {
 }
 
 /** The binaries and programs, or one line naming what is missing. */
-export function findNodeBinaries(env: NodeJS.ProcessEnv = process.env): NodeBinaries | string {
+export function findNodeBinaries(env: NodeJS.ProcessEnv = useCachedKubernetes()): NodeBinaries | string {
   const missing: string[] = [];
   const found: Partial<Record<keyof typeof BINARY_VARIABLES, string>> = {};
   for (const [key, variable] of Object.entries(BINARY_VARIABLES) as [keyof typeof BINARY_VARIABLES, string][]) {
@@ -91,8 +92,8 @@ export function findNodeBinaries(env: NodeJS.ProcessEnv = process.env): NodeBina
   const notRoot = process.getuid?.() !== 0;
   if (missing.length || programs.length || plugins.length || notRoot) {
     const parts = [
-      missing.length ? `set ${missing.join(', ')}` : '',
-      programs.length ? `install ${programs.join(', ')} (Debian: containerd runc iproute2 iptables util-linux)` : '',
+      missing.length ? `set ${missing.join(', ')} (${BUILD_HINT})` : '',
+      programs.length ? `install ${programs.join(', ')} (Debian: containerd runc iproute2 iptables util-linux; kubectl: npm run kube:build)` : '',
       plugins.length ? `install the CNI plugins ${plugins.join(', ')} in ${CNI_DIR} (Debian: containernetworking-plugins)` : '',
       notRoot ? 'run as root (the suite makes a network namespace and runs containerd and the kubelet)' : '',
     ].filter(Boolean);

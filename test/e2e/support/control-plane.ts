@@ -1,7 +1,8 @@
 // An envtest-style control plane: etcd and kube-apiserver started from local binaries, listening on
 // 127.0.0.1 only, with a throwaway PKI and data directory, and a small REST client (client
 // certificate, no kubectl). Binaries come from KUBEBUILDER_ASSETS (etcd, kube-apiserver), or from the
-// ETCD and KUBE_APISERVER paths, which win.
+// ETCD and KUBE_APISERVER paths, which win; with none of them set, from `npm run kube:build`'s cache
+// (KUBE_VERSION picks the release) and Debian's /usr/bin/etcd.
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as https from 'node:https';
@@ -9,6 +10,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { AdmissionPolicyApiVersion } from '../../../charts/admission-policy';
+import { BUILD_HINT, useCachedKubernetes } from '../../support/kubernetes-binaries/releases';
 import { createTestPki, KeyAndCertificate, TestPki } from './pki';
 
 export interface ControlPlaneBinaries {
@@ -19,12 +21,12 @@ export interface ControlPlaneBinaries {
 }
 
 /** The binaries with kube-controller-manager (KUBE_CONTROLLER_MANAGER, or KUBEBUILDER_ASSETS), or why not. */
-export function findBinariesWithControllers(env: NodeJS.ProcessEnv = process.env): Required<ControlPlaneBinaries> | string {
+export function findBinariesWithControllers(env: NodeJS.ProcessEnv = useCachedKubernetes()): Required<ControlPlaneBinaries> | string {
   const found = findBinaries(env);
   const assets = env.KUBEBUILDER_ASSETS;
   const manager = env.KUBE_CONTROLLER_MANAGER ?? (assets ? path.join(assets, 'kube-controller-manager') : undefined);
   if (!manager || !isExecutable(manager)) {
-    const missing = `skipped: no kube-controller-manager (${manager ?? 'unset'}); set KUBE_CONTROLLER_MANAGER to its path (built from the same source as the kube-apiserver)`;
+    const missing = `skipped: no kube-controller-manager (${manager ?? 'unset'}); set KUBE_CONTROLLER_MANAGER to its path (built from the same source as the kube-apiserver), ${BUILD_HINT}`;
     return typeof found === 'string' ? `${found}; ${missing.replace('skipped: ', '')}` : missing;
   }
   if (typeof found === 'string') return found;
@@ -32,16 +34,19 @@ export function findBinariesWithControllers(env: NodeJS.ProcessEnv = process.env
 }
 
 /** The binaries, or a one-line reason naming the variables when they are missing. */
-export function findBinaries(env: NodeJS.ProcessEnv = process.env): ControlPlaneBinaries | string {
+export function findBinaries(env: NodeJS.ProcessEnv = useCachedKubernetes()): ControlPlaneBinaries | string {
   const assets = env.KUBEBUILDER_ASSETS;
-  const etcd = env.ETCD ?? (assets ? path.join(assets, 'etcd') : undefined);
+  const etcd = env.ETCD ?? (assets ? path.join(assets, 'etcd') : isExecutable(DEBIAN_ETCD) ? DEBIAN_ETCD : undefined);
   const kubeApiserver = env.KUBE_APISERVER ?? (assets ? path.join(assets, 'kube-apiserver') : undefined);
   const missing: string[] = [];
   if (!etcd || !isExecutable(etcd)) missing.push(`etcd (${etcd ?? 'unset'})`);
   if (!kubeApiserver || !isExecutable(kubeApiserver)) missing.push(`kube-apiserver (${kubeApiserver ?? 'unset'})`);
   if (missing.length === 0) return { etcd: etcd!, kubeApiserver: kubeApiserver! };
-  return `skipped: no ${missing.join(' or ')}; set KUBEBUILDER_ASSETS to a directory holding etcd and kube-apiserver, or ETCD and KUBE_APISERVER to their paths`;
+  return `skipped: no ${missing.join(' or ')}; set KUBEBUILDER_ASSETS to a directory holding etcd and kube-apiserver, or ETCD and KUBE_APISERVER to their paths, ${BUILD_HINT}`;
 }
+
+/** Debian's etcd-server package. */
+const DEBIAN_ETCD = '/usr/bin/etcd';
 
 function isExecutable(file: string): boolean {
   try {
