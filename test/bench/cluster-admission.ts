@@ -2,6 +2,8 @@
 // synthesized (cluster-injector.ts), the namespaces, then pods created at a fixed rate, and what the
 // apiserver's own /metrics say admission added: the admission plugin's latency (the webhook's, or the
 // policies'), the webhook's or the policies' own histograms, and the fail-open and rejection counts.
+// A third backend, the Go baseline (test/bench/go-baseline/), is registered with our synthesized webhook
+// configuration, rules and selectors as they are, so the apiserver calls it exactly as it calls ours.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { AdmissionPolicyApiVersion, InjectorBackend } from '../../charts/admission-policy';
@@ -17,12 +19,18 @@ import {
   createAll,
   readyEndpoints,
   servedLocally,
+  startGoBaselineReplicas,
   startProxyProcess,
   startWebhookReplicas,
   synthInjector,
 } from './cluster-injector';
 import { type MachineLoad, pidOf, processStats, watchMachine } from './machine-load';
 import { type PodLoadResult, createPodsAtRate } from './pod-load';
+
+/** What answers the pods' admission: ours (the webhook, or the policies), or the Go baseline webhook. */
+export type ClusterBackend = InjectorBackend | 'goBaseline';
+/** The backends the apiserver calls over HTTPS: its webhook plugin and histograms measure them. */
+export const callsWebhook = (backend: ClusterBackend) => backend === 'webhook' || backend === 'goBaseline';
 
 export interface ClusterSettings {
   readonly binaries: ControlPlaneBinaries;
@@ -35,12 +43,14 @@ export interface ClusterSettings {
   readonly podsPerDeployment: number;
   readonly work: string;
   readonly progress: (line: string) => void;
+  /** The Go baseline webhook's binary (built at the start), when Go is installed. */
+  readonly goBaseline?: string;
 }
 
 /** A plane with the injector installed: the webhook's replicas and their proxy, or the policies. */
 export interface InstalledInjector {
   readonly plane: ControlPlane;
-  readonly backend: InjectorBackend;
+  readonly backend: ClusterBackend;
   readonly manifests: Manifest[];
   /** The directory the output was synthesized to (what `status --from` reads). */
   readonly outdir: string;
@@ -51,12 +61,16 @@ export interface InstalledInjector {
   stop(): Promise<void>;
 }
 
-/** Starts a plane and installs the injector of `backend` on it, every object as synthesized. */
-export async function installInjector(settings: ClusterSettings, backend: InjectorBackend, label: string, beforeReplicas?: (plane: ControlPlane) => Promise<void>): Promise<InstalledInjector> {
+/**
+ * Starts a plane and installs the injector of `backend` on it, every object as synthesized, with
+ * `replicaCount` webhook replicas. For the Go baseline, the webhook's output as it is, but the replicas
+ * behind the configuration are the Go baseline's.
+ */
+export async function installInjector(settings: ClusterSettings, backend: ClusterBackend, label: string, beforeReplicas?: (plane: ControlPlane) => Promise<void>, replicaCount = 2): Promise<InstalledInjector> {
   const dir = path.join(settings.work, label);
   fs.mkdirSync(dir, { recursive: true });
   const outdir = path.join(dir, 'dist');
-  const manifests = synthInjector(backend, settings.policyApiVersion, outdir, path.join(settings.work, 'certs'));
+  const manifests = synthInjector(backend === 'goBaseline' ? 'webhook' : backend, settings.policyApiVersion, outdir, path.join(settings.work, 'certs'));
   fs.mkdirSync(path.join(dir, 'plane'));
   const plane = await ControlPlane.start(settings.binaries, { apiserverFlags: settings.apiserverFlags, dir: path.join(dir, 'plane') });
   const replicas: PodProcess[] = [];
@@ -73,7 +87,9 @@ export async function installInjector(settings: ClusterSettings, backend: Inject
     if (configuration) {
       const service = configuration.webhooks[0].clientConfig.service.name;
       await createAll(plane, [readyEndpoints(service)]);
-      replicas.push(...(await startWebhookReplicas(plane, manifests, path.join(dir, 'pods'), settings.deployedNode, 2)));
+      if (backend !== 'goBaseline') replicas.push(...(await startWebhookReplicas(plane, manifests, path.join(dir, 'pods'), settings.deployedNode, replicaCount)));
+      else if (settings.goBaseline) replicas.push(...(await startGoBaselineReplicas(settings.goBaseline, path.join(dir, 'pods'), plane, replicaCount)));
+      else throw new Error('the goBaseline backend needs the Go baseline built (settings.goBaseline)');
       proxy = await startProxyProcess(replicas.map((replica) => replica.port));
       await createAll(plane, [servedLocally(configuration, proxy.port, plane.pki.caCertificate)]);
     }
@@ -132,7 +148,7 @@ function quantiles(h: Histogram): Quantiles {
 }
 
 export interface AdmissionRun {
-  readonly backend: InjectorBackend;
+  readonly backend: ClusterBackend;
   readonly rate: number;
   readonly load: Omit<PodLoadResult, 'latenciesMs'> & { readonly p50Ms: number; readonly p99Ms: number };
   /** apiserver_admission_controller_admission_duration_seconds of the backend's plugin, pod-creating window only. */
@@ -145,9 +161,10 @@ export interface AdmissionRun {
   readonly rejected: number;
   /** Webhook calls the apiserver counted, by HTTP code. */
   readonly webhookCalls?: Readonly<Record<string, number>>;
+  /** CPU per pod, ms: the apiserver's, etcd's, and the webhook's replicas' together. */
   readonly cpuMsPerPod: { readonly apiserver: number; readonly etcd: number; readonly webhook?: number };
-  /** Each replica's RSS at the end, and its peak, MiB. */
-  readonly replicas?: readonly { readonly rssMiB: number; readonly peakMiB: number; readonly connections: number }[];
+  /** Each replica's CPU per pod (ms), RSS at the end and its peak (MiB), and the connections the proxy gave it. */
+  readonly replicas?: readonly { readonly cpuMsPerPod: number; readonly rssMiB: number; readonly peakMiB: number; readonly connections: number }[];
   readonly machine: MachineLoad;
 }
 
@@ -172,14 +189,15 @@ export async function admissionRun(settings: ClusterSettings, injector: Installe
   const connections = injector.proxy ? await injector.proxy.connections() : [];
   const { latenciesMs, ...rest } = load;
   const spent = cpuAfter.map((value, index) => (value - cpuBefore[index]) / settings.pods);
-  const plugin = backend === 'webhook' ? WEBHOOK_PLUGIN : POLICY_PLUGIN;
+  const webhook = callsWebhook(backend);
+  const plugin = webhook ? WEBHOOK_PLUGIN : POLICY_PLUGIN;
   const creates = labelsAre({ operation: 'CREATE', type: 'admit' });
   const delta = (name: string, keep: (labels: Readonly<Record<string, string>>) => boolean) => histogramDelta(histogram(after, name, keep), histogram(before, name, keep));
   const counted = (name: string, keep: (labels: Readonly<Record<string, string>>) => boolean = () => true) => counterSum(after, name, keep) - counterSum(before, name, keep);
-  const detailMetric = backend === 'webhook' ? 'apiserver_admission_webhook_admission_duration_seconds' : 'apiserver_mutating_admission_policy_check_duration_seconds';
-  const detailKeep = backend === 'webhook' ? creates : () => true;
-  const failOpen = backend === 'webhook' ? counted('apiserver_admission_webhook_fail_open_count') : counted('apiserver_mutating_admission_policy_check_total', (labels) => labels.error_type !== 'no_error');
-  const rejected = backend === 'webhook' ? counted('apiserver_admission_webhook_rejection_count') : counted('apiserver_admission_controller_admission_duration_seconds_count', (labels) => labels.name === POLICY_PLUGIN && labels.rejected === 'true');
+  const detailMetric = webhook ? 'apiserver_admission_webhook_admission_duration_seconds' : 'apiserver_mutating_admission_policy_check_duration_seconds';
+  const detailKeep = webhook ? creates : () => true;
+  const failOpen = webhook ? counted('apiserver_admission_webhook_fail_open_count') : counted('apiserver_mutating_admission_policy_check_total', (labels) => labels.error_type !== 'no_error');
+  const rejected = webhook ? counted('apiserver_admission_webhook_rejection_count') : counted('apiserver_admission_controller_admission_duration_seconds_count', (labels) => labels.name === POLICY_PLUGIN && labels.rejected === 'true');
   return {
     backend,
     rate,
@@ -189,13 +207,13 @@ export async function admissionRun(settings: ClusterSettings, injector: Installe
     step: stepSummary(after),
     failOpen,
     rejected,
-    ...(backend === 'webhook' ? { webhookCalls: webhookCallsByCode(after, before) } : {}),
+    ...(webhook ? { webhookCalls: webhookCallsByCode(after, before) } : {}),
     cpuMsPerPod: { apiserver: spent[0], etcd: spent[1], ...(replicas.length > 0 ? { webhook: spent.slice(2).reduce((a, b) => a + b, 0) } : {}) },
     ...(replicas.length > 0
       ? {
           replicas: replicas.map((replica, index) => {
             const stats = processStats(replica.pid);
-            return { rssMiB: stats.rssKb / 1024, peakMiB: stats.peakKb / 1024, connections: connections[index] };
+            return { cpuMsPerPod: spent[2 + index], rssMiB: stats.rssKb / 1024, peakMiB: stats.peakKb / 1024, connections: connections[index] };
           }),
         }
       : {}),

@@ -1,16 +1,20 @@
 // `npm run bench:cluster`: the injector at cluster scale on a real kube-apiserver and etcd (not in CI).
 //
 // Binaries from the environment as the e2e suites take them (KUBE_APISERVER and ETCD, or
-// KUBEBUILDER_ASSETS). For each backend (the webhook, then the MutatingAdmissionPolicies) and each rate
-// (50/s, then 200/s): a fresh control plane, the default app (with Envoy's overrides and the reconciler)
+// KUBEBUILDER_ASSETS). For each backend (the webhook, then the MutatingAdmissionPolicies, then the Go
+// baseline webhook of test/bench/go-baseline/ with one replica and with two, registered as ours is) and
+// each rate (50/s, then 200/s): a fresh control plane, the default app (with Envoy's overrides and the reconciler)
 // installed as synthesized, 200 namespaces, then 10,000 pods of Deployments created through the apiserver
 // at that rate. No node: the pods are stored and stay Pending. What admission added is read from the
 // apiserver's own /metrics. Then, on the last webhook plane (its 10,000 pods): `status -A` and the
 // reconciler's passes; and on a plane of its own, the webhook's memory with 20 and with 2,000 namespaces
 // watched. Writes its section of BENCHMARKS.md (between markers: the rest is `npm run bench`'s).
 //
-// CLUSTER_PODS, CLUSTER_NAMESPACES, CLUSTER_RATES (50,200), CLUSTER_BACKENDS (webhook,admissionPolicy)
-// and CLUSTER_WATCHED_NAMESPACES (2000) shrink a run to try the script; a run with any of them changed
+// The Go baseline is built with `go build` into the work directory at the start; without Go, that
+// backend is skipped with one line.
+//
+// CLUSTER_PODS, CLUSTER_NAMESPACES, CLUSTER_RATES (50,200), CLUSTER_BACKENDS (webhook,admissionPolicy,
+// goBaseline) and CLUSTER_WATCHED_NAMESPACES (2000) shrink a run to try the script; a run with any of them changed
 // prints its section instead of writing it. The work directory (etcd's data, every process's log) is
 // removed after a run, kept after a failure. DEPLOYED_NODE: the node binary the webhook and the reconciler
 // run on (the synthesized Deployments' image runs Node 22); default, this one.
@@ -20,16 +24,16 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { InjectorBackend } from '../../charts/admission-policy';
 import { binaryVersion, findBinaries, policyApiVersionFor, policyApiserverFlags } from '../e2e/support/control-plane';
 import { REPO_ROOT, machine } from './bench-support';
 import { withClusterSection } from './benchmarks-sections';
-import { type AdmissionRun, BENCH_NAMESPACE_METADATA, type ClusterSettings, admissionRun, benchNamespaces, createNamespaces, installInjector, waitUntilInjecting } from './cluster-admission';
+import { type AdmissionRun, BENCH_NAMESPACE_METADATA, type ClusterBackend, type ClusterSettings, admissionRun, benchNamespaces, createNamespaces, installInjector, waitUntilInjecting } from './cluster-admission';
 import { type NamespaceWatchResult, type ReconcilerResult, type StatusRun, namespaceWatch, reconcilerPasses, statusAll } from './cluster-extras';
 import { renderClusterSection } from './cluster-report';
+import { buildGoBaseline, findGo, GO_CANDIDATES, goVersion } from './go-programs';
 
 const OUTPUT = path.join(REPO_ROOT, 'BENCHMARKS.md');
-const DEFAULTS = { pods: 10_000, namespaces: 200, rates: '50,200', backends: 'webhook,admissionPolicy', watched: 2000 };
+const DEFAULTS = { pods: 10_000, namespaces: 200, rates: '50,200', backends: 'webhook,admissionPolicy,goBaseline', watched: 2000 };
 const began = performance.now();
 const progress = (line: string) => process.stdout.write(`[bench:cluster ${((performance.now() - began) / 1000).toFixed(0).padStart(5)} s] ${line}\n`);
 
@@ -43,6 +47,10 @@ export interface ClusterReport {
   readonly cliNode: string;
   readonly settings: { readonly pods: number; readonly namespaces: number; readonly podsPerDeployment: number };
   readonly runs: readonly AdmissionRun[];
+  /** How the Go baseline was built, when it ran. */
+  readonly goBaseline?: string;
+  /** Backends asked for that did not run, each with why. */
+  readonly skipped: readonly string[];
   readonly namespaceWatch: NamespaceWatchResult;
   readonly reconciler: ReconcilerResult;
   readonly status: readonly StatusRun[];
@@ -55,35 +63,38 @@ function deployedNodeVersion(node: string): string {
   return binaryVersion(node);
 }
 
+/** The webhook replicas each backend runs with: ours as its Deployment does (2), the Go baseline also alone (the policies none). */
+const replicaCounts = (backend: ClusterBackend): readonly number[] => (backend === 'goBaseline' ? [1, 2] : [2]);
+
 /**
- * For each backend and rate, a plane of its own, its namespaces, and the pods created at that rate; on the
+ * For each backend and rate (and the Go baseline's replica counts), a plane of its own, its namespaces, and the pods created at that rate; on the
  * last webhook plane, with its pods still there, `status -A` (twice) and the reconciler's passes.
  */
-async function admissionRuns(settings: ClusterSettings, backends: readonly InjectorBackend[], rates: readonly number[]): Promise<{ runs: AdmissionRun[]; extras?: { reconciler: ReconcilerResult; status: StatusRun[] } }> {
+async function admissionRuns(settings: ClusterSettings, backends: readonly ClusterBackend[], rates: readonly number[]): Promise<{ runs: AdmissionRun[]; extras?: { reconciler: ReconcilerResult; status: StatusRun[] } }> {
   const runs: AdmissionRun[] = [];
   let extras: { reconciler: ReconcilerResult; status: StatusRun[] } | undefined;
-  for (const backend of backends) {
-    for (const [index, rate] of rates.entries()) {
-      const label = `${backend}-${rate}`;
-      progress(`${label}: starting a control plane and installing the injector`);
-      const injector = await installInjector(settings, backend, label);
-      try {
-        await createNamespaces(injector.plane, benchNamespaces(settings.namespaces), BENCH_NAMESPACE_METADATA);
-        await waitUntilInjecting(injector.plane, 'bench-000');
-        progress(`${label}: creating ${settings.pods} pods in ${settings.namespaces} namespaces at ${rate}/s`);
-        const run = await admissionRun(settings, injector, rate, `7c5d8f9b${index}`);
-        runs.push(run);
-        progress(`${label}: ${run.load.created} created (${run.load.failed} failed, ${run.load.notInjected} not injected) in ${run.load.seconds.toFixed(0)} s; ${run.plugin.name} p50 ${(run.plugin.p50 * 1000).toFixed(2)} ms p99 ${(run.plugin.p99 * 1000).toFixed(2)} ms; fail-open ${run.failOpen}, rejected ${run.rejected}`);
-        if (backend === 'webhook' && index === rates.length - 1) {
-          progress(`${label}: status -A over the pods, twice`);
-          const status = [await statusAll(injector), await statusAll(injector)];
-          for (const statusRun of status) progress(`status -A: ${statusRun.seconds} s, ${statusRun.cpuSeconds.toFixed(2)} s CPU, peak ${statusRun.peakMiB.toFixed(0)} MiB, exit ${statusRun.exitCode}`);
-          progress(`${label}: the reconciler's passes`);
-          extras = { status, reconciler: await reconcilerPasses(settings, injector) };
-        }
-      } finally {
-        await injector.stop();
+  const planned = backends.flatMap((backend) => rates.flatMap((rate, index) => replicaCounts(backend).map((replicaCount) => ({ backend, rate, index, replicaCount }))));
+  for (const { backend, rate, index, replicaCount } of planned) {
+    const label = backend === 'goBaseline' ? `${backend}-${rate}-${replicaCount}` : `${backend}-${rate}`;
+    progress(`${label}: starting a control plane and installing the injector`);
+    const injector = await installInjector(settings, backend, label, undefined, replicaCount);
+    try {
+      await createNamespaces(injector.plane, benchNamespaces(settings.namespaces), BENCH_NAMESPACE_METADATA);
+      await waitUntilInjecting(injector.plane, 'bench-000');
+      progress(`${label}: creating ${settings.pods} pods in ${settings.namespaces} namespaces at ${rate}/s`);
+      const run = await admissionRun(settings, injector, rate, `7c5d8f9b${index}`);
+      runs.push(run);
+      const calls = run.replicas ? `; ${run.detail.metric} p50 ${(run.detail.p50 * 1000).toFixed(2)} ms p99 ${(run.detail.p99 * 1000).toFixed(2)} ms; CPU per pod ${run.replicas.map((replica) => replica.cpuMsPerPod.toFixed(2)).join(' + ')} ms; connections ${run.replicas.map((replica) => replica.connections).join(', ')}` : '';
+      progress(`${label}: ${run.load.created} created (${run.load.failed} failed, ${run.load.notInjected} not injected) in ${run.load.seconds.toFixed(0)} s; ${run.plugin.name} p50 ${(run.plugin.p50 * 1000).toFixed(2)} ms p99 ${(run.plugin.p99 * 1000).toFixed(2)} ms${calls}; fail-open ${run.failOpen}, rejected ${run.rejected}`);
+      if (backend === 'webhook' && index === rates.length - 1) {
+        progress(`${label}: status -A over the pods, twice`);
+        const status = [await statusAll(injector), await statusAll(injector)];
+        for (const statusRun of status) progress(`status -A: ${statusRun.seconds} s, ${statusRun.cpuSeconds.toFixed(2)} s CPU, peak ${statusRun.peakMiB.toFixed(0)} MiB, exit ${statusRun.exitCode}`);
+        progress(`${label}: the reconciler's passes`);
+        extras = { status, reconciler: await reconcilerPasses(settings, injector) };
       }
+    } finally {
+      await injector.stop();
     }
   }
   return { runs, extras };
@@ -99,12 +110,26 @@ async function main(): Promise<void> {
   const pods = Number(env.CLUSTER_PODS ?? DEFAULTS.pods);
   const namespaces = Number(env.CLUSTER_NAMESPACES ?? DEFAULTS.namespaces);
   const rates = (env.CLUSTER_RATES ?? DEFAULTS.rates).split(',').map(Number);
-  const backends = (env.CLUSTER_BACKENDS ?? DEFAULTS.backends).split(',') as InjectorBackend[];
+  const asked = (env.CLUSTER_BACKENDS ?? DEFAULTS.backends).split(',') as ClusterBackend[];
   const watched = Number(env.CLUSTER_WATCHED_NAMESPACES ?? DEFAULTS.watched);
-  const defaultsChanged = pods !== DEFAULTS.pods || namespaces !== DEFAULTS.namespaces || rates.join(',') !== DEFAULTS.rates || backends.join(',') !== DEFAULTS.backends || watched !== DEFAULTS.watched || process.env.CLUSTER_RECONCILER_NODE_ARGS !== undefined;
+  const defaultsChanged = pods !== DEFAULTS.pods || namespaces !== DEFAULTS.namespaces || rates.join(',') !== DEFAULTS.rates || asked.join(',') !== DEFAULTS.backends || watched !== DEFAULTS.watched || process.env.CLUSTER_RECONCILER_NODE_ARGS !== undefined;
   const apiserverVersion = binaryVersion(binaries.kubeApiserver);
   const policyApiVersion = policyApiVersionFor(apiserverVersion);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-cluster-'));
+  const skipped: string[] = [];
+  let goBaseline: { binary: string; built: string } | undefined;
+  if (asked.includes('goBaseline')) {
+    const go = findGo();
+    if (!go) skipped.push(`goBaseline: skipped, Go is not installed (looked for ${GO_CANDIDATES.join(' and ')} on PATH)`);
+    else {
+      const start = performance.now();
+      const binary = buildGoBaseline(go, fs.mkdtempSync(path.join(work, 'go-baseline-')));
+      goBaseline = { binary, built: `test/bench/go-baseline/ (k8s.io/api and k8s.io/apimachinery v0.37.2) built with ${goVersion(go)}` };
+      progress(`the Go baseline: ${goBaseline.built}, in ${((performance.now() - start) / 1000).toFixed(1)} s`);
+    }
+  }
+  for (const line of skipped) progress(line);
+  const backends = asked.filter((backend) => backend !== 'goBaseline' || goBaseline);
   const settings: ClusterSettings = {
     binaries,
     // Both backends' planes alike: the policy API served, used or not.
@@ -116,6 +141,7 @@ async function main(): Promise<void> {
     podsPerDeployment: 10,
     work,
     progress,
+    goBaseline: goBaseline?.binary,
   };
   const loadBefore = os.loadavg();
   progress(`kube-apiserver ${apiserverVersion}, policies as admissionregistration.k8s.io/${policyApiVersion}; webhook and reconciler on ${settings.deployedNode} (${deployedNodeVersion(settings.deployedNode)}); work dir ${work}`);
@@ -134,6 +160,8 @@ async function main(): Promise<void> {
       cliNode: process.version,
       settings: { pods, namespaces, podsPerDeployment: settings.podsPerDeployment },
       runs,
+      goBaseline: goBaseline?.built,
+      skipped,
       namespaceWatch: watch,
       reconciler: extras.reconciler,
       status: extras.status,

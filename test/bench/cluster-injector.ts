@@ -298,6 +298,43 @@ export async function startWebhookReplicas(plane: ControlPlane, manifests: reado
 }
 
 /**
+ * The Go baseline webhook's replicas (test/bench/go-baseline/, built by cluster-bench.ts), each a process
+ * on the host as ours are, serving the plane's certificate for 127.0.0.1; resolves once each one's ops
+ * port answers /readyz. No token, no mounts: it reads nothing but its certificate.
+ */
+export async function startGoBaselineReplicas(binary: string, root: string, plane: ControlPlane, replicas: number, timeoutMs = 60_000): Promise<PodProcess[]> {
+  const tlsDir = path.join(root, 'tls-127.0.0.1');
+  writeAtomicDirectory(tlsDir, { [TLS_FILES.certificate]: plane.pki.serving.certificate, [TLS_FILES.privateKey]: plane.pki.serving.privateKey });
+  const started: PodProcess[] = [];
+  try {
+    for (let replica = 0; replica < replicas; replica++) {
+      const name = `go-baseline-${replica}`;
+      const [port, opsPort] = [await freePort(), await freePort()];
+      const logFile = path.join(root, `${name}.log`);
+      const log = fs.openSync(logFile, 'a');
+      let child: ChildProcess;
+      try {
+        child = spawn(binary, [], { env: { PATH: process.env.PATH ?? '', GO_BASELINE_TLS_DIR: tlsDir, GO_BASELINE_PORT: String(port), GO_BASELINE_OPS_PORT: String(opsPort) }, stdio: ['ignore', log, log] });
+      } finally {
+        fs.closeSync(log);
+      }
+      const stop = () => stopProcesses([{ name, child, logFile }]);
+      started.push({ name, child, pid: child.pid!, port, opsPort, logFile, stop });
+      const deadline = Date.now() + timeoutMs;
+      while ((await opsStatus(opsPort, '/readyz')) !== 200) {
+        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited with ${child.exitCode ?? child.signalCode}:\n${tail(logFile)}`);
+        if (Date.now() > deadline) throw new Error(`${name} not ready within ${timeoutMs} ms:\n${tail(logFile)}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  } catch (error) {
+    for (const process of started) await process.stop();
+    throw error;
+  }
+  return started;
+}
+
+/**
  * What a Service does for the apiserver's calls: each new TCP connection to one port goes to the next
  * replica (kube-proxy picks one per connection too). Bytes are passed through (and those coming back
  * counted); TLS ends in the upstream. With one port, it counts what a client reads from the apiserver.

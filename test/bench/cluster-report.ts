@@ -23,11 +23,14 @@ interface Verdict {
 
 const msOf = (seconds: number) => (Number.isNaN(seconds) ? 'n/a' : `${fmt(seconds * 1000)} ms`);
 const mib = (value: number) => `${value.toFixed(1)} MiB`;
-const backendName = (backend: string) => (backend === 'webhook' ? 'webhook' : 'policies');
+const backendName = (backend: string) => (backend === 'webhook' ? 'webhook' : backend === 'goBaseline' ? 'Go baseline' : 'policies');
+/** A run's backend, with its replicas where the Go baseline ran with one and with two. */
+const runName = (run: AdmissionRun) => (run.backend === 'goBaseline' ? `Go baseline, ${run.replicas?.length} replica${run.replicas?.length === 1 ? '' : 's'}` : backendName(run.backend));
 
 export function clusterVerdicts(report: ClusterReport): Verdict[] {
   const verdicts: Verdict[] = [];
-  const runs = report.runs;
+  // The bounds are ours: the Go baseline is a yardstick, its runs are in the tables.
+  const runs = report.runs.filter((run) => run.backend !== 'goBaseline');
   verdicts.push({
     target: 'Every pod admitted with its injection, 0 fail-open and 0 rejected, in every run',
     measured: runs.map((run) => `${backendName(run.backend)} ${run.rate}/s: ${run.load.created} created, ${run.load.failed} failed, ${run.load.notInjected} without Envoy, ${run.failOpen} fail-open, ${run.rejected} rejected`).join('; '),
@@ -71,7 +74,7 @@ function admissionTables(runs: readonly AdmissionRun[]): string {
   const latency = table(
     ['Backend', 'Rate', 'Created (achieved/s)', 'Plugin p50', 'Plugin p99', 'Plugin share', 'Plugin runs', 'Own histogram p50', 'p99', 'Step p50 / p99 (summary)', 'Create p50 / p99 (client)'],
     runs.map((run) => [
-      backendName(run.backend),
+      runName(run),
       `${run.rate}/s`,
       `${run.load.created.toLocaleString('en-US')} (${(run.load.created / run.load.seconds).toFixed(0)}/s)`,
       ...quantileCells(run.plugin),
@@ -82,9 +85,9 @@ function admissionTables(runs: readonly AdmissionRun[]): string {
     ]),
   );
   const cost = table(
-    ['Backend', 'Rate', 'Fail-open', 'Rejected', 'Webhook calls by code', 'CPU per pod: apiserver', 'etcd', 'webhook (2 replicas)', 'Webhook RSS at the end (peak)', 'Connections per replica', 'Other load (1-min load avg before → after)'],
+    ['Backend', 'Rate', 'Fail-open', 'Rejected', 'Webhook calls by code', 'CPU per pod: apiserver', 'etcd', 'webhook (its replicas together)', 'each replica', 'Webhook RSS at the end (peak)', 'Connections per replica', 'Other load (1-min load avg before → after)'],
     runs.map((run) => [
-      backendName(run.backend),
+      runName(run),
       `${run.rate}/s`,
       String(run.failOpen),
       String(run.rejected),
@@ -92,12 +95,47 @@ function admissionTables(runs: readonly AdmissionRun[]): string {
       `${fmt(run.cpuMsPerPod.apiserver)} ms`,
       `${fmt(run.cpuMsPerPod.etcd)} ms`,
       run.cpuMsPerPod.webhook === undefined ? '-' : `${fmt(run.cpuMsPerPod.webhook)} ms`,
+      run.replicas ? run.replicas.map((replica) => `${fmt(replica.cpuMsPerPod)} ms`).join(', ') : '-',
       run.replicas ? run.replicas.map((replica) => `${mib(replica.rssMiB)} (${mib(replica.peakMiB)})`).join(', ') : '-',
       run.replicas ? run.replicas.map((replica) => String(replica.connections)).join(', ') : '-',
       `${describeOthers(run.machine)} (${run.machine.loadAverage.map((value) => value.toFixed(1)).join(' → ')})`,
     ]),
   );
   return `${latency}\n\n${cost}`;
+}
+
+/**
+ * Ours against the Go baseline at each rate both ran: the webhook plugin's and the webhook calls'
+ * quantiles, CPU per pod and connections, side by side, with the ratio ours / Go at as many replicas as ours.
+ */
+export function goBaselineTable(runs: readonly AdmissionRun[]): string | undefined {
+  const counts = [...new Set(runs.filter((run) => run.backend === 'goBaseline').map((run) => run.replicas?.length ?? 0))].sort((a, b) => a - b);
+  const ourRuns = runs.filter((run) => run.backend === 'webhook' && run.replicas);
+  if (counts.length === 0 || ourRuns.length === 0) return undefined;
+  const perReplica = (run: AdmissionRun, show: (replica: NonNullable<AdmissionRun['replicas']>[number]) => string) => run.replicas!.map(show).join(', ');
+  const measures: [string, (run: AdmissionRun) => number | undefined, (run: AdmissionRun) => string][] = [
+    ['Plugin p50', (run) => run.plugin.p50, (run) => msOf(run.plugin.p50)],
+    ['Plugin p99', (run) => run.plugin.p99, (run) => msOf(run.plugin.p99)],
+    ['Webhook call p50', (run) => run.detail.p50, (run) => msOf(run.detail.p50)],
+    ['Webhook call p99', (run) => run.detail.p99, (run) => msOf(run.detail.p99)],
+    ['Webhook CPU per pod, replicas together', (run) => run.cpuMsPerPod.webhook, (run) => `${fmt(run.cpuMsPerPod.webhook ?? NaN)} ms`],
+    ['Webhook CPU per pod, each replica', () => undefined, (run) => perReplica(run, (replica) => `${fmt(replica.cpuMsPerPod)} ms`)],
+    ['apiserver CPU per pod', (run) => run.cpuMsPerPod.apiserver, (run) => `${fmt(run.cpuMsPerPod.apiserver)} ms`],
+    ['Connections, each replica', (run) => run.replicas!.reduce((total, replica) => total + replica.connections, 0), (run) => perReplica(run, (replica) => String(replica.connections))],
+    ['Fail-open / rejected', () => undefined, (run) => `${run.failOpen} / ${run.rejected}`],
+  ];
+  const rows: string[][] = [];
+  for (const ours of ourRuns) {
+    const go = counts.map((count) => runs.find((run) => run.backend === 'goBaseline' && run.rate === ours.rate && run.replicas?.length === count));
+    const same = go[counts.indexOf(ours.replicas!.length)];
+    for (const [name, value, show] of measures) {
+      const [a, b] = [value(ours), same && value(same)];
+      const ratio = a === undefined || b === undefined || Number.isNaN(a) || Number.isNaN(b) || b <= 0 ? '' : `${(a / b).toFixed(2)}x`;
+      rows.push([`${ours.rate}/s`, name, show(ours), ...go.map((run) => (run ? show(run) : '-')), ratio]);
+    }
+  }
+  const goHeader = counts.map((count) => `Go baseline, ${count} replica${count === 1 ? '' : 's'}`);
+  return table(['Rate', 'Measure', `Ours (webhook, ${ourRuns[0].replicas!.length} replicas)`, ...goHeader, 'Ours / Go, same replicas'], rows);
 }
 
 function reconcilerTable(report: ClusterReport): string {
@@ -114,6 +152,22 @@ function reconcilerTable(report: ClusterReport): string {
   ]);
   const kinds = report.reconciler.passes.map((pass) => `- ${pass.label}: ${Object.entries(pass.requestsByKind).map(([kind, count]) => `${kind} ${count}`).join(', ') || 'none'}`);
   return `${table(['Pass', 'Listed', 'Pods judged', 'Wall', 'CPU', 'Requests', 'Bytes read', 'RSS after', 'Peak RSS so far'], rows)}\n\nRequests by verb and resource (the pass and the wait before it):\n\n${kinds.join('\n')}`;
+}
+
+function goBaselineSection(report: ClusterReport): string[] {
+  const skipped = report.skipped.map((line) => `- ${line}`);
+  const compared = goBaselineTable(report.runs);
+  if (!compared) return skipped.length > 0 ? [...skipped, ''] : [];
+  return [
+    '### Ours against a Go webhook as the field writes one',
+    '',
+    `The Go baseline (${report.goBaseline}): net/http over TLS, HTTP/2 offered by ALPN as Go's server does by default (the apiserver's webhook client speaks HTTP/2 to a server that offers it, HTTP/1.1 to ours), the AdmissionReview and the pod decoded with k8s.io/api's types by apimachinery's deserializer, the same fixed Envoy patch for every pod, no log line per request. It is registered with our synthesized webhook configuration as it is (rules, selectors, failurePolicy, timeout), behind the same proxy, so the apiserver calls it as it calls ours; its replicas are processes on the host, GOMAXPROCS as Go sets it (both cores). Run with one replica and with two, each on a fresh plane. The ratio is ours over the Go baseline with as many replicas as ours.`,
+    '',
+    compared,
+    '',
+    ...skipped,
+    ...(skipped.length > 0 ? [''] : []),
+  ];
 }
 
 /** The section, without its markers. */
@@ -154,6 +208,7 @@ export function renderClusterSection(report: ClusterReport): string {
     '',
     admissionTables(report.runs),
     '',
+    ...goBaselineSection(report),
     "- **Plugin**: `apiserver_admission_controller_admission_duration_seconds` of the backend's admission plugin (`MutatingAdmissionWebhook` or `MutatingAdmissionPolicy`), creates only, between a scrape before the pods and one after; p50 and p99 interpolated in the buckets as Prometheus' `histogram_quantile` does. Its lowest bucket is 5 ms, so below it the quantiles say little: the share under 5 ms says more. The apiserver runs each mutating plugin twice a pod here (its reinvocation), the second time calling nothing: hence twice as many runs as pods.",
     '- **Own histogram**: the webhook\'s calls (`apiserver_admission_webhook_admission_duration_seconds`, same buckets), or each policy mutation evaluated (`apiserver_mutating_admission_policy_check_duration_seconds`, buckets 0.0005 ms, 1, 10, 100 ms: a mutation per policy that matches, several a pod).',
     '- **Step**: `apiserver_admission_step_admission_duration_seconds_summary`, the whole mutating step of every create, as the apiserver\'s own summary quantiles over the plane\'s life (its start-up\'s ~200 creates included).',
