@@ -16,6 +16,7 @@ import {
 import { validateManifest } from '../support/openapi-validator';
 import { qosClassOf } from '../../webhook/engine/qos';
 import { applyResponse, decodePatch, loadReview, podOf } from '../support/recorded-reviews';
+import { admittedSpec } from '../support/pod-level-resources';
 
 /** Runs per property; PROPERTY_RUNS=2000 for a deeper search. */
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 200);
@@ -175,6 +176,35 @@ describe('the engine, on randomized recorded requests and random valid configs',
       }),
     );
     assert.ok(validInputs >= RUNS * 0.9, `only ${validInputs} of ${RUNS} generated objects were valid to begin with: the arbitraries need fixing`);
+  });
+
+  test('(p) every pod that sets pod-level resources stays valid by the apiserver\'s rules once injected, with 1.36\'s defaulting and 1.37\'s', () => {
+    let injectedSome = 0;
+    check(
+      fc.property(arbitraryScenario({ podLevelResources: true }), (scenario) => {
+        // A merge that sets resources in the pod's own containers is not counted (see docs/backends.md).
+        const mergesResources = scenario.resolved.injections.some((injection) => (injection.merges ?? []).some((merge) => 'resources' in merge.fields));
+        if (mergesResources) return;
+        const pod = podOf(scenario.request.object);
+        for (const version of ['1.36', '1.37'] as const) {
+          assert.deepEqual(admittedSpec(pod.spec, version, (spec) => spec).violations, [], `the generated pod is invalid on its own on ${version}: the arbitraries need fixing`);
+          let patchedSpec: Json | undefined;
+          const { violations } = admittedSpec(pod.spec, version, (spec) => {
+            const object = structuredClone(scenario.request.object);
+            podOf(object).spec = spec;
+            const { result, patched } = run({ ...scenario.request, object }, scenario.resolved);
+            if (result.decisions.some((decision) => decision.reason === 'injected')) injectedSome++;
+            return (patchedSpec = podOf(patched).spec);
+          });
+          assert.deepEqual(
+            violations,
+            [],
+            `on ${version} the injected pod is refused; spec.resources ${JSON.stringify(patchedSpec?.resources)}, containers ${JSON.stringify(patchedSpec?.containers?.map((c: Json) => ({ name: c.name, resources: c.resources })))}, initContainers ${JSON.stringify(patchedSpec?.initContainers?.map((c: Json) => ({ name: c.name, restartPolicy: c.restartPolicy, resources: c.resources })))}`,
+          );
+        }
+      }),
+    );
+    assert.ok(injectedSome >= RUNS / 2, `only ${injectedSome} of ${RUNS * 2} admissions injected anything: the property checks too little`);
   });
 
   test('(e) every container injected with a restricted securityContext passes Pod Security "restricted"', () => {

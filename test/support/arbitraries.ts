@@ -19,6 +19,7 @@ import {
 } from '../../webhook/config';
 import type { AdmissionRequest } from '../../webhook/engine';
 import { loadReview, podOf, reviewNames } from './recorded-reviews';
+import { aggregateLimits, aggregateRequests, withContainerDefaults } from './pod-level-resources';
 
 type Json = Record<string, any>;
 
@@ -131,6 +132,46 @@ export interface PodRandomization {
   /** `<prefix>/inject`, on the pod template; undefined leaves the recording's. */
   readonly inject: string | undefined;
   readonly status: string | undefined;
+  /** Pod-level resources (`spec.resources`, Kubernetes 1.34+), set valid for the pod's own containers; undefined sets none. */
+  readonly podResources?: PodLevelShape;
+}
+
+/** Which pod-level figures a pod sets, and how much room each leaves above what its containers need (0: none). */
+export interface PodLevelShape {
+  readonly requests: readonly ('cpu' | 'memory')[];
+  readonly limits: readonly ('cpu' | 'memory')[];
+  /** In steps of 100m of cpu or 32Mi of memory. */
+  readonly roomRequests: number;
+  readonly roomLimits: number;
+}
+
+export const podLevelShape: fc.Arbitrary<PodLevelShape> = fc
+  .record({
+    requests: fc.subarray(['cpu', 'memory'] as const),
+    limits: fc.subarray(['cpu', 'memory'] as const),
+    roomRequests: fc.nat({ max: 3 }),
+    roomLimits: fc.nat({ max: 3 }),
+  })
+  .filter((shape) => shape.requests.length + shape.limits.length > 0);
+
+const ROOM_STEP: Record<'cpu' | 'memory', bigint> = { cpu: 100_000_000n, memory: 32n * 1024n * 1024n * 1_000_000_000n };
+/** Nano-units as a pod author writes them: millicores, bytes (rounded up). */
+const authored = (name: 'cpu' | 'memory', nanos: bigint) => (name === 'cpu' ? `${(nanos + 999_999n) / 1_000_000n}m` : `${(nanos + 999_999_999n) / 1_000_000_000n}`);
+
+/** `spec.resources` of the shape, the least the apiserver accepts for the pod's own containers plus the room. */
+export function podLevelResourcesFor(spec: Json, shape: PodLevelShape): Json {
+  const defaulted = withContainerDefaults(spec);
+  const requested = aggregateRequests(defaulted);
+  const limited = aggregateLimits(defaulted);
+  const resources: Json = {};
+  for (const name of shape.requests) (resources.requests ??= {})[name] = authored(name, (requested.get(name) ?? 0n) + BigInt(shape.roomRequests) * ROOM_STEP[name]);
+  for (const name of shape.limits) {
+    // At least the pod-level request (or the sum it defaults to) and every container's limit.
+    let least = shape.requests.includes(name) ? (requested.get(name) ?? 0n) + BigInt(shape.roomRequests) * ROOM_STEP[name] : (requested.get(name) ?? 0n);
+    if ((limited.get(name) ?? 0n) > least) least = limited.get(name)!;
+    (resources.limits ??= {})[name] = authored(name, least + BigInt(shape.roomLimits) * ROOM_STEP[name]);
+  }
+  return resources;
 }
 
 export interface ScenarioRequest {
@@ -181,7 +222,7 @@ function injectValue(injectionNames: readonly string[]): fc.Arbitrary<string> {
 
 const stringDict = (key: fc.Arbitrary<string>, value: fc.Arbitrary<string>, maxKeys = 3) => fc.dictionary(key, value, { maxKeys });
 
-function podRandomization(injectionNames: readonly string[]): fc.Arbitrary<PodRandomization> {
+function podRandomization(injectionNames: readonly string[], podLevel: 'sometimes' | 'always'): fc.Arbitrary<PodRandomization> {
   return fc.record({
     extraContainers: fc.array(fc.record({ position: fc.nat(), container: userContainer }), { maxLength: 2 }),
     extraInitContainers: fc.array(fc.record({ position: fc.nat(), container: userInitContainer }), { maxLength: 2 }),
@@ -196,6 +237,7 @@ function podRandomization(injectionNames: readonly string[]): fc.Arbitrary<PodRa
       fc.uniqueArray(pick(injectionNames.length > 0 ? injectionNames : ['x']), { minLength: 1, maxLength: 2 }).map((list) => list.join(',')),
       6,
     ),
+    podResources: podLevel === 'always' ? podLevelShape : sometimes(podLevelShape, 4),
   });
 }
 
@@ -248,16 +290,17 @@ export function randomizedRequest(review: string, prefix: string, randomization:
   }
   if (randomization.inject !== undefined) addMap(pod.metadata, 'annotations', { [keys.inject]: randomization.inject });
   if (randomization.status !== undefined) addMap(pod.metadata, 'annotations', { [keys.status]: randomization.status });
+  if (randomization.podResources !== undefined) spec.resources = podLevelResourcesFor(spec, randomization.podResources);
   return { review, request: JSON.parse(JSON.stringify(request)) as ScenarioRequest['request'] };
 }
 
 /** A request made from one of the recordings (and a ReplicaSet made from the Deployment), its pod randomized. */
-export function arbitraryRequest(prefix: string, injectionNames: readonly string[] = []): fc.Arbitrary<ScenarioRequest> {
+export function arbitraryRequest(prefix: string, injectionNames: readonly string[] = [], podLevel: 'sometimes' | 'always' = 'sometimes'): fc.Arbitrary<ScenarioRequest> {
   return fc
     .record({
       review: pick(RECORDED_REQUESTS),
       prefixOverride: sometimes(pick(ANNOTATION_PREFIXES), 8),
-      randomization: podRandomization(injectionNames),
+      randomization: podRandomization(injectionNames, podLevel),
       uid: fc.uuid(),
     })
     .map(({ review, prefixOverride, randomization, uid }) => randomizedRequest(review, prefixOverride ?? prefix, randomization, uid));
@@ -368,6 +411,8 @@ export interface ConfigOptions {
    * @default true unless containersOnly
    */
   readonly interactions?: boolean;
+  /** Every pod sets pod-level resources (else one in five does). */
+  readonly podLevelResources?: boolean;
 }
 
 export const INTERACTIONS = ['label-selects', 'annotation-triggers', 'merge-into-injected', 'overlapping-merges', 'env-for-injected'] as const;
@@ -454,6 +499,7 @@ function injection(options: ConfigOptions) {
         annotations: options.containersOnly ? fc.constant(undefined) : sometimes(stringDict(annotationKey, templatedString(annotationTrigger), 2), 1),
         merges: options.containersOnly ? fc.constant(undefined) : fc.array(merge, { maxLength: 2 }),
         qos: sometimes(fc.constantFrom('warn' as const, 'preserve-guaranteed' as const), 1),
+        podResources: sometimes(fc.constantFrom('add' as const, 'share' as const), 1),
         nativeSidecars: sometimes(pick(NATIVE_SIDECAR_MODES), 1),
         nativeSidecarPosition: sometimes(pick(NATIVE_SIDECAR_POSITIONS), 1),
       },
@@ -515,7 +561,7 @@ export function arbitraryInjectorConfig(options: ConfigOptions = {}): fc.Arbitra
         }
         item.volumes = (item.volumes ?? []).filter((v: Json) => !volumes.has(v.name) && volumes.add(v.name));
         const cleaned = withConsistentPodOptions(withoutEmpty(item));
-        const notAdding = new Set(['name', 'trigger', 'targetKinds', 'qos', 'nativeSidecars', 'nativeSidecarPosition']);
+        const notAdding = new Set(['name', 'trigger', 'targetKinds', 'qos', 'podResources', 'nativeSidecars', 'nativeSidecarPosition']);
         const adds = Object.keys(cleaned).some((key) => !notAdding.has(key));
         if (adds) return cleaned;
         const fallback = options.containersOnly ? { volumes: [{ name: `${cleaned.name}-data`.slice(-63).replace(/^-+/, ''), emptyDir: {} }] } : { env: [{ name: 'INJECTED_BY', value: String(cleaned.name) }] };
@@ -554,6 +600,8 @@ export function describeScenario(scenario: ScenarioRequest & { config?: Injector
     lines.push(`  object labels ${JSON.stringify(request.object.metadata?.labels ?? {})}, object annotations ${JSON.stringify(Object.fromEntries(objectAnnotations))}`);
   }
   lines.push(`  containers in full: ${JSON.stringify(pod.spec?.containers)}`);
+  if (pod.spec?.initContainers) lines.push(`  initContainers in full: ${JSON.stringify(pod.spec.initContainers)}`);
+  if (pod.spec?.resources) lines.push(`  pod-level resources: ${JSON.stringify(pod.spec.resources)}`);
   if (scenario.config) lines.push(`config: ${JSON.stringify(scenario.config)}`);
   return lines.join('\n');
 }
@@ -566,7 +614,7 @@ function asScenario(config: InjectorConfig, request: ScenarioRequest): Scenario 
 
 export function arbitraryScenario(options: ConfigOptions = {}): fc.Arbitrary<Scenario> {
   return arbitraryInjectorConfig(options).chain((config) =>
-    arbitraryRequest(config.annotationPrefix ?? DEFAULT_ANNOTATION_PREFIX, config.injections.map((i) => i.name)).map((request) =>
+    arbitraryRequest(config.annotationPrefix ?? DEFAULT_ANNOTATION_PREFIX, config.injections.map((i) => i.name), options.podLevelResources ? 'always' : 'sometimes').map((request) =>
       asScenario(config, request),
     ),
   );

@@ -14,11 +14,11 @@ export const INJECTION_HASH_LENGTH = 12;
  * `podSecurity` decide where it goes or how it is checked, so changing them restarts nothing. */
 const POD_SHAPING_FIELDS = [
   'containers', 'initContainers', 'volumes', 'volumeMounts', 'env', 'imagePullSecrets', 'labels', 'annotations', 'merges',
-  'qos', 'nativeSidecars', 'nativeSidecarPosition', 'readinessGate',
+  'qos', 'podResources', 'nativeSidecars', 'nativeSidecarPosition', 'readinessGate',
 ] as const;
 
 /** Values equal to what leaving the field out means: left out of the hash, so writing a default changes nothing. */
-const DEFAULTS: Partial<Record<(typeof POD_SHAPING_FIELDS)[number], string | boolean>> = { qos: 'warn', nativeSidecars: 'never', nativeSidecarPosition: 'last', readinessGate: false };
+const DEFAULTS: Partial<Record<(typeof POD_SHAPING_FIELDS)[number], string | boolean>> = { qos: 'warn', podResources: 'add', nativeSidecars: 'never', nativeSidecarPosition: 'last', readinessGate: false };
 
 /** JSON with every object's keys sorted, so the order a config was written in does not matter. */
 export function canonicalJson(value: unknown): string {

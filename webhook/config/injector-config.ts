@@ -175,6 +175,11 @@ export const QOS_POLICIES = ['warn', 'preserve-guaranteed'] as const;
 /** One of {@link QOS_POLICIES}: `warn` or `preserve-guaranteed`; see {@link Injection.qos}. */
 export type QosPolicy = (typeof QOS_POLICIES)[number];
 
+/** What an injection does to a pod that sets pod-level resources (`spec.resources`, Kubernetes 1.34+). */
+export const POD_RESOURCES_POLICIES = ['add', 'share'] as const;
+/** One of {@link POD_RESOURCES_POLICIES}: `add` or `share`; see {@link Injection.podResources}. */
+export type PodResourcesPolicy = (typeof POD_RESOURCES_POLICIES)[number];
+
 /** Whether an injection changes pods (`enforce`) or only says what it would add (`audit`). */
 export const INJECTION_MODES = ['enforce', 'audit'] as const;
 /** `enforce` (the default) or `audit`: see Injection.mode. */
@@ -234,6 +239,18 @@ export interface Injection {
    * @default 'warn'
    */
   readonly qos?: QosPolicy;
+  /**
+   * What to do when the pod sets pod-level resources (`spec.resources`, on by default from Kubernetes
+   * 1.34), where the apiserver refuses a pod whose containers' requests add up to more than the pod's
+   * requests, or a container whose limit is above the pod's limit. `add`: the injected containers'
+   * requests are added to the pod's cpu, memory and hugepages requests and their limits (a request where
+   * no limit is set) to the pod's limits, so the app keeps its budget. `share`: the pod's budget stays as
+   * written and the injected containers live inside it: their cpu and memory requests are set to 0 and
+   * their limits lowered to the pod's (hugepages cannot be shared, and are added). Only the resources the
+   * pod sets at pod level change; the response warns with what changed, by how much.
+   * @default 'add'
+   */
+  readonly podResources?: PodResourcesPolicy;
   /**
    * `audit` changes no pod: where the injection would apply, the webhook adds nothing and answers with a
    * warning naming what it would have added; the metrics (`reason="audit"`), `status` (the `audit`

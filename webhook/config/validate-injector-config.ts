@@ -8,6 +8,7 @@ import {
   NATIVE_SIDECAR_MODES,
   NATIVE_SIDECAR_POSITIONS,
   QOS_POLICIES,
+  POD_RESOURCES_POLICIES,
   INJECTION_MODES,
   ResolvedInjection,
   ResolvedInjectorConfig,
@@ -34,7 +35,7 @@ export { compileValuePattern, labelSelectorRequirementIssues } from './validate-
 
 const INJECTION_FIELDS = new Set([
   'name', 'trigger', 'targetKinds', 'containers', 'initContainers', 'volumes', 'volumeMounts', 'env',
-  'imagePullSecrets', 'labels', 'annotations', 'merges', 'qos', 'nativeSidecars', 'nativeSidecarPosition', 'readinessGate', 'podSecurity',
+  'imagePullSecrets', 'labels', 'annotations', 'merges', 'qos', 'podResources', 'nativeSidecars', 'nativeSidecarPosition', 'readinessGate', 'podSecurity',
   'overrides', 'mode',
 ]);
 const CONFIG_FIELDS = new Set(['annotationPrefix', 'enabled', 'podSecurity', 'injections', 'revisions', 'tags', 'unservedRevision']);
@@ -198,6 +199,7 @@ function validateEnum<T extends string>(value: unknown, path: string, allowed: r
 /** The options that keep injected pods valid: QoS, native sidecars, and the Pod Security level. */
 function validatePodShape(injection: Plain, path: string, out: IssueCollector, injectorLevel: PodSecurityLevel | undefined): void {
   const qos = validateEnum(injection.qos, `${path}.qos`, QOS_POLICIES, out);
+  validateEnum(injection.podResources, `${path}.podResources`, POD_RESOURCES_POLICIES, out);
   validateEnum(injection.mode, `${path}.mode`, INJECTION_MODES, out);
   const native = validateEnum(injection.nativeSidecars, `${path}.nativeSidecars`, NATIVE_SIDECAR_MODES, out);
   validateEnum(injection.nativeSidecarPosition, `${path}.nativeSidecarPosition`, NATIVE_SIDECAR_POSITIONS, out);

@@ -32,13 +32,13 @@ export interface InjectionDecision {
  * A way an injection makes the pod worse, named so the server can count it (a metric label) next to
  * the warning the response carries.
  */
-export type PodWarningReason = 'qos-class-changed' | 'job-never-completes' | 'override-ignored' | 'audit';
+export type PodWarningReason = 'qos-class-changed' | 'job-never-completes' | 'override-ignored' | 'audit' | 'pod-resources';
 
 /** A warning about what one injection did to the pod, with a reason to count it by. */
 export interface PodWarning {
   /** The `name` of the injection that caused it. */
   readonly injection: string;
-  /** The kind of harm: `qos-class-changed` or `job-never-completes`. */
+  /** The kind of harm: `qos-class-changed`, `job-never-completes`, or `pod-resources` (the pod's `spec.resources` or the injected containers' resources changed to keep a pod with pod-level resources valid). */
   readonly reason: PodWarningReason;
   /** The warning's text; in the response's `warnings` when `shown`. */
   readonly message: string;

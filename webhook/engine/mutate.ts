@@ -21,6 +21,7 @@ import { type OverrideOutcome, applyOverrides, ignoredOverrideWarning, notOffere
 import type { EvaluationContext, InjectionDecision, MutationResult, PodWarning, DecisionReason } from './decisions';
 import { type PreparedInjection, RENDERED_FIELDS, preparedOf } from './prepared-config';
 import { podOverrideWarnings } from './pod-override-preview';
+import { PodBudget, podResourcesWarning } from './pod-resources';
 
 export type { DecisionReason, EvaluationContext, InjectionDecision, MutationResult, PodWarning, PodWarningReason, UnservedRevisionChooser } from './decisions';
 
@@ -125,6 +126,8 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   // added to the tally; an injection that merges resources into existing containers re-tallies.
   // Pod-level resources decide alone, so no injection changes the class of such a pod.
   const podLevelResources = hasPodLevelResources(podResources);
+  // What the pod sets at pod level, raised by each injection's containers under `add` (read once).
+  const budget = podLevelResources ? PodBudget.of(podResources) : undefined;
   let qosClass: QosClass | undefined | null = null; // null: not computed yet
   let tally: QosTally | undefined;
   let overrideOutcomes: OverrideOutcome[] | undefined;
@@ -187,8 +190,15 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
         if (podLevelResources) qosClass = qosClassOf([], podResources);
         else qosClass = (tally = QosTally.over(builder.containersNow())).qosClass();
       }
-      if (injection.qos === 'preserve-guaranteed' && qosClass === 'Guaranteed') {
+      const podResourcesPolicy = injection.podResources ?? 'add';
+      // Under `share` the pod's cpu and memory figures stay, and so does its class: limits are left alone.
+      if (injection.qos === 'preserve-guaranteed' && qosClass === 'Guaranteed' && !(budget && podResourcesPolicy === 'share')) {
         rendered = { ...rendered, containers: rendered.containers?.map(withLimitsAtRequests), initContainers: rendered.initContainers?.map(withLimitsAtRequests) };
+        configOwn = false;
+      }
+      const budgetSaid: string[] = [];
+      if (budget && podResourcesPolicy === 'share' && changesContainers) {
+        rendered = { ...rendered, containers: rendered.containers?.map((c) => budget.shared(c, budgetSaid)), initContainers: rendered.initContainers?.map((c) => budget.shared(c, budgetSaid)) };
         configOwn = false;
       }
       const placement = placementFor(injection, jobPod);
@@ -197,9 +207,17 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
         injectedNow.push(injection.name);
         hashEntries.push(entry.hashEntry);
         decisions[entry.index] = entry.decisions.injected;
+        if (budget && builder.added.length > addedBefore) {
+          budgetSaid.push(...budget.add(builder.added.slice(addedBefore), podResourcesPolicy));
+          if (budgetSaid.length > 0) {
+            const message = podResourcesWarning(injection, budgetSaid);
+            warnings.push(message);
+            podWarnings.push({ injection: injection.name, reason: 'pod-resources', message, shown: true });
+          }
+        }
         if (changesContainers) {
           let after: QosClass | undefined;
-          if (podLevelResources) after = qosClass ?? undefined;
+          if (podLevelResources) after = budget ? qosClassOf([], budget.qosResources()) : (qosClass ?? undefined);
           else if (entry.mergesResources) after = (tally = QosTally.over(builder.containersNow())).qosClass();
           else {
             for (let i = addedBefore; i < builder.added.length; i++) tally!.add(builder.added[i], configOwn);
@@ -237,6 +255,7 @@ export function evaluate(request: AdmissionRequest, config: ResolvedInjectorConf
   if (prepared.anyReadinessGate && injectedNow.length > 0 && prepared.injections.some((entry) => entry.injection.readinessGate === true && decisions[entry.index].reason === 'injected')) {
     builder.addReadinessGate(prepared.readinessGate);
   }
+  if (budget) for (const [key, value] of budget.changes()) builder.setPodResource(key, value);
   builder.finish();
   if (injectedNow.length > 0) {
     builder.setStatus(keys.status, formatStatus([...alreadyInjected, ...injectedNow]));

@@ -289,6 +289,12 @@ export class PodPatchBuilder {
     return out;
   }
 
+  /** Sets one figure of the pod's `spec.resources` (`requests/memory`), a map the pod has already. */
+  setPodResource(key: string, value: string): void {
+    const slash = key.indexOf('/');
+    this.operations.push({ op: 'add', path: pointer(this.specPointer, 'resources', key.slice(0, slash), key.slice(slash + 1)), value });
+  }
+
   /** Adds a readiness gate (`{ conditionType }`), unless the pod has one of its condition type already. */
   addReadinessGate(gate: Json & { conditionType: string }): void {
     const gates = this.pod.spec.readinessGates;
