@@ -249,6 +249,9 @@ export class ControlPlane {
       `--etcd-servers=http://127.0.0.1:${etcdClient}`,
       `--bind-address=${network ? '0.0.0.0' : '127.0.0.1'}`,
       `--advertise-address=${address}`,
+      // The `kubernetes` Service's endpoints need an address pods can reach: from 1.37 the apiserver refuses
+      // to start with a loopback one (ValidateIP). Off the node nothing reaches it from a pod, so none is kept.
+      ...(network ? [] : ['--endpoint-reconciler-type=none']),
       `--secure-port=${apiserverPort}`,
       `--cert-dir=${path.join(dir, 'apiserver-certs')}`,
       `--tls-cert-file=${files.servingCert}`,
