@@ -12,6 +12,7 @@ import { overrideMarks } from './override-cel';
 import { bindInOrder, concat, guardedPatch, op, when } from './mutation-text';
 import { isObject, mergePatchOps } from './merge-cel';
 import { firstIndexExpression, nativeSidecarCondition, readinessGateAdd } from './pod-spec-cel';
+import { podBudgets, podLevelAdds, podLevelNames, sharedContainerJson, sharedLimits } from './pod-resources-cel';
 import { type ShapeDefinition, TEMPLATE_SHAPES, type TemplateShape } from './template-shapes';
 
 
@@ -385,14 +386,28 @@ export class PolicyWriter {
       bound.add(name);
       return `variables.${name}`;
     };
+    // podResources: which pod-level figures this injection's containers can change (known at synth).
+    const podPolicy = injection.podResources ?? 'add';
+    const podLevel = podLevelNames(injection);
+    const shareNames = podPolicy === 'share' ? (['cpu', 'memory'] as const).filter((name) => podLevel.includes(name)) : [];
+    for (const name of shareNames) add(`budgets_${name}`, podBudgets(t, name));
     const containerValue = (item: object, transform: (item: object) => object) => {
       const marks = overrideMarks(injection, item as ContainerSpec, podReads, bind);
-      const render = (json: object) => (marks ? marks.replace(value(json)) : value(json));
+      const render = (json: object) => {
+        const text = shareNames.length > 0 ? sharedLimits(value(json), t) : value(json);
+        return marks ? marks.replace(text) : text;
+      };
       const source = marks ? marks.item : item;
       const plain = render(transform(source));
-      if (!preserve) return `dyn(${plain})`;
-      const limited = render(transform(withLimitsAtRequests(source as JsonObject)));
-      return limited === plain ? `dyn(${plain})` : `(variables.guaranteed ? dyn(${limited}) : dyn(${plain}))`;
+      const limited = preserve ? render(transform(withLimitsAtRequests(source as JsonObject))) : plain;
+      const standard = limited === plain ? `dyn(${plain})` : `(variables.guaranteed ? dyn(${limited}) : dyn(${plain}))`;
+      // share: in a pod that budgets cpu or memory, the container as it fits inside (no QoS rewrite:
+      // the pod-level figures, which decide the class, do not change).
+      const subsets = shareNames.length === 2 ? [['cpu', 'memory'], ['cpu'], ['memory']] : shareNames.map((name) => [name]);
+      return subsets.reduceRight((otherwise, subset) => {
+        const condition = shareNames.map((name) => `${subset.includes(name) ? '' : '!'}variables.budgets_${name}`).join(' && ');
+        return `(${condition} ? dyn(${render(transform(sharedContainerJson(source as Record<string, unknown>, subset as ('cpu' | 'memory')[])))}) : ${otherwise})`;
+      }, standard);
     };
     for (const { field, variable, taken } of listAdditions) {
       const items = (injection[field] ?? []) as readonly { name: string }[];
@@ -469,6 +484,27 @@ export class PolicyWriter {
       }
     });
     add('contentPatch', concat(contentOps));
+    // podResources 'add' (and hugepages under 'share'): each pod-level figure the pod sets, raised by the
+    // containers this injection adds now, read back from its own adds (pod-resources-cel.ts).
+    const summed = podLevel.filter((name) => podPolicy === 'add' || (name !== 'cpu' && name !== 'memory'));
+    let content = 'variables.contentPatch';
+    if (summed.length > 0) {
+      const items = [...(injection.containers ?? []), ...(injection.initContainers ?? [])];
+      const one = celString(`^${this.pointer}/spec/(containers|initContainers)/(-|[0-9]+)$`);
+      const lists = celString(`^${this.pointer}/spec/(containers|initContainers)$`);
+      // A list made whole (the pod had none) holds several; there are at most two such adds.
+      const made = `variables.contentPatch.filter(p, string(p.path).matches(${lists}))`;
+      add('podLevelAdded', `variables.contentPatch.filter(p, string(p.path).matches(${one})).map(p, p.value) + [${made}].map(l, (size(l) > 0 ? l[0].value : []) + (size(l) > 1 ? l[1].value : []))[0]`);
+      const earlier = this.earlier.filter((part) => podLevelNames(part.injection).length > 0).map((part) => `variables.${part.variable}[0]`);
+      const base = (field: 'requests' | 'limits', name: string, path: string) => {
+        const own = `quantity(string(${t}.spec.resources.${field}[${celString(name)}]))`;
+        if (earlier.length === 0) return own;
+        // An earlier part of the shared mutation raised it already: from there (its add is applied before this one's).
+        return `[(${earlier.join(' + ')}).filter(plp, string(plp.path) == ${path})].map(ple, size(ple) > 0 ? quantity(string(ple[size(ple) - 1].value)) : ${own})[0]`;
+      };
+      add('podLevelPatch', `!has(${t}.spec.resources) ? [] : ${podLevelAdds(t, this.pointer, 'variables.podLevelAdded', summed, base, items.length)}`);
+      content = 'variables.contentPatch + variables.podLevelPatch';
+    }
 
     // Labels and annotations on the pod (template); a key already there keeps its value.
     for (const [map, variable] of [['labels', 'labelPatch'], ['annotations', 'annotationPatch']] as const) {
@@ -488,13 +524,13 @@ export class PolicyWriter {
     if (this.grouped) {
       if (gate) add('changed', changed);
       const applied = `${gate ? 'variables.changed' : changed} ? [${celStringList([injection.name, injectionHashEntry(injection)])}] : []`;
-      const content = gate ? `variables.contentPatch + (!variables.changed || ${gate.present} ? [] : [${gate.add}])` : 'variables.contentPatch';
+      const contentAll = gate ? `${content} + (!variables.changed || ${gate.present} ? [] : [${gate.add}])` : content;
       // Lists of maps and of lists of strings: each dyn, as literals must be homogeneous.
-      add('sections', `[dyn(${content}), dyn(variables.labelPatch), dyn(variables.annotationPatch), dyn(${applied})]`);
+      add('sections', `[dyn(${contentAll}), dyn(variables.labelPatch), dyn(variables.annotationPatch), dyn(${applied})]`);
       return vars;
     }
     add('changed', changed);
-    const content = gate ? `variables.contentPatch + (${gate.present} ? [] : [${gate.add}])` : 'variables.contentPatch';
+    const contentAll = gate ? `${content} + (${gate.present} ? [] : [${gate.add}])` : content;
     const metadata = `${this.pointer}/metadata`;
     const ensureMetadata = [
       when(`!has(${t}.metadata)`, op(celString(metadata), '{}')),
@@ -508,7 +544,7 @@ export class PolicyWriter {
     const hashesOp = op(celString(`${metadata}/annotations/${jsonPointerToken(this.keys.hashes)}`), hashesValue);
     add(
       'patch',
-      `!variables.changed ? [] : ${content} + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]${this.revisionAdd}`,
+      `!variables.changed ? [] : ${contentAll} + ${ensureMetadata.join(' + ')} + variables.labelPatch + variables.annotationPatch + [${status}, ${hashesOp}]${this.revisionAdd}`,
     );
     return vars;
   }

@@ -165,7 +165,7 @@ describe('the website\'s pod-level-resources pod in a namespace the default app 
     const gi = 1024n * 1024n * 1024n * 1_000_000_000n;
     assert.deepEqual(
       [formatQuantity(gi, 'memory'), formatQuantity(gi + gi / 1024n, 'memory'), formatQuantity(1_100_000_000n, 'cpu'), formatQuantity(2_000_000_000n, 'cpu'), formatQuantity(5n, 'cpu'), formatQuantity(1024n * 1_000_000_000n, 'cpu')],
-      ['1Gi', '1025Mi', '1100m', '2', '5n', '1024'],
+      ['1Gi', '1025Mi', '1100m', '2', '1m', '1024'],
     );
   });
 });

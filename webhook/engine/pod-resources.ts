@@ -36,10 +36,18 @@ export class PodBudget {
   /** Figures changed by the injections so far. */
   private readonly changed = new Map<string, bigint>();
 
+  /** The pod's own limits, as written: `share` bounds the injected containers by these. */
+  private readonly ownLimits: Map<string, { nanos: bigint; text: string }>;
+
   private constructor(
     readonly requests: Map<string, bigint>,
     readonly limits: Map<string, bigint>,
-  ) {}
+    podResources: Json,
+  ) {
+    this.ownLimits = new Map();
+    const written = isJsonObject(podResources.limits) ? podResources.limits : {};
+    for (const [name, nanos] of limits) this.ownLimits.set(name, { nanos, text: String(written[name]) });
+  }
 
   /**
    * The budget of a pod with these `spec.resources`: undefined when it sets no pod-level resource
@@ -61,7 +69,7 @@ export class PodBudget {
     const requests = read(podResources.requests);
     const limits = read(podResources.limits);
     if (!requests || !limits || requests.size + limits.size === 0) return undefined;
-    return new PodBudget(requests, limits);
+    return new PodBudget(requests, limits, podResources);
   }
 
   /** The names the pod budgets, requests' first. */
@@ -119,7 +127,7 @@ export class PodBudget {
   /**
    * The container as `share` injects it into this pod: for each of cpu and memory the pod budgets,
    * its request 0 (written: a missing request would default to the limit) and its limit at most the
-   * pod's. `said` gets what changed, as `container "envoy" requests memory 128Mi→0`.
+   * pod's own (as the pod writes it; not as an earlier `add` raised it, which the policies cannot read). `said` gets what changed, as `container "envoy" requests memory 128Mi→0`.
    */
   shared<T extends Json>(container: T, said: string[]): T {
     const resources = isJsonObject(container.resources) ? container.resources : undefined;
@@ -130,10 +138,10 @@ export class PodBudget {
     for (const name of this.names()) {
       if (!isShared(name)) continue;
       const { request, limit } = figuresOf(container, name);
-      const podLimit = this.limits.get(name);
-      if (limit !== undefined && podLimit !== undefined && limit > podLimit) {
-        limits = { ...limits, [name]: formatQuantity(podLimit, name) };
-        changes.push(`limits ${name} ${formatQuantity(limit, name)}→${formatQuantity(podLimit, name)}`);
+      const podLimit = this.ownLimits.get(name);
+      if (limit !== undefined && podLimit !== undefined && limit > podLimit.nanos) {
+        limits = { ...limits, [name]: podLimit.text };
+        changes.push(`limits ${name} ${formatQuantity(limit, name)}→${formatQuantity(podLimit.nanos, name)}`);
       }
       const effective = request ?? limit;
       if (effective !== undefined && effective > 0n) {
@@ -178,8 +186,8 @@ export function formatQuantity(nanos: bigint, name: string): string {
     }
     return `${units}`;
   }
-  if (nanos % 1_000_000n === 0n) return `${nanos / 1_000_000n}m`;
-  return `${nanos}n`;
+  // Below a whole unit: millicores (milli-units), rounded up as the policies round (they cannot write nano-units).
+  return `${(nanos + 999_999n) / 1_000_000n}m`;
 }
 
 /** The warning for what one injection did to a pod's pod-level resources. */
