@@ -1,6 +1,7 @@
 // The alert table of docs/monitoring.md, written from the rules themselves (test/docs/alert-table.test.ts
 // checks the page holds exactly this; `npm run docs` writes it): each alert once, its expression as the
-// first setup that has it writes it, every severity it takes and why, its `for:` and its runbook.
+// first setup that has it writes it, every severity it takes and why, its `for:` and `keep_firing_for`,
+// the times the promtool cases measure, why it has that shape, and its runbook.
 
 import type { MonitoringRules } from './monitoring-rules';
 
@@ -15,22 +16,37 @@ export interface TabledSetup {
 
 const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
-export function alertTable(setups: readonly TabledSetup[]): string {
-  const rows = new Map<string, { expr: string; setup: string; severities: Map<string, string>; for: string; anchor: string }>();
+/** What the table says of one rule's timing (the promtool cases measure it; none: not measured). */
+export type RuleTimings = (row: { readonly alert: string; readonly severity: string; readonly setup: string }) => string | undefined;
+
+/**
+ * The table: a row per alert and shape (a refusal's warning and its page are two rules of one alert),
+ * with its expression as the first setup that has it writes it, every severity it takes and why, its
+ * `for:` and `keep_firing_for`, what `timings` says of it and why it has that shape.
+ */
+export function alertTable(setups: readonly TabledSetup[], timings: RuleTimings = () => undefined): string {
+  const rows = new Map<string, { alert: string; expr: string; setup: string; severities: Map<string, string>; for: string; keep: string; shape: string; timing?: string }>();
   for (const setup of setups) {
-    for (const { rule, severityReason } of setup.rules.alerts) {
-      let row = rows.get(rule.alert);
+    for (const { rule, severityReason, shapeReason } of setup.rules.alerts) {
+      const key = `${rule.alert}\n${rule.for ?? ''}\n${rule.keep_firing_for ?? ''}\n${shapeReason}`;
+      let row = rows.get(key);
       if (!row) {
-        row = { expr: rule.expr, setup: setup.label, severities: new Map(), for: rule.for ?? '(none)', anchor: rule.alert.toLowerCase() };
-        rows.set(rule.alert, row);
+        const timing = timings({ alert: rule.alert, severity: rule.labels.severity, setup: setup.label });
+        row = { alert: rule.alert, expr: rule.expr, setup: setup.label, severities: new Map(), for: rule.for ?? '(none)', keep: rule.keep_firing_for ?? '(none)', shape: shapeReason, timing };
+        rows.set(key, row);
       }
       row.severities.set(`${rule.labels.severity}: ${severityReason}`, rule.labels.severity);
     }
   }
-  const lines = ['| alert | expression (as the first setup that has it writes it) | severity, and why | for | runbook |', '| --- | --- | --- | --- | --- |'];
-  for (const [alert, row] of rows) {
+  const lines = [
+    '| alert | expression (as the first setup that has it writes it) | severity, and why | for, keep_firing_for | with the defaults: fault → firing, last event or repair → resolved | why this shape | runbook |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+  ];
+  for (const row of rows.values()) {
     const severities = [...row.severities.keys()].map(cell).join('<br>');
-    lines.push(`| ${alert} | ${row.setup}: \`${cell(row.expr)}\` | ${severities} | ${row.for} | [runbook](runbooks/alerts.md#${row.anchor}) |`);
+    lines.push(
+      `| ${row.alert} | ${row.setup}: \`${cell(row.expr)}\` | ${severities} | ${row.for}, ${row.keep} | ${cell(row.timing ?? '(not measured)')} | ${cell(row.shape)} | [runbook](runbooks/alerts.md#${row.alert.toLowerCase()}) |`,
+    );
   }
   return lines.join('\n');
 }

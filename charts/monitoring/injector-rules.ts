@@ -2,7 +2,8 @@
 // the config and certificate the webhook pods serve, their connection table, and the reconciler.
 
 import { durationSeconds, type MonitoringSettings } from './monitoring-props';
-import { type AlertContext, type DescribedAlert, describedAlert, selector } from './rule-types';
+import { type AlertContext, type DescribedAlert, counterIncreased, describedAlert, selector } from './rule-types';
+import { onEventShape } from './webhook-rules';
 
 /** Closes that can hit the apiserver's pooled connections: the table was full, or a body came too slowly. */
 export const CONNECTION_CLOSES_ALERTED = ['evicted', 'displaced', 'over_share', 'slow_body'] as const;
@@ -17,6 +18,7 @@ export function webhookPodAlerts(settings: MonitoringSettings, context: AlertCon
       for: settings.alertAfter,
       severity: 'warning',
       severityReason: 'the last good config keeps serving: admissions go on, but the edit is not in force',
+      shapeReason: `a state (a gauge): \`for: ${settings.alertAfter}\` so an edit fixed within it does not fire`,
       summary: 'A webhook pod refuses its new config and keeps serving the last good one.',
       description:
         'Webhook pod {{ $labels.instance }} could not load the config mounted from its ConfigMap: the last good config keeps serving, ' +
@@ -28,6 +30,7 @@ export function webhookPodAlerts(settings: MonitoringSettings, context: AlertCon
       for: settings.alertAfter,
       severity: 'warning',
       severityReason: 'the certificate still serves; once it expires, the apiserver\'s calls fail and the webhook alerts fire with the entries\' own severity',
+      shapeReason: `a state (a gauge): \`for: ${settings.alertAfter}\` so a renewal on its way does not fire`,
       summary: 'The webhook serves a certificate inside its renewal window.',
       description:
         `Webhook pod {{ $labels.instance }} serves a certificate that expires in {{ $value | humanizeDuration }}, within ${settings.certificateRenewalWindow}: ` +
@@ -35,8 +38,9 @@ export function webhookPodAlerts(settings: MonitoringSettings, context: AlertCon
     }),
     describedAlert(context, {
       alert: 'SidecarInjectorConnectionsClosed',
-      expr: `sum by (reason) (increase(sidecar_injector_connections_closed_total${selector(pods, `reason=~"${CONNECTION_CLOSES_ALERTED.join('|')}"`)}[${settings.rateWindow}])) > 0`,
-      for: settings.alertAfter,
+      expr: counterIncreased(`sidecar_injector_connections_closed_total${selector(pods, `reason=~"${CONNECTION_CLOSES_ALERTED.join('|')}"`)}`, 'reason', settings.rateWindow),
+      keepFiringFor: settings.keepFiringFor,
+      shapeReason: `${onEventShape(settings)} (a webhook pod's series start at 0, but its first scrape can hold closes already)`,
       severity: 'warning',
       severityReason: 'the apiserver retries on a new connection; a full table means someone else holds connections to the webhook port',
       summary: 'The webhook\'s connection table is closing connections, the apiserver\'s among them.',
@@ -62,6 +66,7 @@ export function reconcilerAlerts(settings: MonitoringSettings, context: AlertCon
       for: settings.alertAfter,
       severity: 'warning',
       severityReason: 'nothing is repaired meanwhile, but admissions are not affected',
+      shapeReason: `a state: \`for: ${settings.alertAfter}\`, longer than a Lease hand-over`,
       summary: 'No reconciler replica holds the Lease: nothing is judged or repaired.',
       description: `No scraped reconciler pod (${pods}) has held its Lease for ${settings.alertAfter}: the pods are gone, not scraped, or cannot renew the Lease.`,
     }),
@@ -73,12 +78,15 @@ export function reconcilerAlerts(settings: MonitoringSettings, context: AlertCon
       for: settings.alertAfter,
       severity: 'warning',
       severityReason: 'nothing is repaired meanwhile, but admissions are not affected',
+      shapeReason: `every pass failing is the event, not one failed pass: failures and no success over ${passWindow} (passes back off up to 10 minutes), \`for: ${settings.alertAfter}\`; the counters start at 0, so a first failure is an increase`,
       summary: 'The reconciler\'s passes fail: pods are not judged or repaired.',
       description: `Every reconciler pass in the last ${passWindow} failed or could not read the injector ({{ $value | humanize }} passes); its log says why ("pass failed").`,
     }),
     describedAlert(context, {
       alert: 'SidecarInjectorRepairsFailing',
-      expr: `sum by (action) (increase(sidecar_injector_reconciler_repairs_total${selector(pods, 'result="failed"')}[${window}])) > 0`,
+      expr: counterIncreased(`sidecar_injector_reconciler_repairs_total${selector(pods, 'result="failed"')}`, 'action', window),
+      keepFiringFor: settings.keepFiringFor,
+      shapeReason: `${onEventShape(settings)} (the counters start at 0, but a new replica's first scrape can hold a failure already)`,
       severity: 'warning',
       severityReason: 'the pods keep running as they are; the reconciler tries again at its next pass',
       summary: 'The reconciler\'s repairs fail.',
@@ -90,6 +98,7 @@ export function reconcilerAlerts(settings: MonitoringSettings, context: AlertCon
       for: settings.staleAfter,
       severity: 'warning',
       severityReason: 'the pods keep running as they are; something holds the repair back',
+      shapeReason: `a state: \`for: ${settings.staleAfter}\`; a repair waits for a rollout or a budget for minutes as a matter of course`,
       summary: 'Stale workloads have waited for their repair too long.',
       description: `{{ $value | humanize }} stale workloads have not been repaired for ${settings.staleAfter}, waiting for {{ $labels.reason }}.`,
     }),
@@ -99,6 +108,7 @@ export function reconcilerAlerts(settings: MonitoringSettings, context: AlertCon
       for: settings.staleAfter,
       severity: 'warning',
       severityReason: 'the pods run, without their sidecars or with old ones; no admission is affected',
+      shapeReason: `a state: \`for: ${settings.staleAfter}\`; the reconciler repairs within it as a matter of course, and a fail-open's bare pods are SidecarInjectorWebhookFailingOpen's until then`,
       summary: 'Pods have run without their sidecars, or with outdated ones, too long.',
       description:
         `{{ $value | humanize }} pods have been missing an injection or running an outdated one for ${settings.staleAfter} ` +

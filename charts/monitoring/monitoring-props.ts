@@ -38,13 +38,18 @@ export interface PrometheusOperatorProps {
 export interface MonitoringProps {
   /** How often Prometheus evaluates these rules (each rule group's `interval`). @default Prometheus' global `evaluation_interval` */
   readonly evaluationInterval?: string;
-  /** How long a fault must last before its alert fires (`for:`): the admission, reload, connection and
-   * reconciler alerts. A Prometheus duration. @default '5m' */
+  /** How long a state must last before its alert fires (`for:`): the latency, target, reload, certificate,
+   * Lease and reconciler-pass alerts. The alerts on a counter (fail-open, refusals, policy errors, connections
+   * closed, repairs failed) fire on one increment and do not read it. A Prometheus duration. @default '5m' */
   readonly alertAfter?: string;
+  /** How long an alert on a counter keeps firing after its window no longer holds an increment
+   * (`keep_firing_for`, Prometheus 2.42 and later): long enough for Alertmanager to notify an alert that
+   * joins a group it has notified already, which waits `group_interval` (5m by default). @default '5m' */
+  readonly keepFiringFor?: string;
   /** How long pods may stay missing or outdated, and repairs wait, before their alerts fire (`for:`). @default '1h' */
   readonly staleAfter?: string;
-  /** The window rates and increases are taken over: also how long an alert on a counter stays firing
-   * after the last event. At least four scrape intervals. @default '5m' */
+  /** The window rates and increases are taken over: an alert on a counter stays firing this long after
+   * the last event, and `keepFiringFor` more. At least four scrape intervals. @default '5m' */
   readonly rateWindow?: string;
   /** Time left on the serving certificate below which its alert fires: the generated store renews
    * 30 days ahead, cert-manager a third of the lifetime ahead. @default '30d' */
@@ -81,6 +86,8 @@ export interface MonitoringSettings {
   readonly evaluationInterval?: string;
   /** `alertAfter`. */
   readonly alertAfter: string;
+  /** `keepFiringFor`. */
+  readonly keepFiringFor: string;
   /** `staleAfter`. */
   readonly staleAfter: string;
   /** `rateWindow`. */
@@ -117,6 +124,7 @@ export function monitoringSettings(props: MonitoringProps, injector: { readonly 
   return {
     evaluationInterval: props.evaluationInterval,
     alertAfter: props.alertAfter ?? '5m',
+    keepFiringFor: props.keepFiringFor ?? '5m',
     staleAfter: props.staleAfter ?? '1h',
     rateWindow: props.rateWindow ?? '5m',
     certificateRenewalWindow: props.certificateRenewalWindow ?? '30d',
@@ -143,7 +151,7 @@ export function monitoringPropsIssues(props: MonitoringProps | undefined, timeou
   if (props === undefined) return [];
   if (props === null || typeof props !== 'object' || Array.isArray(props)) return [{ path: 'monitoring', message: 'must be an object' }];
   const issues: ConfigIssue[] = [];
-  const duration = (prop: 'evaluationInterval' | 'alertAfter' | 'staleAfter' | 'rateWindow' | 'certificateRenewalWindow') => {
+  const duration = (prop: 'evaluationInterval' | 'alertAfter' | 'keepFiringFor' | 'staleAfter' | 'rateWindow' | 'certificateRenewalWindow') => {
     const value = props[prop];
     if (value === undefined) return;
     if (typeof value !== 'string' || value === '' || !DURATION.test(value)) {
@@ -152,7 +160,7 @@ export function monitoringPropsIssues(props: MonitoringProps | undefined, timeou
       issues.push({ path: `monitoring.${prop}`, message: 'must be longer than 0s' });
     }
   };
-  (['evaluationInterval', 'alertAfter', 'staleAfter', 'rateWindow', 'certificateRenewalWindow'] as const).forEach(duration);
+  (['evaluationInterval', 'alertAfter', 'keepFiringFor', 'staleAfter', 'rateWindow', 'certificateRenewalWindow'] as const).forEach(duration);
   if (props.rateWindow !== undefined && DURATION.test(props.rateWindow) && durationSeconds(props.rateWindow) < 60) {
     issues.push({ path: 'monitoring.rateWindow', message: `${JSON.stringify(props.rateWindow)} is shorter than 1m: a rate needs at least two scrapes in its window, four to be steady` });
   }

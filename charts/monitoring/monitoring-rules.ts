@@ -36,9 +36,12 @@ export function monitoringRules(injector: MonitoredInjector, settings: Monitorin
   const context: AlertContext = { injector: `${injector.namespace}/${injector.name}`, alertLabels: settings.alertLabels, runbookBaseUrl: settings.runbookBaseUrl };
   const webhooks = injector.webhooks ?? [];
   const alerts: DescribedAlert[] = [];
+  // The burn-rate alerts follow the recording rules they read in one group: rules of a group are
+  // evaluated in order, so they read this evaluation's ratios, not the last one's.
+  const burnRates = webhooks.length > 0 ? sloAlerts(settings, context) : [];
   if (webhooks.length > 0) {
-    for (const entry of webhooks) alerts.push(...webhookEntryAlerts(entry, settings, context));
-    alerts.push(webhookTargetAlert(webhooks, settings, context), ...sloAlerts(settings, context));
+    for (const entry of webhooks) alerts.push(...webhookEntryAlerts(entry, settings, context, injector.reconciler));
+    alerts.push(webhookTargetAlert(webhooks, settings, context), ...burnRates);
   }
   if (injector.webhooks !== undefined) alerts.push(...webhookPodAlerts(settings, context));
   if (injector.policies && injector.policies.names.length > 0) alerts.push(...policyAlerts(injector.policies, settings, context));
@@ -46,8 +49,9 @@ export function monitoringRules(injector: MonitoredInjector, settings: Monitorin
   const prefix = `sidecar-injector.${injector.namespace}.${injector.name}`;
   const interval = settings.evaluationInterval === undefined ? {} : { interval: settings.evaluationInterval };
   const groups: RuleGroup[] = [];
-  if (webhooks.length > 0) groups.push({ name: `${prefix}.slo`, ...interval, rules: sloRecordingRules(webhooks, settings) });
-  if (alerts.length > 0) groups.push({ name: `${prefix}.alerts`, ...interval, rules: alerts.map((alert) => alert.rule) });
+  if (webhooks.length > 0) groups.push({ name: `${prefix}.slo`, ...interval, rules: [...sloRecordingRules(webhooks, settings), ...burnRates.map((alert) => alert.rule)] });
+  const others = alerts.filter((alert) => !burnRates.includes(alert));
+  if (others.length > 0) groups.push({ name: `${prefix}.alerts`, ...interval, rules: others.map((alert) => alert.rule) });
   return { groups, alerts };
 }
 

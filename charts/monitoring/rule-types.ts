@@ -13,6 +13,8 @@ export interface AlertRule {
   readonly expr: string;
   /** How long the expression must hold before the alert fires. */
   readonly for?: string;
+  /** How long the alert stays firing after the expression stops holding (Prometheus 2.42 and later). */
+  readonly keep_firing_for?: string;
   /** Labels of the alert: `severity`, `sidecar_injector` (`<namespace>/<name>`), and `alertLabels`. */
   readonly labels: Readonly<Record<string, string>>;
   /** `summary`, `description` and `runbook_url`. */
@@ -46,6 +48,8 @@ export interface DescribedAlert {
   readonly rule: AlertRule;
   /** Why its severity is what it is (the alert table's column). */
   readonly severityReason: string;
+  /** Why its expression, `for:` and `keep_firing_for` are what they are (the alert table's column). */
+  readonly shapeReason: string;
 }
 
 /** What every alert of one injector shares. */
@@ -61,8 +65,10 @@ export interface AlertSpec {
   readonly alert: string;
   readonly expr: string;
   readonly for?: string;
+  readonly keepFiringFor?: string;
   readonly severity: AlertSeverity;
   readonly severityReason: string;
+  readonly shapeReason: string;
   readonly summary: string;
   readonly description: string;
 }
@@ -74,6 +80,7 @@ export function describedAlert(context: AlertContext, spec: AlertSpec): Describe
       alert: spec.alert,
       expr: spec.expr,
       ...(spec.for !== undefined && spec.for !== '0s' ? { for: spec.for } : {}),
+      ...(spec.keepFiringFor !== undefined && spec.keepFiringFor !== '0s' ? { keep_firing_for: spec.keepFiringFor } : {}),
       labels: { ...context.alertLabels, severity: spec.severity, sidecar_injector: context.injector },
       annotations: {
         summary: spec.summary,
@@ -82,7 +89,17 @@ export function describedAlert(context: AlertContext, spec: AlertSpec): Describe
       },
     },
     severityReason: spec.severityReason,
+    shapeReason: spec.shapeReason,
   };
+}
+
+/**
+ * A counter went up within `window`, summed by `by`: an increase between two samples, or a series that
+ * appeared at a count above 0. The apiserver creates a series at its first event, already at its count,
+ * and a pod's series start with the pod; `increase()` needs two samples, so it misses that first event.
+ */
+export function counterIncreased(series: string, by: string, window: string): string {
+  return `sum by (${by}) (increase(${series}[${window}])) > 0 or sum by (${by}) (${series} > 0 unless ${series} offset ${window})`;
 }
 
 /** `{a, b}` of the non-empty matcher lists given (an empty selector is `{}`, which PromQL refuses alone). */

@@ -50,6 +50,7 @@ export function sloAlerts(settings: MonitoringSettings, context: AlertContext): 
       expr: `${burning('1h', '5m', 14.4)} or ${burning('6h', '30m', 6)}`,
       severity: 'critical',
       severityReason: 'at this rate the 30-day error budget is gone within 2 (14.4x) or 5 (6x) days',
+      shapeReason: 'the SRE workbook\'s multiwindow burn rate: the long window says the budget burns, the short one that it still does, so no `for:` is needed and it resolves soon after the burn stops',
       summary: 'The injector is burning its error budget fast.',
       description:
         `Webhook {{ $labels.name }} fails its SLO (${objective}) at 6 or more times the rate its 30-day error budget allows: ` +
@@ -60,6 +61,7 @@ export function sloAlerts(settings: MonitoringSettings, context: AlertContext): 
       expr: `${burning('1d', '2h', 3)} or ${burning('3d', '6h', 1)}`,
       severity: 'warning',
       severityReason: 'at this rate the 30-day error budget is gone within 10 (3x) or 30 (1x) days: a ticket, not a page',
+      shapeReason: 'as the fast burn, over longer windows',
       summary: 'The injector is burning its error budget.',
       description:
         `Webhook {{ $labels.name }} fails its SLO (${objective}) at 1 or more times the rate its 30-day error budget allows: ` +

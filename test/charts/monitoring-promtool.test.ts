@@ -12,7 +12,7 @@ import { stringify } from 'yaml';
 import { ruleFileText } from '../../charts/monitoring/monitoring-rules';
 import type { RuleGroup } from '../../charts/monitoring/rule-types';
 import { MONITORING_VARIANTS, type MonitoringVariant, allVariants } from '../support/monitoring-variants';
-import { ALERT_CASES, type AlertCase } from '../support/promtool-cases';
+import { ALERT_CASES, type AlertCase, TIMED_CASES, TIMED_STEP_SECONDS, type TimedCase } from '../support/promtool-cases';
 import { makeTempDir } from '../support/synth-helpers';
 
 function findPromtool(): string | undefined {
@@ -34,7 +34,7 @@ function run(args: string[]): { status: number | null; output: string } {
 
 /** The groups without the annotations: promtool's tests compare an alert's annotations exactly, and these render `$value`. */
 function withoutAnnotations(groups: readonly RuleGroup[]): Record<string, unknown>[] {
-  return groups.map((group) => ({ ...group, rules: group.rules.map((rule) => ('alert' in rule ? { alert: rule.alert, expr: rule.expr, ...(rule.for ? { for: rule.for } : {}), labels: rule.labels } : rule)) }));
+  return groups.map((group) => ({ ...group, rules: group.rules.map((rule) => ('alert' in rule ? { ...rule, annotations: undefined } : rule)) }));
 }
 
 /** A promtool test file: for each case, a test where it fires with its labels and one where it stays quiet. */
@@ -55,6 +55,31 @@ function promtoolTests(ruleFile: string, cases: readonly AlertCase[]): string {
   ]);
   return stringify({ rule_files: [ruleFile], evaluation_interval: '1m', tests }, { lineWidth: 0 });
 }
+
+const duration = (seconds: number) => `${seconds}s`;
+
+/** The alerts a timed case expects at `seconds`: those fired and not yet resolved. */
+function expectedAt(timedCase: TimedCase, seconds: number): Record<string, string>[] {
+  return timedCase.expect.filter((alert) => alert.firesAt <= seconds && (alert.resolvesAt === undefined || seconds < alert.resolvesAt)).map((alert) => ({ ...alert.labels, sidecar_injector: INJECTOR }));
+}
+
+/** A promtool test file: each timed case checked at every evaluation, 30 s apart, from 0 to its end. */
+function timedTests(ruleFile: string, cases: readonly TimedCase[]): string {
+  const tests = cases.map((timedCase) => {
+    const times: number[] = [];
+    for (let seconds = 0; seconds <= timedCase.until; seconds += TIMED_STEP_SECONDS) times.push(seconds);
+    return {
+      name: `${timedCase.alert}, ${timedCase.scenario}`,
+      interval: duration(TIMED_STEP_SECONDS),
+      input_series: timedCase.input,
+      alert_rule_test: times.map((seconds) => ({ eval_time: duration(seconds), alertname: timedCase.alert, exp_alerts: expectedAt(timedCase, seconds).map((labels) => ({ exp_labels: labels })) })),
+    };
+  });
+  return stringify({ rule_files: [ruleFile], evaluation_interval: duration(TIMED_STEP_SECONDS), tests }, { lineWidth: 0 });
+}
+
+/** The props that set an alert's timing: a timed case's variant sets none of them. */
+const TIMING_PROPS = ['evaluationInterval', 'alertAfter', 'keepFiringFor', 'staleAfter', 'rateWindow'];
 
 describe('promtool', { skip }, () => {
   const dir = makeTempDir('promtool');
@@ -78,6 +103,21 @@ describe('promtool', { skip }, () => {
       assert.ok(variant.rules.alerts.some(({ rule }) => rule.alert === alertCase.alert), `${alertCase.variant} has no ${alertCase.alert}`);
     }
   });
+
+  for (const variantName of new Set(TIMED_CASES.map((timedCase) => timedCase.variant))) {
+    test(`with the props' defaults, each counter alert fires and resolves when its case says, and at no other evaluation: ${variantName}`, () => {
+      const set = TIMING_PROPS.filter((prop) => prop in (MONITORING_VARIANTS[variantName].monitoring ?? {}));
+      assert.deepEqual(set, [], `${variantName} sets timing props`);
+      const variant: MonitoringVariant = variants.find((candidate) => candidate.name === variantName)!;
+      const slug = `timed-${variantName.replace(/\W+/g, '-')}`;
+      const ruleFile = path.join(dir, `${slug}.stripped.rules.yaml`);
+      fs.writeFileSync(ruleFile, stringify({ groups: withoutAnnotations(variant.rules.groups) }, { lineWidth: 0 }));
+      const testFile = path.join(dir, `${slug}.test.yaml`);
+      fs.writeFileSync(testFile, timedTests(path.basename(ruleFile), TIMED_CASES.filter((timedCase) => timedCase.variant === variantName)));
+      const result = spawnSync(promtool!, ['test', 'rules', path.basename(testFile)], { encoding: 'utf8', cwd: dir });
+      assert.equal(result.status, 0, `promtool test rules ${testFile}:\n${result.stdout}${result.stderr}`);
+    });
+  }
 
   for (const variantName of new Set(ALERT_CASES.map((alertCase) => alertCase.variant))) {
     test(`fires and stays quiet as each case says: ${variantName}`, () => {

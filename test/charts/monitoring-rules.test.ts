@@ -46,7 +46,7 @@ describe('the monitoring\'s PromQL', () => {
 describe('every alert', () => {
   test('has a summary, a description naming where, a runbook_url into docs/runbooks/alerts.md, a severity and the injector', () => {
     for (const variant of variants) {
-      for (const { rule, severityReason } of variant.rules.alerts) {
+      for (const { rule, severityReason, shapeReason } of variant.rules.alerts) {
         const where = `${variant.name}: ${rule.alert}`;
         assert.ok(rule.annotations.summary.length > 10, `${where} has a summary`);
         assert.match(rule.annotations.description, /\{\{ \$labels\.\w+ \}\}|\(injector /, `${where}'s description names where`);
@@ -54,6 +54,7 @@ describe('every alert', () => {
         assert.ok(['critical', 'warning'].includes(rule.labels.severity), `${where} has a severity`);
         assert.equal(rule.labels.sidecar_injector, 'sidecar-injector/sidecar-injector', `${where} names its injector`);
         assert.ok(severityReason.length > 10, `${where} says why its severity`);
+        assert.ok(shapeReason.length > 10, `${where} says why its shape`);
       }
     }
   });
@@ -64,7 +65,7 @@ describe('every alert', () => {
     const severities = (variant: typeof ignore, alert: string) => variant.rules.alerts.filter(({ rule }) => rule.alert === alert).map(({ rule }) => rule.labels.severity);
     assert.deepEqual(severities(ignore, 'SidecarInjectorWebhookFailingOpen'), ['warning']);
     assert.deepEqual(severities(ignore, 'SidecarInjectorWebhookRefusingAdmissions'), [], 'an Ignore entry never refuses');
-    assert.deepEqual(severities(fail, 'SidecarInjectorWebhookRefusingAdmissions'), ['critical', 'critical'], 'the pods entry and the sidecars-ready entry, both Fail');
+    assert.deepEqual(severities(fail, 'SidecarInjectorWebhookRefusingAdmissions'), ['warning', 'critical', 'warning', 'critical'], 'the pods entry and the sidecars-ready entry, both Fail: a ticket for one refusal, a page once they go on');
     assert.deepEqual(severities(fail, 'SidecarInjectorWebhookFailingOpen'), []);
     assert.deepEqual(severities(fail, 'SidecarInjectorWebhookTargetMissing'), ['critical']);
     assert.deepEqual(severities(ignore, 'SidecarInjectorWebhookTargetMissing'), ['warning']);
@@ -73,7 +74,7 @@ describe('every alert', () => {
   test('every webhook entry as synthesized has its alerts, with its own name and timeout', () => {
     const fail = variants.find((variant) => variant.name === 'webhook, Fail, readiness gate')!;
     const refusing = fail.rules.alerts.filter(({ rule }) => rule.alert === 'SidecarInjectorWebhookRefusingAdmissions').map(({ rule }) => /name="([^"]+)"/.exec(rule.expr)![1]);
-    assert.deepEqual(refusing, ['inject.sidecar-injector.sidecar-injector.svc', 'sidecars-ready.sidecar-injector.sidecar-injector.svc']);
+    assert.deepEqual([...new Set(refusing)], ['inject.sidecar-injector.sidecar-injector.svc', 'sidecars-ready.sidecar-injector.sidecar-injector.svc']);
     const slow = fail.rules.alerts.find(({ rule }) => rule.alert === 'SidecarInjectorWebhookSlow')!.rule;
     assert.match(slow.expr, /le="2\.5"/, 'with timeoutSeconds 10, the last bound below it');
     const revisions = variants.find((variant) => variant.name === 'webhook, revisions')!;

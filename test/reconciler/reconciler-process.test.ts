@@ -52,6 +52,7 @@ describe('the reconciler process', () => {
       const metrics = (await get(running.opsPort, '/metrics')).body;
       assert.match(metrics, /^sidecar_injector_reconciler_leader 1$/m);
       assert.match(metrics, /^sidecar_injector_reconciler_pods\{state="stale"\} 3$/m);
+      assert.match(metrics, /^sidecar_injector_reconciler_pods_missing_injection 3$/m, 'the three pods admitted while the injector was not ready have no sidecars');
       assert.match(metrics, /^sidecar_injector_reconciler_passes_total\{result="done"\} [1-9]/m);
       const labelValues = [...metrics.matchAll(/^sidecar_injector_reconciler_\w+\{([^}]*)\}/gm)].flatMap((match) => match[1].split(',').map((pair) => pair.split('=')[1]));
       assert.ok(labelValues.every((value) => /^"[A-Za-z0-9.+-]+"$/.test(value)), `label values: ${[...new Set(labelValues)].join(' ')}`);

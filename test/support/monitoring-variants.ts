@@ -19,6 +19,7 @@ const gatedEnvoy: Injection = { ...ENVOY, readinessGate: true };
 
 /** The variants, by a name the tests print. */
 export const MONITORING_VARIANTS: Record<string, SidecarInjectorProps> = {
+  'webhook, Ignore': { injections: [ENVOY], monitoring: {} },
   'webhook, Ignore, reconciler': { injections: [ENVOY], reconciler: {}, monitoring: {} },
   'webhook, Fail, readiness gate': { injections: [gatedEnvoy], failurePolicy: 'Fail', timeoutSeconds: 10, monitoring: {} },
   'webhook, revisions': {

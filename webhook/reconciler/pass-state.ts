@@ -11,7 +11,8 @@ export class LostLease extends Error {}
 /** What the reconciler reports of itself; reconciler-process.ts binds it to Prometheus metrics. */
 export interface ReconcilerMetrics {
   pass(result: 'done' | 'failed' | 'not-leader' | 'injector-unreadable', seconds: number): void;
-  pods(counts: Readonly<Record<'upToDate' | 'stale' | 'versionUnknown' | 'untracked', number>>): void;
+  /** Pods by state at the last pass; `missing`: those of them (stale) without an injection they should have. */
+  pods(counts: Readonly<Record<'upToDate' | 'stale' | 'versionUnknown' | 'untracked' | 'missing', number>>): void;
   repair(action: 'restart' | 'in-place', result: 'done' | 'failed'): void;
   waiting(counts: Readonly<Record<WaitReason, number>>): void;
 }

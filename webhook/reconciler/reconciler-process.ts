@@ -21,6 +21,11 @@ export function reconcilerMetrics(registry: Registry): ReconcilerMetrics & { lea
   const passes = new Counter({ name: 'sidecar_injector_reconciler_passes_total', help: 'Passes over the cluster, by result.', labelNames: ['result'], registers: [registry] });
   const duration = new Histogram({ name: 'sidecar_injector_reconciler_pass_duration_seconds', help: 'How long a pass took.', buckets: [0.1, 0.5, 1, 5, 15, 60, 300], registers: [registry] });
   const pods = new Gauge({ name: 'sidecar_injector_reconciler_pods', help: 'Pods by state at the last pass (as status counts them; untracked: past the per-namespace bound).', labelNames: ['state'], registers: [registry] });
+  const missing = new Gauge({
+    name: 'sidecar_injector_reconciler_pods_missing_injection',
+    help: 'Pods without an injection they should have at the last pass (counted in state="stale" too): admitted bare while the apiserver failed open, say.',
+    registers: [registry],
+  });
   const repairs = new Counter({ name: 'sidecar_injector_reconciler_repairs_total', help: 'Workloads restarted and pods upgraded in place, by result.', labelNames: ['action', 'result'], registers: [registry] });
   const waiting = new Gauge({ name: 'sidecar_injector_reconciler_waiting_workloads', help: 'Stale workloads not repaired at the last pass, by why.', labelNames: ['reason'], registers: [registry] });
   const leader = new Gauge({ name: 'sidecar_injector_reconciler_leader', help: '1 while this replica holds the Lease.', registers: [registry] });
@@ -33,8 +38,9 @@ export function reconcilerMetrics(registry: Registry): ReconcilerMetrics & { lea
       passes.inc({ result });
       if (result === 'done') duration.observe(seconds);
     },
-    pods(counts) {
+    pods({ missing: withoutInjection, ...counts }) {
       for (const [state, count] of Object.entries(counts)) pods.set({ state }, count);
+      missing.set(withoutInjection);
     },
     repair(action, result) {
       repairs.inc({ action, result });

@@ -76,6 +76,8 @@ export interface PassOutcome {
 interface NamespaceCounts {
   readonly upToDate: number;
   readonly stale: number;
+  /** Of the stale, those without an injection they should have (a fail-open's pods, say). */
+  readonly missing: number;
   readonly versionUnknown: number;
   readonly untracked: number;
 }
@@ -159,7 +161,7 @@ export class Reconciler {
       this.options.log('warn', 'lost the Lease mid-pass: stopped acting');
       this.changes.stop();
     }
-    const totals = { upToDate: 0, stale: 0, versionUnknown: 0, untracked: 0 };
+    const totals = { upToDate: 0, stale: 0, missing: 0, versionUnknown: 0, untracked: 0 };
     for (const counts of this.namespaceCounts.values()) for (const key of Object.keys(totals) as (keyof NamespaceCounts)[]) totals[key] += counts[key];
     this.options.metrics?.pods(totals);
     const waiting = Object.fromEntries(WAIT_REASONS.map((reason) => [reason, 0])) as Record<WaitReason, number>;
@@ -274,10 +276,13 @@ export class Reconciler {
     const statuses = listed.statuses.filter((status) => !status.terminating);
     const report: StatusReport = statusReport(statuses, pass.source.config);
     pass.untracked += untracked;
-    const counts = { upToDate: 0, stale: 0, versionUnknown: 0, untracked };
+    const counts = { upToDate: 0, stale: 0, missing: 0, versionUnknown: 0, untracked };
     for (const status of statuses) {
       if (status.state === 'up-to-date') counts.upToDate++;
-      else if (status.state === 'stale') counts.stale++;
+      else if (status.state === 'stale') {
+        counts.stale++;
+        if (status.injections.some((injection) => injection.state === 'missing')) counts.missing++;
+      }
       else if (status.state === 'version-unknown') counts.versionUnknown++;
     }
     if (statuses.length + untracked > 0) this.namespaceCounts.set(namespace, counts);
