@@ -42,6 +42,29 @@ function stagingVersion(release: string): string {
   return release.replace(/^v1\./, 'v0.');
 }
 
+function served(module: string, version: string): boolean {
+  return spawnSync(process.env.GO || 'go', ['mod', 'download', `${module}@${version}`], { cwd: MODULES_DIR, stdio: 'ignore' }).status === 0;
+}
+
+/**
+ * The staging module's tag for the release, or, where the module proxy does not serve that tag (seen: the
+ * proxy here lacks k8s.io/endpointslice v0.32.13), the newest earlier patch of the same minor that it
+ * serves, with the reason, so the go.mod says so.
+ */
+function stagingPin(module: string, release: string): { version: string; note?: string } {
+  const wanted = stagingVersion(release);
+  if (served(module, wanted)) return { version: wanted };
+  const [, minor, patch] = /^v0\.(\d+)\.(\d+)$/.exec(wanted)!;
+  const listed = go(['list', '-m', '-versions', module], { capture: true, cwd: MODULES_DIR }).trim().split(/\s+/).slice(1);
+  const earlier = listed
+    .map((version) => /^v0\.(\d+)\.(\d+)$/.exec(version))
+    .filter((match): match is RegExpExecArray => !!match && match[1] === minor && Number(match[2]) < Number(patch))
+    .sort((a, b) => Number(b[2]) - Number(a[2]));
+  const fallback = earlier.map((match) => match[0]).find((version) => served(module, version));
+  if (!fallback) throw new Error(`the module proxy serves neither ${module}@${wanted} nor an earlier v0.${minor} patch: ${release} cannot be built here`);
+  return { version: fallback, note: `${wanted} is not served by the module proxy; the newest earlier patch it serves` };
+}
+
 /** Writes `<release>/go.mod` (and go.sum, by `go mod tidy`) from k8s.io/kubernetes' own go.mod. */
 function pinModule(release: string): void {
   const upstream = fs.readFileSync(download('k8s.io/kubernetes', release).GoMod, 'utf8');
@@ -62,7 +85,11 @@ function pinModule(release: string): void {
     `require k8s.io/kubernetes ${release}`,
     '',
     'replace (',
-    ...staging.map((module) => `\t${module} => ${module} ${stagingVersion(release)}`),
+    ...staging.map((module) => {
+      const pin = stagingPin(module, release);
+      if (pin.note) console.log(`${release}: ${module} pinned to ${pin.version}: ${pin.note}`);
+      return `\t${module} => ${module} ${pin.version}${pin.note ? ` // ${pin.note}` : ''}`;
+    }),
     ')',
     '',
     'tool (',
