@@ -1,0 +1,59 @@
+// npm run e2e:node, pod-level resources (issue 59): on its own one-node cluster (support/node-suite.ts),
+// the Kubernetes website's pod-level-resources pod (made to pass "restricted", cpu halved for a 2-CPU
+// node) in a namespace the default app injects: Running with Envoy, its stored spec.resources raised by
+// Envoy's (podResources 'add'), and its pod-level memory limit as the kernel reports it. The kubelet gives
+// a container without a memory limit the pod-level one (kuberuntime getMemoryLimit), so the app
+// container without limits reads the pod's limit from its own cgroup (memory.limit_in_bytes on cgroup v1,
+// memory.max on v2); this node runs with cgroupsPerQOS false (see CONTRIBUTING.md), so there is no pod
+// cgroup to read it from.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { NodeCluster } from './support/node-cluster';
+import { containerStatus, describePod, describeRun, exec, isReady, waitForPod } from './support/node-checks';
+import { BACKEND, ENABLED, app, apply, namespace, progress, skip, startSuite, stopSuite } from './support/node-suite';
+import { parseQuantity } from '../../webhook/config';
+import { podLevelViolations } from '../support/pod-level-resources';
+
+let cluster: NodeCluster;
+before(async () => {
+  if (!skip) cluster = await startSuite();
+});
+after(stopSuite);
+
+const NAMESPACE = 'pod-resources-example';
+const MIB = 1024 * 1024;
+
+describe(`pod-level resources on a node (${BACKEND})`, { skip }, () => {
+  test("the website's pod-level-resources pod runs with Envoy, spec.resources raised by Envoy's, and its app container's cgroup holds the pod-level memory limit", async () => {
+    namespace(NAMESPACE, ENABLED);
+    apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'pod-resources-demo', namespace: NAMESPACE },
+      spec: {
+        resources: { limits: { cpu: '500m', memory: '200Mi' }, requests: { cpu: '500m', memory: '100Mi' } },
+        containers: [
+          app('pod-resources-demo-ctr-1', { resources: { limits: { cpu: '250m', memory: '100Mi' }, requests: { cpu: '250m', memory: '50Mi' } } }),
+          app('pod-resources-demo-ctr-2'),
+        ],
+      },
+    });
+    const pod = await waitForPod(cluster, NAMESPACE, 'pod-resources-demo', 'Ready', isReady, 180_000);
+    const names = pod.spec.containers.map((c: any) => c.name);
+    assert.deepEqual(names, ['pod-resources-demo-ctr-1', 'pod-resources-demo-ctr-2', 'envoy'], describePod(pod));
+    for (const name of names) assert.ok(containerStatus(pod, name)?.state?.running, `${name} is not running: ${describePod(pod)}`);
+    assert.deepEqual(podLevelViolations(pod.spec), []);
+    // Envoy requests 100m and 128Mi, limits 256Mi of memory (no cpu limit: its request counts).
+    const value = (text: string) => Number(parseQuantity(text)! / 1_000_000n);
+    assert.deepEqual(
+      { requests: { cpu: value(pod.spec.resources.requests.cpu), memory: value(pod.spec.resources.requests.memory) }, limits: { cpu: value(pod.spec.resources.limits.cpu), memory: value(pod.spec.resources.limits.memory) } },
+      { requests: { cpu: 600, memory: 228 * MIB * 1000 }, limits: { cpu: 600, memory: 456 * MIB * 1000 } },
+      `stored spec.resources (in milli-units): ${JSON.stringify(pod.spec.resources)}`,
+    );
+    const read = exec(cluster, NAMESPACE, 'pod-resources-demo', 'pod-resources-demo-ctr-2', ['sh', '-c', 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max']);
+    assert.equal(read.status, 0, describeRun(read));
+    assert.equal(Number(read.stdout.trim()), 456 * MIB, `the cgroup's memory limit of the container without limits: ${describeRun(read)}`);
+    const envoyLimit = exec(cluster, NAMESPACE, 'pod-resources-demo', 'envoy', ['sh', '-c', 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max']);
+    progress(`pod-level resources: pod Running with [${names.join(', ')}], qosClass ${pod.status.qosClass}, spec.resources ${JSON.stringify(pod.spec.resources)}; memory limit in pod-resources-demo-ctr-2's cgroup ${read.stdout.trim()} bytes (${Number(read.stdout.trim()) / MIB}Mi), Envoy's ${envoyLimit.stdout.trim()}`);
+  });
+});
