@@ -8,6 +8,9 @@
 //   under Fail (refused), a ConfigMap edit the webhook refuses, a certificate inside its renewal window;
 //   policy backend: a policy whose CEL fails at runtime (a mutation added to one of ours, test only);
 //   both: every dashboard panel's queries return data.
+// And one with the props' defaults (issue 57): one burst of three pods admitted bare while the webhook
+// is scaled to 0, the webhook back at once: the fail-open alert fires anyway, reaches Alertmanager, stays
+// firing longer than Alertmanager's group_interval (5m) and resolves on its own (about 12 minutes).
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -28,7 +31,7 @@ const forWebhook = (WEBHOOK ? test : () => undefined) as typeof test;
 const forPolicies = (WEBHOOK ? () => undefined : test) as typeof test;
 
 /** Short enough to see each alert within a minute or two, through the props a platform team sets. */
-const MONITORING = { evaluationInterval: '5s', alertAfter: '10s', rateWindow: '1m', staleAfter: '1m' };
+const MONITORING = { evaluationInterval: '5s', alertAfter: '10s', keepFiringFor: '10s', rateWindow: '1m', staleAfter: '1m' };
 const RECONCILER = { missing: 'restart', outdated: 'report', intervalSeconds: 5 };
 const TRAFFIC_NAMESPACE = 'monitoring-traffic';
 const minor = nodeSkip ? 0 : minorVersion((binaries as { kubeApiserver: string }).kubeApiserver);
@@ -42,7 +45,7 @@ let base = '';
 const timings: string[] = [];
 
 /** The default app with the reconciler and fast monitoring, synthesized to a directory of its own. */
-function synthVariant(name: string, options: { failurePolicy?: 'Ignore' | 'Fail'; certificateStore?: string; now?: Date } = {}): string {
+function synthVariant(name: string, options: { failurePolicy?: 'Ignore' | 'Fail'; certificateStore?: string; now?: Date; monitoring?: Record<string, string> } = {}): string {
   const outdir = path.join(work, `dist-monitoring-${name}`);
   if (fs.existsSync(outdir)) return outdir;
   const appOptions = {
@@ -51,7 +54,7 @@ function synthVariant(name: string, options: { failurePolicy?: 'Ignore' | 'Fail'
     backend: WEBHOOK ? undefined : 'admissionPolicy',
     admissionPolicyApiVersion: policyApiVersion,
     reconciler: RECONCILER,
-    monitoring: MONITORING,
+    monitoring: options.monitoring ?? MONITORING,
     failurePolicy: options.failurePolicy ?? failurePolicy,
   };
   const script = path.join(work, `monitoring-${name}.ts`);
@@ -90,19 +93,20 @@ const seconds = (since: number) => Number(((performance.now() - since) / 1000).t
  * Makes a fault, waits until `alertname` fires in Prometheus (and reaches Alertmanager), repairs, and
  * waits until it is neither firing nor pending; pods are created all along, as in a cluster.
  */
-async function rehearse(scenario: string, alertname: string, fault: () => Promise<void> | void, repair: () => Promise<void> | void): Promise<PrometheusAlert> {
+async function rehearse(scenario: string, alertname: string, fault: () => Promise<void> | void, repair: () => Promise<void> | void, severity?: string): Promise<PrometheusAlert> {
+  const ofSeverity = (alert: { labels: Record<string, string> }) => severity === undefined || alert.labels.severity === severity;
   await cluster.until(`${alertname} quiet before the fault`, async () => (await stack.alerts(alertname)).length === 0, 240_000);
   const faulted = performance.now();
   await fault();
   let firing: PrometheusAlert | undefined;
   await cluster.until(`${alertname} firing (${scenario})`, async () => {
     await createPods();
-    firing = (await stack.alerts(alertname)).find((alert) => alert.state === 'firing');
+    firing = (await stack.alerts(alertname)).find((alert) => alert.state === 'firing' && ofSeverity(alert));
     return firing !== undefined;
   }, 300_000);
   const toFiring = seconds(faulted);
-  await cluster.until(`${alertname} in Alertmanager`, async () => (await stack.received(alertname)).length > 0, 60_000);
-  const received = await stack.received(alertname);
+  await cluster.until(`${alertname} in Alertmanager`, async () => (await stack.received(alertname)).some(ofSeverity), 60_000);
+  const received = (await stack.received(alertname)).filter(ofSeverity);
   const repaired = performance.now();
   await repair();
   await cluster.until(`${alertname} resolved (${scenario})`, async () => {
@@ -144,6 +148,56 @@ test('Prometheus loads the synthesized rules and scrapes the apiserver, the webh
   const groups = await stack.ruleGroups();
   progress(`rules loaded: ${groups.map((group) => `${group.name} (${group.rules.length})`).join(', ')}`);
   assert.ok(groups.some((group) => group.name.endsWith('.alerts')), stack.logs());
+});
+
+forWebhook('the props\' defaults: one burst of three pods admitted bare, the webhook back at once: the fail-open alert fires, reaches Alertmanager, outlasts its group_interval and resolves on its own', { skip }, async () => {
+  const alertname = 'SidecarInjectorWebhookFailingOpen';
+  const defaults = synthVariant('defaults', { monitoring: {} });
+  const rules = configMapData(defaults, 'sidecar-injector-prometheus-rules');
+  assert.doesNotMatch(rules, /^\s+interval:/m, 'the defaults set no evaluation interval');
+  await stack.loadRules('sidecar-injector.rules.yaml', rules);
+  try {
+    await cluster.until('the defaults\' rules loaded and evaluated', async () => {
+      const loaded = (await stack.ruleGroups()).flatMap((group) => group.rules);
+      return loaded.some((rule) => rule.name === alertname) && loaded.every((rule) => rule.health === 'ok');
+    }, 60_000);
+    await cluster.until(`${alertname} quiet before the fault`, async () => (await stack.alerts(alertname)).length === 0, 900_000);
+    const entry = 'inject.sidecar-injector.sidecar-injector.svc';
+    const seriesBefore = (await stack.query(`apiserver_admission_webhook_fail_open_count{name="${entry}"}`)).length > 0;
+    kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'scale', 'deploy/sidecar-injector', '--replicas=0']);
+    await cluster.until('no webhook pod', async () => (await listPods(cluster, INJECTOR_NAMESPACE, 'app.kubernetes.io/name=sidecar-injector')).length === 0, 120_000);
+    // The fault: one burst of three pods, admitted without their sidecars (Ignore), then nothing.
+    const burst = performance.now();
+    const statuses = await createPods(3);
+    assert.ok(statuses.every((status) => status < 300), `the three pods admitted under Ignore, got HTTP ${statuses.join(', ')}`);
+    // The repair, at once: the outage is over before any alert could have waited out a `for:`.
+    const repaired = performance.now();
+    kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'scale', 'deploy/sidecar-injector', '--replicas=2']);
+    kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
+    let firing: PrometheusAlert | undefined;
+    await cluster.until(`${alertname} firing after one burst, with the defaults`, async () => {
+      firing = (await stack.alerts(alertname)).find((alert) => alert.state === 'firing');
+      return firing !== undefined;
+    }, 240_000);
+    const toFiring = seconds(burst);
+    assert.equal(firing!.labels.name, entry);
+    assert.equal(firing!.labels.severity, 'warning');
+    assert.ok(firing!.annotations.description.includes('pods run without an injection they should have'), `the reconciler's count in the description: ${firing!.annotations.description}`);
+    await cluster.until(`${alertname} in Alertmanager`, async () => (await stack.received(alertname)).length > 0, 60_000);
+    await cluster.until(`${alertname} resolved on its own, with the defaults`, async () => (await stack.alerts(alertname)).length === 0, 900_000);
+    const toResolved = seconds(repaired);
+    // How long it fired, from Prometheus' own ALERTS series (one sample per evaluation, 5 s apart here).
+    const [firingFor] = await stack.query(`count_over_time(ALERTS{alertname="${alertname}", alertstate="firing", name="${entry}"}[30m]) * 5`);
+    const firedSeconds = Number(firingFor?.value[1] ?? 0);
+    assert.ok(firedSeconds >= 300, `${alertname} fired ${firedSeconds} s: it must outlast Alertmanager's group_interval (300 s) to be notified into a group that has notified already`);
+    const line =
+      `defaults, one burst of 3 pods admitted bare (${seriesBefore ? 'the series existed' : 'the series created by the burst'}): ${alertname} (warning) ` +
+      `burst→firing ${toFiring} s, repair→resolved ${toResolved} s, fired ${firedSeconds} s`;
+    timings.push(line);
+    progress(line);
+  } finally {
+    await stack.loadRules('sidecar-injector.rules.yaml', configMapData(base, 'sidecar-injector-prometheus-rules'));
+  }
 });
 
 forWebhook('Ignore: the webhook scaled to 0 while pods are created: the fail-open alert fires with the webhook\'s name and runbook, and resolves once it is back', { skip }, async () => {
@@ -201,6 +255,7 @@ forWebhook('Fail: the webhook scaled to 0 while pods are created: the critical r
       kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'scale', 'deploy/sidecar-injector', '--replicas=2']);
       kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
     },
+    'critical',
   );
   assert.equal(firing.labels.severity, 'critical');
   assert.equal(firing.labels.name, 'inject.sidecar-injector.sidecar-injector.svc');
@@ -220,6 +275,8 @@ forPolicies('the policy backend: a policy whose CEL fails at runtime: its alert 
     alertname,
     () => void kubectl(cluster, ['patch', 'mutatingadmissionpolicy', policy.metadata.name, '--type=json', '-p', JSON.stringify([{ op: 'add', path: '/spec/mutations/-', value: failing }])]),
     () => void kubectl(cluster, ['patch', 'mutatingadmissionpolicy', policy.metadata.name, '--type=json', '-p', JSON.stringify([{ op: 'remove', path: `/spec/mutations/${mutations}` }])]),
+    // Under Fail a failing policy is a warning at once and a page once it goes on: the page is what is rehearsed.
+    failurePolicy === 'Fail' ? 'critical' : 'warning',
   );
   if (alertname === 'SidecarInjectorPolicyErrors') {
     assert.equal(firing.labels.policy, policy.metadata.name);
