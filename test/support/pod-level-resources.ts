@@ -103,9 +103,10 @@ export function withPodLevelDefaults(spec: Json, fixed: boolean): Json {
       limits.set(name, limit > request ? limit : request);
     }
   }
-  const text = (map: Figures) => Object.fromEntries([...map].map(([name, value]) => [name, `${value}n`]));
-  if (requests.size > 0) resources.requests = text(requests);
-  if (limits.size > 0) resources.limits = text(limits);
+  // Figures the pod wrote keep their text; defaulted ones are written in nano-units.
+  const text = (map: Figures, written: Json | undefined) => Object.fromEntries([...map].map(([name, value]) => [name, written?.[name] ?? `${value}n`]));
+  if (requests.size > 0) resources.requests = text(requests, resources.requests);
+  if (limits.size > 0) resources.limits = text(limits, resources.limits);
   return out;
 }
 
