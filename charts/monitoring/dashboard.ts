@@ -82,11 +82,11 @@ function admissionPanels(injector: MonitoredInjector, settings: MonitoringSettin
       ],
     },
     {
-      title: 'Injections per second, by injection and reason (the revision is in the webhook entry\'s name)',
+      title: 'Injections per second, by injection and reason, and revision',
       type: 'timeseries',
       unit: 'reqps',
       queries: [
-        { expr: `sum by (injection, reason) (rate(sidecar_injector_injections_total${pods}[${w}]))`, legendFormat: '{{injection}}: {{reason}}' },
+        { expr: `sum by (revision, injection, reason) (rate(sidecar_injector_injections_total${pods}[${w}]))`, legendFormat: '{{revision}} {{injection}}: {{reason}}' },
         { expr: `sum by (name) (rate(${apiserverLatency}_count${entries()}[${w}]))`, legendFormat: 'calls to {{name}}' },
       ],
     },

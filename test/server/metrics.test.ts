@@ -28,6 +28,25 @@ describe('WebhookMetrics.countDecisions', () => {
     assert.deepEqual(await injectionSeries(metrics), { 'envoy/injected': 4, 'nginx/opted-out': 2 }, 'counts go on from the last scrape');
   });
 
+  test('a revision\'s decisions carry its name in a revision label; the config without revisions has none', async () => {
+    const metrics = new WebhookMetrics();
+    const r1: InjectionDecision = Object.freeze({ injection: 'envoy', reason: 'injected' });
+    const r2: InjectionDecision = Object.freeze({ injection: 'envoy', reason: 'injected' });
+    const plain: InjectionDecision = Object.freeze({ injection: 'envoy', reason: 'opted-out' });
+    metrics.countDecisions([r1], 'r1');
+    metrics.countDecisions([r1], 'r1');
+    metrics.countDecisions([r2], 'r2');
+    // One object counted under another revision too (a view that shares it) stays apart by revision.
+    metrics.countDecisions([r1], 'r2');
+    metrics.countDecisions([plain]);
+    const series = (await metrics.render()).split('\n').filter((line) => line.startsWith('sidecar_injector_injections_total{')).sort();
+    assert.deepEqual(series, [
+      'sidecar_injector_injections_total{injection="envoy",reason="injected",revision="r1"} 2',
+      'sidecar_injector_injections_total{injection="envoy",reason="injected",revision="r2"} 2',
+      'sidecar_injector_injections_total{injection="envoy",reason="opted-out"} 1',
+    ]);
+  });
+
   test('decision objects beyond the bound are folded into the totals, none lost', async () => {
     const metrics = new WebhookMetrics();
     // Far more distinct objects than are kept apart (a config reloaded thousands of times).

@@ -263,7 +263,9 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       res.destroy();
       return;
     }
-    metrics.countDecisions(answered.decisions);
+    // The revision that decided (`revision:<name>`): only a revision the loaded config serves decides anything
+    // (the answer for one it lacks has no decisions), so the label's values come from the config.
+    metrics.countDecisions(answered.decisions, admission.route.startsWith('revision:') ? admission.route.slice('revision:'.length) : '');
     if (answered.unserved !== undefined) metrics.countUnservedRevision(answered.unserved);
     for (const warning of answered.podWarnings) {
       metrics.countPodWarning(warning.injection, warning.reason);

@@ -73,9 +73,10 @@ export class WebhookMetrics {
   readonly registry = new Registry();
   /** Answers per outcome, in REQUEST_OUTCOMES order. */
   private readonly requests = new Float64Array(REQUEST_OUTCOMES.length);
-  private readonly injections = new Map<string, Map<DecisionReason, number>>();
+  /** Decisions by revision ('' for the config as loaded, which has none), injection and reason. */
+  private readonly injections = new Map<string, Map<string, Map<DecisionReason, number>>>();
   /** Decisions counted by the engine's own decision objects, not yet folded into `injections`. */
-  private readonly byDecision = new Map<InjectionDecision, { count: number }>();
+  private readonly byDecision = new Map<InjectionDecision, { count: number; readonly revision: string }>();
   private readonly podWarnings = new Map<string, Map<PodWarningReason, number>>();
   /** Override values ignored, by the JSON of `[injection, annotation, reason]`: every part from the config or a fixed set, never from a request. */
   private readonly ignoredOverrides = new Map<string, number>();
@@ -131,14 +132,16 @@ export class WebhookMetrics {
     this.registry.registerMetric(this.duration as never);
     new Counter({
       name: 'sidecar_injector_injections_total',
-      help: 'Injection decisions, by injection and reason.',
-      labelNames: ['injection', 'reason'],
+      help: 'Injection decisions, by injection and reason, and the revision that decided (no revision label for a config without revisions).',
+      labelNames: ['injection', 'reason', 'revision'],
       registers,
       collect() {
         this.reset();
         metrics.foldDecisions();
-        for (const [injection, byReason] of metrics.injections) {
-          for (const [reason, count] of byReason) this.inc({ injection, reason }, count);
+        for (const [revision, byInjection] of metrics.injections) {
+          for (const [injection, byReason] of byInjection) {
+            for (const [reason, count] of byReason) this.inc(revision === '' ? { injection, reason } : { injection, reason, revision }, count);
+          }
         }
       },
     });
@@ -245,25 +248,34 @@ export class WebhookMetrics {
    * operations per decision. Folded into the counts by name when scraped, and once MAX_DECISION_COUNTERS
    * objects are counted apart (configs reloaded again and again), so the table stays small.
    */
-  countDecisions(decisions: readonly InjectionDecision[]): void {
+  countDecisions(decisions: readonly InjectionDecision[], revision = ''): void {
     for (const decision of decisions) {
       const counter = this.byDecision.get(decision);
-      if (counter !== undefined) {
+      if (counter !== undefined && counter.revision === revision) {
         counter.count++;
         continue;
       }
+      // One decision object under two revisions (a view that shares it): counted by name for this one.
+      if (counter !== undefined) {
+        this.countByName(revision, decision, 1);
+        continue;
+      }
       if (this.byDecision.size >= MAX_DECISION_COUNTERS) this.foldDecisions();
-      this.byDecision.set(decision, { count: 1 });
+      this.byDecision.set(decision, { count: 1, revision });
     }
   }
 
   private foldDecisions(): void {
-    for (const [decision, counter] of this.byDecision) {
-      let byReason = this.injections.get(decision.injection);
-      if (!byReason) this.injections.set(decision.injection, (byReason = new Map()));
-      byReason.set(decision.reason, (byReason.get(decision.reason) ?? 0) + counter.count);
-    }
+    for (const [decision, counter] of this.byDecision) this.countByName(counter.revision, decision, counter.count);
     this.byDecision.clear();
+  }
+
+  private countByName(revision: string, decision: InjectionDecision, count: number): void {
+    let byInjection = this.injections.get(revision);
+    if (!byInjection) this.injections.set(revision, (byInjection = new Map()));
+    let byReason = byInjection.get(decision.injection);
+    if (!byReason) byInjection.set(decision.injection, (byReason = new Map()));
+    byReason.set(decision.reason, (byReason.get(decision.reason) ?? 0) + count);
   }
 
   countPodWarning(injection: string, reason: PodWarningReason): void {
