@@ -10,7 +10,7 @@
 // Guaranteed class: injection-policy.ts). Lists, metadata maps and the status annotation are then made
 // once per mutation.
 
-import type { ContainerMerge, JsonObject, ResolvedInjection } from '../../webhook/config';
+import { type ContainerMerge, type JsonObject, type ResolvedInjection, parseQuantity } from '../../webhook/config';
 import { qosClassOf, withLimitsAtRequests } from '../../webhook/engine/qos';
 
 /** Injections in config order, cut into runs that can share one mutation. */
@@ -97,4 +97,25 @@ function leafPaths(fields: JsonObject, prefix: string[] = []): string[][] {
 
 function isPrefix(prefix: string[], path: string[]): boolean {
   return prefix.length <= path.length && prefix.every((key, index) => path[index] === key);
+}
+
+/**
+ * The containers `injection` adds that end a Guaranteed class decided by pod-level resources: under
+ * podResources 'add' the pod's cpu and memory requests and limits grow by each container's request
+ * (its limit where none) and limit (its request where none), so they stay equal only where those are.
+ * Under 'share' the pod's figures do not change: none.
+ */
+export function podLevelUnbalancedContainers(injection: ResolvedInjection): string[] {
+  if ((injection.podResources ?? 'add') !== 'add') return [];
+  const figure = (map: unknown, name: string) => (map && typeof map === 'object' ? parseQuantity((map as Record<string, unknown>)[name]) : undefined);
+  return [...(injection.containers ?? []), ...(injection.initContainers ?? [])]
+    .filter((container) => {
+      const resources = (injection.qos === 'preserve-guaranteed' ? withLimitsAtRequests(container as JsonObject) : (container as JsonObject)).resources as Record<string, unknown> | undefined;
+      return ['cpu', 'memory'].some((name) => {
+        const request = figure(resources?.requests, name);
+        const limit = figure(resources?.limits, name);
+        return (request ?? limit) !== (limit ?? request);
+      });
+    })
+    .map((container) => container.name);
 }

@@ -7,7 +7,7 @@ import type { MatchCondition, Variable } from './admission-policy-types';
 import { PlaceholderExpressions, celString, celStringList, celTemplateString, celValue, jsonPointerToken } from './cel-text';
 import { withLimitsAtRequests } from '../../webhook/engine/qos';
 import { podGuaranteedExpression, podLevelResourcesExpression } from './qos-cel';
-import { nonGuaranteedContainers } from './mutation-groups';
+import { nonGuaranteedContainers, podLevelUnbalancedContainers } from './mutation-groups';
 import { overrideMarks } from './override-cel';
 import { bindInOrder, concat, guardedPatch, op, when } from './mutation-text';
 import { isObject, mergePatchOps } from './merge-cel';
@@ -92,13 +92,18 @@ export class PolicyWriter {
    * not itself Guaranteed, so the pod's class is still the one computed from the object. */
   private earlierKeptGuaranteed(): string {
     const added = celString(`^${this.pointer}/spec/(containers/-|initContainers/(-|[0-9]+))$`);
-    const terms = this.earlier.flatMap(({ variable, injection }) => {
-      const names = nonGuaranteedContainers(injection);
-      if (names.length === 0) return [];
-      return [`!variables.${variable}[0].exists(p, string(p.path).matches(${added}) && string(p.value.name) in ${celStringList(names)})`];
-    });
-    // Containers do not change the class of a pod with pod-level resources.
-    return terms.length === 0 ? '' : ` && ((${podLevelResourcesExpression(this.template)}) || (${terms.join(' && ')}))`;
+    const termsOf = (containers: (injection: ResolvedInjection) => string[]) =>
+      this.earlier.flatMap(({ variable, injection }) => {
+        const names = containers(injection);
+        if (names.length === 0) return [];
+        return [`!variables.${variable}[0].exists(p, string(p.path).matches(${added}) && string(p.value.name) in ${celStringList(names)})`];
+      });
+    const terms = termsOf(nonGuaranteedContainers);
+    // A pod with pod-level resources: its class is its own figures', which podResources 'add' raises.
+    const podLevelTerms = termsOf(podLevelUnbalancedContainers);
+    if (terms.length === 0 && podLevelTerms.length === 0) return '';
+    const all = (list: string[]) => (list.length === 0 ? 'true' : list.join(' && '));
+    return ` && ((${podLevelResourcesExpression(this.template)}) ? (${all(podLevelTerms)}) : (${all(terms)}))`;
   }
 
   /** The injection's name. */

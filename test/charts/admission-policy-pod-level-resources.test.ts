@@ -73,3 +73,18 @@ describe('pod-level resources on the policy backend', () => {
     }
   }
 });
+
+describe('the QoS class of a pod-level Guaranteed pod, injection after injection, on the policy backend', () => {
+  test('an earlier injection without preserve-guaranteed lowers the class, so a later preserve-guaranteed one keeps its limits, as the webhook does', () => {
+    const proxy = (name: string, qos: 'warn' | 'preserve-guaranteed', resources: Json): Injection => ({ name, trigger: { type: 'always' }, qos, containers: [{ name, image: 'proxy', resources }] });
+    for (const [what, injections] of [
+      ['a Burstable-shaped sidecar first', [proxy('first', 'warn', { requests: { cpu: '100m', memory: '64Mi' }, limits: { memory: '128Mi' } }), proxy('second', 'preserve-guaranteed', { requests: { cpu: '50m', memory: '32Mi' }, limits: { memory: '64Mi' } })]],
+      ['a Guaranteed-shaped sidecar first', [proxy('first', 'warn', { requests: { cpu: '100m', memory: '64Mi' } }), proxy('second', 'preserve-guaranteed', { requests: { cpu: '50m', memory: '32Mi' }, limits: { memory: '64Mi' } })]],
+    ] as [string, Injection[]][]) {
+      const config = resolveInjectorConfig({ annotationPrefix: 'sidecar-injector.io', injections });
+      const request = requestFor(websitePod({ requests: { cpu: '1', memory: '200Mi' }, limits: { cpu: '1', memory: '200Mi' } }), {});
+      const webhookObject = applyResponse(request.object, mutate(request, config));
+      assert.deepEqual(admitWithPolicies(injectionPoliciesOf(config), request).spec, webhookObject.spec, `${what}: the policies' pod (actual) differs from the webhook's (expected)`);
+    }
+  });
+});
