@@ -44,7 +44,8 @@ export interface PodWarning {
   readonly message: string;
   /**
    * Whether the client sees it (the response's `warnings`): only what a user can act on, a class
-   * lowered (Guaranteed to Burstable) or a Job kept from finishing. A class raised (a plain BestEffort
+   * lowered (Guaranteed to Burstable), a Job kept from finishing, or a pod's pod-level resources
+   * changed (`pod-resources`). A class raised (a plain BestEffort
    * pod that a sidecar's requests make Burstable) is counted, not shown.
    */
   readonly shown: boolean;
