@@ -10,7 +10,8 @@ import { APISERVER_WEBHOOK_LATENCY_BOUNDS } from './apiserver-metrics';
 export interface SloProps {
   /**
    * The share of admissions, per webhook entry, that the apiserver must get an answer to within
-   * `latencySeconds`, without failing open and without being refused for a failed call. Above 0.93:
+   * `latencySeconds`, without failing open and without being refused for a failed call; with the policy
+   * backend, the share of each policy's evaluations that end without an error. Above 0.93:
    * below that even every admission failing would not burn the budget at 14.4 times its rate.
    * @default 0.999
    */
@@ -54,7 +55,8 @@ export interface MonitoringProps {
   /** Time left on the serving certificate below which its alert fires: the generated store renews
    * 30 days ahead, cert-manager a third of the lifetime ahead. @default '30d' */
   readonly certificateRenewalWindow?: string;
-  /** The SLO and its burn-rate alerts (webhook backend). @default objective 0.999, latencySeconds 1 */
+  /** The SLO and its burn-rate alerts: the webhook's admissions per entry, or the policies' evaluations per
+   * policy (from Kubernetes 1.34: admissionPolicyApiVersion v1beta1 or v1). @default objective 0.999, latencySeconds 1 */
   readonly slo?: SloProps;
   /**
    * PromQL label matchers that select the webhook pods' scraped series, e.g.

@@ -10,6 +10,7 @@
 
 import { APISERVER_METRICS } from './apiserver-metrics';
 import type { MonitoringSettings } from './monitoring-props';
+import type { MonitoredPolicies } from './policy-rules';
 import { type AlertContext, type DescribedAlert, type RecordingRule, alternation, describedAlert, leMatcher, ruleNumber, selector } from './rule-types';
 import type { WebhookEntry } from './webhook-rules';
 
@@ -38,34 +39,78 @@ export function sloRecordingRules(entries: readonly WebhookEntry[], settings: Mo
   });
 }
 
+/** The recorded error ratio of the policies over `window`, by policy. */
+export function policySloErrorRatio(window: SloWindow): string {
+  return `sidecar_injector:policy_slo_errors:ratio_rate${window}`;
+}
+
+/**
+ * The policy backend's SLO (from 1.34, whose apiserver counts every evaluation of a policy by error
+ * type, `no_error` among them): per window, the share of each policy's evaluations that failed. There is
+ * no call to time: a CEL mutation runs in the apiserver, bounded by its cost budget (`out_of_budget`).
+ */
+export function policySloRecordingRules(policies: MonitoredPolicies, settings: MonitoringSettings): RecordingRule[] {
+  const names = `policy=~"${alternation(policies.names)}"`;
+  return SLO_WINDOWS.map((window) => {
+    const rate = (...matchers: string[]) => `sum by (policy) (rate(${APISERVER_METRICS.mutatingPolicyChecks.name}${selector(settings.apiServerSelector, names, ...matchers)}[${window}]))`;
+    const evaluations = rate();
+    return { record: policySloErrorRatio(window), expr: `(${rate('error_type!="no_error"')} or 0 * ${evaluations}) / ${evaluations}` };
+  });
+}
+
+/** What the burn-rate alerts are about: the webhook's admissions per entry, or the policies' evaluations. */
+export interface SloSubject {
+  /** The recorded ratio's name for a window. */
+  ratio(window: SloWindow): string;
+  /** Who fails, with the label that names it. */
+  readonly who: string;
+  /** What a good event is, after the objective's percentage. */
+  readonly good: string;
+  /** Added to the shape's reason. */
+  readonly over: string;
+}
+
+/** The webhook's SLO subject. */
+export function webhookSloSubject(settings: MonitoringSettings): SloSubject {
+  return { ratio: sloErrorRatio, who: 'Webhook {{ $labels.name }}', good: `of admissions answered within ${settings.latencySeconds}s, without failing open or being refused`, over: '' };
+}
+
+/** The policies' SLO subject. */
+export const POLICY_SLO_SUBJECT: SloSubject = {
+  ratio: policySloErrorRatio,
+  who: 'MutatingAdmissionPolicy {{ $labels.policy }}',
+  good: 'of evaluations without an error',
+  over: ', over the policies\' evaluations (error_type per evaluation, from 1.34)',
+};
+
 /** The two burn-rate alerts on the recorded ratios. */
-export function sloAlerts(settings: MonitoringSettings, context: AlertContext): DescribedAlert[] {
+export function sloAlerts(settings: MonitoringSettings, context: AlertContext, subject: SloSubject = webhookSloSubject(settings)): DescribedAlert[] {
   const budget = 1 - settings.objective;
   const burning = (long: SloWindow, short: SloWindow, factor: number) =>
-    `(${sloErrorRatio(long)} > ${ruleNumber(factor * budget)} and ${sloErrorRatio(short)} > ${ruleNumber(factor * budget)})`;
-  const objective = `${ruleNumber(settings.objective * 100)}% of admissions answered within ${settings.latencySeconds}s, without failing open or being refused`;
+    `(${subject.ratio(long)} > ${ruleNumber(factor * budget)} and ${subject.ratio(short)} > ${ruleNumber(factor * budget)})`;
+  const objective = `${ruleNumber(settings.objective * 100)}% ${subject.good}`;
   return [
     describedAlert(context, {
       alert: 'SidecarInjectorErrorBudgetBurningFast',
       expr: `${burning('1h', '5m', 14.4)} or ${burning('6h', '30m', 6)}`,
       severity: 'critical',
       severityReason: 'at this rate the 30-day error budget is gone within 2 (14.4x) or 5 (6x) days',
-      shapeReason: 'the SRE workbook\'s multiwindow burn rate: the long window says the budget burns, the short one that it still does, so no `for:` is needed and it resolves soon after the burn stops',
+      shapeReason: `the SRE workbook's multiwindow burn rate: the long window says the budget burns, the short one that it still does, so no \`for:\` is needed and it resolves soon after the burn stops${subject.over}`,
       summary: 'The injector is burning its error budget fast.',
       description:
-        `Webhook {{ $labels.name }} fails its SLO (${objective}) at 6 or more times the rate its 30-day error budget allows: ` +
-        '{{ $value | humanizePercentage }} of its admissions were not good.',
+        `${subject.who} fails its SLO (${objective}) at 6 or more times the rate its 30-day error budget allows: ` +
+        '{{ $value | humanizePercentage }} were not good.',
     }),
     describedAlert(context, {
       alert: 'SidecarInjectorErrorBudgetBurningSlowly',
       expr: `${burning('1d', '2h', 3)} or ${burning('3d', '6h', 1)}`,
       severity: 'warning',
       severityReason: 'at this rate the 30-day error budget is gone within 10 (3x) or 30 (1x) days: a ticket, not a page',
-      shapeReason: 'as the fast burn, over longer windows',
+      shapeReason: `as the fast burn, over longer windows${subject.over}`,
       summary: 'The injector is burning its error budget.',
       description:
-        `Webhook {{ $labels.name }} fails its SLO (${objective}) at 1 or more times the rate its 30-day error budget allows: ` +
-        '{{ $value | humanizePercentage }} of its admissions were not good.',
+        `${subject.who} fails its SLO (${objective}) at 1 or more times the rate its 30-day error budget allows: ` +
+        '{{ $value | humanizePercentage }} were not good.',
     }),
   ];
 }

@@ -71,12 +71,18 @@ describe('the monitoring prop', () => {
     }
   });
 
-  test('with the policy backend alone: the namespace, the policy alerts and dashboard, and no PodMonitor (no pod runs)', () => {
+  test('with the policy backend alone: the namespace, the policy alerts, their SLO and dashboard, and no PodMonitor (no pod runs)', () => {
     const { manifests } = synthChart({ injections: [ENVOY], backend: 'admissionPolicy', monitoring: { prometheusOperator: {} } });
     assert.ok(byName(manifests, 'Namespace', 'sidecar-injector'), 'the ConfigMaps need their namespace');
     assert.equal(byName(manifests, 'PodMonitor', 'sidecar-injector'), undefined);
     const groups = byName(manifests, 'PrometheusRule', 'sidecar-injector')!.spec.groups;
-    assert.deepEqual(groups.flatMap((group: { rules: { alert?: string }[] }) => group.rules.map((rule) => rule.alert)), ['SidecarInjectorPolicyErrors']);
+    assert.deepEqual(groups.flatMap((group: { rules: { alert?: string }[] }) => group.rules.flatMap((rule) => rule.alert ?? [])), [
+      'SidecarInjectorErrorBudgetBurningFast',
+      'SidecarInjectorErrorBudgetBurningSlowly',
+      'SidecarInjectorPolicyErrors',
+    ]);
+    const recorded = groups.flatMap((group: { rules: { record?: string }[] }) => group.rules.flatMap((rule) => rule.record ?? []));
+    assert.ok(recorded.length === 7 && recorded.every((name: string) => name.startsWith('sidecar_injector:policy_slo_errors:ratio_rate')), `the policies' SLO ratios: ${recorded.join(', ')}`);
   });
 
   const failures: [string, MonitoringProps, Partial<SidecarInjectorProps>, RegExp][] = [

@@ -27,6 +27,12 @@ function s(name: string, labels: Record<string, string>, values: string): InputS
   return { series: `${name}{${Object.entries(labels).map(([key, value]) => `${key}="${value}"`).join(', ')}}`, values };
 }
 
+/** A policy's evaluations: without an error, and failing at runtime. */
+const policyChecks = (good: string, failing: string) => [
+  s('apiserver_mutating_admission_policy_check_total', { policy: POLICY, policy_binding: POLICY, error_type: 'no_error' }, good),
+  s('apiserver_mutating_admission_policy_check_total', { policy: POLICY, policy_binding: POLICY, error_type: 'invalid_error' }, failing),
+];
+
 const calls = (values: string, le: string, bucketValues: string) => [
   s('apiserver_admission_webhook_admission_duration_seconds_count', { name: ENTRY, type: 'admit', operation: 'CREATE', rejected: 'false' }, values),
   s('apiserver_admission_webhook_admission_duration_seconds_bucket', { name: ENTRY, type: 'admit', operation: 'CREATE', rejected: 'false', le }, bucketValues),
@@ -190,6 +196,18 @@ export const ALERT_CASES: readonly AlertCase[] = [
       at: '15m',
       why: 'our policies evaluate; another\'s errors are not ours',
     },
+  },
+  {
+    alert: 'SidecarInjectorErrorBudgetBurningFast',
+    variant: 'policies v1, Fail, reconciler',
+    firing: { input: policyChecks('0+100x80', '0+10x80'), at: '70m', labels: [{ policy: POLICY, severity: 'critical' }] },
+    quiet: { input: policyChecks('0+100x80', '0+0.5x80'), at: '70m', why: '0.5% of evaluations failing burns at 5x: below 6x and 14.4x' },
+  },
+  {
+    alert: 'SidecarInjectorErrorBudgetBurningSlowly',
+    variant: 'policies v1, Fail, reconciler',
+    firing: { input: policyChecks('0+100x80', '0+0.5x80'), at: '70m', labels: [{ policy: POLICY, severity: 'warning' }] },
+    quiet: { input: policyChecks('0+100x80', '0+0.05x80'), at: '70m', why: '0.05% failing: half the budget\'s rate' },
   },
   {
     alert: 'SidecarInjectorPolicyRefusingAdmissions',
@@ -433,6 +451,26 @@ export const TIMED_CASES: readonly TimedCase[] = [
     faultAt: 60.5 * M,
     repairAt: 70.5 * M,
     expect: [{ labels: { name: ENTRY, severity: 'critical' }, firesAt: 64 * M, resolvesAt: 99 * M }],
+    until: 110 * M,
+  },
+  // The policies' SLO: the same hour of health, then 10 of every 110 evaluations failing.
+  {
+    alert: 'SidecarInjectorErrorBudgetBurningFast',
+    variant: 'policies v1beta1, Ignore',
+    scenario: 'a sustained outage',
+    input: policyChecks('0+100x240', '0x120 10+10x119'),
+    faultAt: 60.5 * M,
+    expect: [{ labels: { policy: POLICY, severity: 'critical' }, firesAt: 64 * M }],
+    until: 110 * M,
+  },
+  {
+    alert: 'SidecarInjectorErrorBudgetBurningFast',
+    variant: 'policies v1beta1, Ignore',
+    scenario: 'a recovery',
+    input: policyChecks('0+100x240', '0x120 10+10x20 210x98'),
+    faultAt: 60.5 * M,
+    repairAt: 70.5 * M,
+    expect: [{ labels: { policy: POLICY, severity: 'critical' }, firesAt: 64 * M, resolvesAt: 99 * M }],
     until: 110 * M,
   },
 ];
