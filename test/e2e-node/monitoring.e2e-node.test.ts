@@ -210,7 +210,12 @@ forWebhook('Ignore: the webhook scaled to 0 while pods are created: the fail-ope
       await cluster.until('no webhook pod', async () => (await listPods(cluster, INJECTOR_NAMESPACE, 'app.kubernetes.io/name=sidecar-injector')).length === 0, 120_000);
     },
     async () => {
-      targetMissing = (await stack.alerts('SidecarInjectorWebhookTargetMissing')).some((alert) => alert.state === 'firing');
+      // The fail-open alert fires on the first fail-open (for: 0m), before the target alert's `for:` has
+      // run out: the webhook stays down until that one fires too.
+      await cluster.until('SidecarInjectorWebhookTargetMissing firing while no webhook pod runs', async () => {
+        targetMissing = (await stack.alerts('SidecarInjectorWebhookTargetMissing')).some((alert) => alert.state === 'firing');
+        return targetMissing;
+      }, 300_000);
       kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'scale', 'deploy/sidecar-injector', '--replicas=2']);
       kubectl(cluster, ['-n', INJECTOR_NAMESPACE, 'rollout', 'status', 'deploy/sidecar-injector', '--timeout=180s']);
     },
