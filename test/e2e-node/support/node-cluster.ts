@@ -111,6 +111,8 @@ export function minorVersion(file: string): number {
 export interface NodeClusterOptions {
   /** Extra kube-apiserver flags (feature gates and runtime config for the policies). */
   readonly apiserverFlags?: readonly string[];
+  /** Feature gates for every component (apiserver, controller-manager, scheduler, kubelet): an alpha one to try early. */
+  readonly featureGates?: Readonly<Record<string, boolean>>;
   /** Envoy versions to make stand-in images for (`1.20.3` → envoyproxy/envoy:v1.20.3). */
   readonly envoyVersions?: readonly string[];
   /** More tags for an Envoy version's image, the same image under each (`{ '1.31.0': ['1.31'] }`). */
@@ -292,6 +294,7 @@ export class NodeCluster {
       };
       const kubeletClient = { cert: write('pki/kubelet-client.crt', pki.admin.certificate), key: write('pki/kubelet-client.key', pki.admin.privateKey) };
       const caFile = write('pki/ca.crt', pki.caCertificate);
+      const gateFlags = options.featureGates ? [`--feature-gates=${Object.entries(options.featureGates).map(([gate, on]) => `${gate}=${on}`).join(',')}`] : [];
       progress('etcd, kube-apiserver, kube-controller-manager');
       const plane = await ControlPlane.start(
         { etcd: binaries.etcd, kubeApiserver: binaries.kubeApiserver, kubeControllerManager: binaries.kubeControllerManager },
@@ -305,9 +308,10 @@ export class NodeCluster {
             `--kubelet-client-certificate=${kubeletClient.cert}`,
             `--kubelet-client-key=${kubeletClient.key}`,
             `--kubelet-certificate-authority=${caFile}`,
+            ...gateFlags,
             ...(options.apiserverFlags ?? []),
           ],
-          controllerManagerFlags: [`--service-cluster-ip-range=${SERVICE_CIDR}`, '--terminated-pod-gc-threshold=100'],
+          controllerManagerFlags: [`--service-cluster-ip-range=${SERVICE_CIDR}`, '--terminated-pod-gc-threshold=100', ...gateFlags],
         },
       );
       // From here on, stop() tears down whatever has started.
@@ -322,6 +326,7 @@ export class NodeCluster {
           `--authorization-kubeconfig=${admin}`,
           '--bind-address=127.0.0.1',
           '--leader-elect=false',
+          ...gateFlags,
           '--v=1',
         ], { enter, logFile: path.join(dir, 'kube-scheduler.log') }),
       );
@@ -419,6 +424,7 @@ export class NodeCluster {
           imageGCLowThresholdPercent: 99,
           hairpinMode: 'hairpin-veth',
           localStorageCapacityIsolation: true,
+          ...(options.featureGates ? { featureGates: options.featureGates } : {}),
         }),
         0o644,
       );

@@ -49,7 +49,7 @@ const began = performance.now();
 export const progress = (line: string) => console.log(`[e2e:node ${((performance.now() - began) / 1000).toFixed(1).padStart(6)} s] ${line}`);
 
 /** Starts the one-node cluster, synthesizes the default app (with the backend the env asks for) and applies it; the test file's `before`. */
-export async function startSuite(): Promise<NodeCluster> {
+export async function startSuite(options: { readonly featureGates?: Readonly<Record<string, boolean>> } = {}): Promise<NodeCluster> {
   const bins = binaries as Exclude<typeof binaries, string>;
   const minor = minorVersion(bins.kubeApiserver);
   let apiserverFlags: string[] = [];
@@ -58,7 +58,7 @@ export async function startSuite(): Promise<NodeCluster> {
     policyEnv = { INJECTOR_BACKEND: 'admissionPolicy', INJECTOR_POLICY_API_VERSION: apiVersion };
     apiserverFlags = minor >= 36 ? [] : policyApiserverFlags(apiVersion);
   }
-  cluster = await NodeCluster.start(bins, { dir: path.join(work, 'cluster'), envoyVersions: [ENVOY_FIRST, ENVOY_NEXT, ENVOY_IN_PLACE, ENVOY_PINNED], envoyAliases: { [ENVOY_PINNED]: [ENVOY_FLOATING] }, apiserverFlags, progress });
+  cluster = await NodeCluster.start(bins, { dir: path.join(work, 'cluster'), envoyVersions: [ENVOY_FIRST, ENVOY_NEXT, ENVOY_IN_PLACE, ENVOY_PINNED], envoyAliases: { [ENVOY_PINNED]: [ENVOY_FLOATING] }, apiserverFlags, featureGates: options.featureGates, progress });
   const version = await cluster.plane.ok('GET', '/version');
   const node = await cluster.plane.ok('GET', `/api/v1/nodes/${NODE_NAME}`);
   progress(`kube-apiserver /version ${version.gitVersion}; kubelet ${node.status.nodeInfo.kubeletVersion}, ${node.status.nodeInfo.containerRuntimeVersion}, kube-proxy ${cluster.versions.kubeProxy}; backend ${BACKEND}`);
