@@ -11,10 +11,16 @@ export interface PolicyServingPlane {
 }
 
 /** Starts the plane with the policy feature gate and runtime config its apiserver's release needs. */
-export async function startPolicyServingPlane(binaries: ControlPlaneBinaries, options: Omit<ControlPlaneOptions, 'apiserverFlags'> = {}): Promise<PolicyServingPlane> {
+export async function startPolicyServingPlane(
+  binaries: ControlPlaneBinaries,
+  options: Omit<ControlPlaneOptions, 'apiserverFlags'> & { readonly featureGates?: readonly string[] } = {},
+): Promise<PolicyServingPlane> {
   const version = binaryVersion(binaries.kubeApiserver);
   const policyApiVersion = policyApiVersionFor(version);
-  const plane = await ControlPlane.start(binaries, { ...options, apiserverFlags: policyApiserverFlags(policyApiVersion) });
+  const { featureGates = [], ...planeOptions } = options;
+  // One --feature-gates flag: the policy gate and the caller's (`PodLevelResources=true`) together.
+  const apiserverFlags = policyApiserverFlags(policyApiVersion).map((flag) => (flag.startsWith('--feature-gates=') && featureGates.length ? `${flag},${featureGates.join(',')}` : flag));
+  const plane = await ControlPlane.start(binaries, { ...planeOptions, apiserverFlags });
   return { plane, version, policyApiVersion };
 }
 
