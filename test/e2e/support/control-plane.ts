@@ -26,8 +26,8 @@ export function findBinariesWithControllers(env: NodeJS.ProcessEnv = useCachedKu
   const assets = env.KUBEBUILDER_ASSETS;
   const manager = env.KUBE_CONTROLLER_MANAGER ?? (assets ? path.join(assets, 'kube-controller-manager') : undefined);
   if (!manager || !isExecutable(manager)) {
-    const missing = `skipped: no kube-controller-manager (${manager ?? 'unset'}); set KUBE_CONTROLLER_MANAGER to its path (built from the same source as the kube-apiserver), ${BUILD_HINT}`;
-    return typeof found === 'string' ? `${found}; ${missing.replace('skipped: ', '')}` : missing;
+    const missing = `no kube-controller-manager (${manager ?? 'unset'}); set KUBE_CONTROLLER_MANAGER to its path (built from the same source as the kube-apiserver)`;
+    return typeof found === 'string' ? `${found.replace(`, ${BUILD_HINT}`, '')}; ${missing}, ${BUILD_HINT}` : `skipped: ${missing}, ${BUILD_HINT}`;
   }
   if (typeof found === 'string') return found;
   return { ...found, kubeControllerManager: manager };
