@@ -17,7 +17,11 @@ import { podLevelViolations } from '../support/pod-level-resources';
 // Pod-level resources are beta and on from 1.34; on 1.32 and 1.33 the cluster turns the alpha gate on in
 // every component, as a cluster that tries them early does (else the apiserver drops spec.resources).
 const minor = typeof binaries === 'string' ? 0 : minorVersion(binaries.kubeApiserver);
-const skip = noBinaries;
+// Kubelet 1.36.3 on this node (cgroupsPerQOS: false) panics starting any pod that sets pod-level
+// resources, injected or not (kuberuntime doPodResizeAction: nil pointer dereference; seen 2026-12-02 with
+// the website's pod alone in a namespace nothing injects); 1.32.13 and 1.37.2 run it.
+const skip = noBinaries || (minor === 36 ? 'skipped: kubelet 1.36 with cgroupsPerQOS false panics on any pod with pod-level resources (seen on 1.36.3, without injection too); 1.32.13 and 1.37.2 run them' : false);
+if (skip && !noBinaries) console.log(`npm run e2e:node (pod-level resources) ${skip}`);
 const featureGates = minor < 34 ? { PodLevelResources: true } : undefined;
 
 let cluster: NodeCluster;
