@@ -36,6 +36,12 @@ const MIB = 1024 * 1024;
 describe(`pod-level resources on a node (${BACKEND})`, { skip }, () => {
   test("the website's pod-level-resources pod runs with Envoy, spec.resources raised by Envoy's, and its app container's cgroup holds the pod-level memory limit", async () => {
     namespace(NAMESPACE, ENABLED);
+    // The injector's Service may not route yet (failurePolicy Ignore would admit the pod uninjected): a dry run shows when it does.
+    const probe = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe', namespace: NAMESPACE }, spec: { containers: [app('app')] } };
+    await cluster.until('pods in the namespace injected', async () => {
+      const made = await cluster.plane.ok('POST', `/api/v1/namespaces/${NAMESPACE}/pods?dryRun=All`, probe);
+      return made.spec.containers.some((c: any) => c.name === 'envoy');
+    }, 60_000);
     apply({
       apiVersion: 'v1',
       kind: 'Pod',
