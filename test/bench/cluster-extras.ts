@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { RECONCILER_ENV } from '../../webhook/config';
 import { freePort } from '../support/webhook-harness';
 import { counterSum, parseMetrics } from './apiserver-metrics';
-import { BENCH_NAMESPACE_METADATA, type ClusterSettings, type InstalledInjector, createNamespaces, installInjector } from './cluster-admission';
+import { BENCH_NAMESPACE_METADATA, type ClusterSettings, type InstalledInjector, benchNamespaces, createNamespaces, installInjector } from './cluster-admission';
 import { INJECTOR_NAMESPACE, type InjectorVariant, type Manifest, NAMESPACE_OVERRIDE, materializeContainer, objectPath, opsGet, roundRobinProxy, serviceAccountDir, startPodProcess, synthInjector, tail } from './cluster-injector';
 import { medianRssKb, processStats } from './machine-load';
 import { REPO_ROOT } from './bench-support';
@@ -217,7 +217,9 @@ export async function reconcilerPasses(settings: ClusterSettings, injector: Inst
     await nextPass('first pass (every pod)');
     await nextPass('quiet pass (nothing changed)');
     // One namespace's annotations changed (its Envoy memory default): its pods are judged again, no other.
-    await plane.ok('PATCH', '/api/v1/namespaces/bench-007', { metadata: { annotations: { [Object.keys(NAMESPACE_OVERRIDE)[0]]: '112Mi' } } }, 'application/merge-patch+json');
+    // bench-007 in a full run; the last one where CLUSTER_NAMESPACES leaves fewer.
+    const changedNamespace = benchNamespaces(settings.namespaces)[Math.min(7, settings.namespaces - 1)];
+    await plane.ok('PATCH', `/api/v1/namespaces/${changedNamespace}`, { metadata: { annotations: { [Object.keys(NAMESPACE_OVERRIDE)[0]]: '112Mi' } } }, 'application/merge-patch+json');
     await nextPass('after one namespace changed');
     const configMap = manifests.find((m) => m.kind === 'ConfigMap' && m.data?.['config.json']) as Manifest;
     const replaceConfig = async (label: string, variant: InjectorVariant) => {
