@@ -10,15 +10,10 @@ import { Injection, resolveInjectorConfig } from '../../webhook/config';
 import { mutate } from '../../webhook/engine';
 import { POLICY_TEST_INJECTIONS, injectionPoliciesOf } from '../support/admission-policy-config';
 import { admitWithPolicies } from '../support/admission-policy-simulator';
-import { admittedSpec } from '../support/pod-level-resources';
+import { admittedSpec, websitePod } from '../support/pod-level-resources';
 import { applyResponse, loadReview, podOf } from '../support/recorded-reviews';
 
 type Json = Record<string, any>;
-
-const WEBSITE_CONTAINERS = [
-  { name: 'pod-resources-demo-ctr-1', image: 'nginx', resources: { limits: { cpu: '0.5', memory: '100Mi' }, requests: { cpu: '0.5', memory: '50Mi' } } },
-  { name: 'pod-resources-demo-ctr-2', image: 'fedora', command: ['sleep', 'inf'] },
-];
 
 const VARIANTS: [string, Json, Json[]?][] = [
   ['the website\'s requests and limits', { limits: { cpu: '1', memory: '200Mi' }, requests: { cpu: '1', memory: '100Mi' } }],
@@ -38,10 +33,6 @@ function requestFor(pod: Json, annotations: Record<string, string>): any {
   return request;
 }
 
-function websitePod(resources: Json, initContainers?: Json[]): Json {
-  return { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'pod-resources-demo' }, spec: { resources, containers: structuredClone(WEBSITE_CONTAINERS), ...(initContainers ? { initContainers } : {}) } };
-}
-
 const CONFIGS: [string, Injection[], Record<string, string>][] = [];
 for (const podResources of ['add', 'share'] as const) {
   for (const nativeSidecars of ['never', 'always'] as const) {
@@ -57,12 +48,12 @@ describe('pod-level resources on the policy backend', () => {
     const policies = injectionPoliciesOf(config);
     for (const [variant, resources, initContainers] of VARIANTS) {
       test(`${what}: a pod with ${variant} is stored as the webhook makes it, and valid`, () => {
-        const request = requestFor(websitePod(resources, initContainers), annotations);
+        const request = requestFor(websitePod(resources, initContainers, { name: 'pod-resources-demo' }), annotations);
         const webhookObject = applyResponse(request.object, mutate(request, config));
         const policyObject = admitWithPolicies(policies, request);
         assert.deepEqual(policyObject.spec, webhookObject.spec, 'the policies\' pod (actual) differs from the webhook\'s (expected)');
         const spec = podOf(policyObject).spec;
-        assert.ok(spec.containers.length + (spec.initContainers?.length ?? 0) > WEBSITE_CONTAINERS.length + (initContainers?.length ?? 0), 'something was injected');
+        assert.ok(spec.containers.length + (spec.initContainers?.length ?? 0) > websitePod().spec.containers.length + (initContainers?.length ?? 0), 'something was injected');
         for (const version of ['1.36', '1.37'] as const) {
           const { violations, spec } = admittedSpec(request.object.spec, version, (decoded) => podOf(admitWithPolicies(policies, { ...request, object: { ...request.object, spec: decoded } })).spec);
           assert.deepEqual(violations, [], `on ${version}: spec.resources ${JSON.stringify(spec.resources)}, containers ${JSON.stringify(spec.containers.map((c: Json) => [c.name, c.resources]))}`);
@@ -82,7 +73,7 @@ describe('the QoS class of a pod-level Guaranteed pod, injection after injection
       ['a Guaranteed-shaped sidecar first', [proxy('first', 'warn', { requests: { cpu: '100m', memory: '64Mi' } }), proxy('second', 'preserve-guaranteed', { requests: { cpu: '50m', memory: '32Mi' }, limits: { memory: '64Mi' } })]],
     ] as [string, Injection[]][]) {
       const config = resolveInjectorConfig({ annotationPrefix: 'sidecar-injector.io', injections });
-      const request = requestFor(websitePod({ requests: { cpu: '1', memory: '200Mi' }, limits: { cpu: '1', memory: '200Mi' } }), {});
+      const request = requestFor(websitePod({ requests: { cpu: '1', memory: '200Mi' }, limits: { cpu: '1', memory: '200Mi' } }, undefined, { name: 'pod-resources-demo' }), {});
       const webhookObject = applyResponse(request.object, mutate(request, config));
       assert.deepEqual(admitWithPolicies(injectionPoliciesOf(config), request).spec, webhookObject.spec, `${what}: the policies' pod (actual) differs from the webhook's (expected)`);
     }

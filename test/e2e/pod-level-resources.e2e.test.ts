@@ -14,7 +14,7 @@ import { type InjectorConfig, type ResolvedInjectorConfig, parseQuantity, resolv
 import { evaluate } from '../../webhook/engine';
 import { Manifest, findManifest, synthDefaultAppToTemp } from '../support/synth-helpers';
 import { InProcessWebhook, startInProcess } from '../support/webhook-harness';
-import { admittedSpec, podLevelViolations } from '../support/pod-level-resources';
+import { admittedSpec, podLevelViolations, websitePod } from '../support/pod-level-resources';
 import { applyResponse, loadReview } from '../support/recorded-reviews';
 import { ControlPlane, binaryVersion, findBinaries } from './support/control-plane';
 import { startPolicyServingPlane } from './support/policy-plane';
@@ -31,33 +31,21 @@ const featureGates = minor < 34 ? ['PodLevelResources=true'] : [];
 const NAMESPACES = { webhook: 'e2e-pod-level-webhook', share: 'e2e-pod-level-share', policy: 'e2e-pod-level-policy' } as const;
 const NGINX_REQUESTED = { 'sidecar-injector-webhook.morven.me/inject': 'true' };
 
-/** The Kubernetes website's example (content/en/examples/pods/resource/pod-level-resources.yaml), with `resources` and init containers as given. */
-function websitePod(name: string, resources: Json, initContainers?: Json[], annotations: Record<string, string> = {}): Manifest {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, annotations },
-    spec: {
-      resources,
-      containers: [
-        { name: 'pod-resources-demo-ctr-1', image: 'nginx', resources: { limits: { cpu: '0.5', memory: '100Mi' }, requests: { cpu: '0.5', memory: '50Mi' } } },
-        { name: 'pod-resources-demo-ctr-2', image: 'fedora', command: ['sleep', 'inf'] },
-      ],
-      ...(initContainers ? { initContainers } : {}),
-    },
-  };
+/** The website's pod, named, with `resources`, init containers and annotations as given. */
+function variant(name: string, resources: Json, initContainers?: Json[], annotations: Record<string, string> = {}): Manifest {
+  return websitePod(resources, initContainers, { name, annotations }) as Manifest;
 }
 
 const WEBSITE = { limits: { cpu: '1', memory: '200Mi' }, requests: { cpu: '1', memory: '100Mi' } };
 const VARIANTS: [what: string, pod: () => Manifest][] = [
-  ["the website's pod-level-resources pod", () => websitePod('pod-resources-demo', WEBSITE)],
-  ['requests only', () => websitePod('requests-only', { requests: WEBSITE.requests })],
-  ['limits only', () => websitePod('limits-only', { limits: WEBSITE.limits })],
+  ["the website's pod-level-resources pod", () => variant('pod-resources-demo', WEBSITE)],
+  ['requests only', () => variant('requests-only', { requests: WEBSITE.requests })],
+  ['limits only', () => variant('limits-only', { limits: WEBSITE.limits })],
   ['a native sidecar of its own (aggregate 320Mi against 256Mi before)', () =>
-    websitePod('own-native-sidecar', { requests: { cpu: '1', memory: '256Mi' }, limits: { cpu: '1', memory: '256Mi' } }, [
+    variant('own-native-sidecar', { requests: { cpu: '1', memory: '256Mi' }, limits: { cpu: '1', memory: '256Mi' } }, [
       { name: 'log-shipper', image: 'busybox', command: ['sleep', 'inf'], restartPolicy: 'Always', resources: { requests: { memory: '64Mi' }, limits: { memory: '128Mi' } } },
     ])],
-  ['the nginx sidecar requested too (aggregate 210Mi before)', () => websitePod('nginx-requested', WEBSITE, undefined, NGINX_REQUESTED)],
+  ['the nginx sidecar requested too (aggregate 210Mi before)', () => variant('nginx-requested', WEBSITE, undefined, NGINX_REQUESTED)],
 ];
 
 let plane: ControlPlane | undefined;

@@ -10,27 +10,10 @@ import { Injection, ResolvedInjectorConfig, injectorConfigIssues, resolveInjecto
 import { evaluate } from '../../webhook/engine';
 import { qosClassOf } from '../../webhook/engine/qos';
 import { formatQuantity } from '../../webhook/engine/pod-resources';
-import { admittedSpec, podLevelViolations, withContainerDefaults } from '../support/pod-level-resources';
+import { admittedSpec, podLevelViolations, websitePod, withContainerDefaults } from '../support/pod-level-resources';
 import { applyResponse, loadReview, podOf } from '../support/recorded-reviews';
 
 type Json = Record<string, any>;
-
-/** The Kubernetes website's pod-level-resources example (content/en/examples/pods/resource/pod-level-resources.yaml). */
-export function websitePod(resources: Json = { limits: { cpu: '1', memory: '200Mi' }, requests: { cpu: '1', memory: '100Mi' } }, initContainers?: Json[]): Json {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name: 'pod-resources-demo', namespace: 'pod-resources-example' },
-    spec: {
-      resources,
-      containers: [
-        { name: 'pod-resources-demo-ctr-1', image: 'nginx', resources: { limits: { cpu: '0.5', memory: '100Mi' }, requests: { cpu: '0.5', memory: '50Mi' } } },
-        { name: 'pod-resources-demo-ctr-2', image: 'fedora', command: ['sleep', 'inf'] },
-      ],
-      ...(initContainers ? { initContainers } : {}),
-    },
-  };
-}
 
 function requestFor(pod: Json): any {
   const request = structuredClone(loadReview('pod-create-sleep').request);

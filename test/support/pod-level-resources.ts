@@ -176,3 +176,27 @@ export function admittedSpec(spec: Json, version: '1.36' | '1.37', inject: (spec
   stored = withPodLevelDefaults(stored, fixed);
   return { spec: stored, violations: podLevelViolations(stored) };
 }
+
+/**
+ * The Kubernetes website's pod-level-resources example (content/en/examples/pods/resource/pod-level-resources.yaml),
+ * with `resources`, init containers and metadata as given: the pod the issue was met with, and its variants.
+ */
+export function websitePod(
+  resources: Json = { limits: { cpu: '1', memory: '200Mi' }, requests: { cpu: '1', memory: '100Mi' } },
+  initContainers?: Json[],
+  metadata: Json = { name: 'pod-resources-demo', namespace: 'pod-resources-example' },
+): Json {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata,
+    spec: {
+      resources,
+      containers: [
+        { name: 'pod-resources-demo-ctr-1', image: 'nginx', resources: { limits: { cpu: '0.5', memory: '100Mi' }, requests: { cpu: '0.5', memory: '50Mi' } } },
+        { name: 'pod-resources-demo-ctr-2', image: 'fedora', command: ['sleep', 'inf'] },
+      ],
+      ...(initContainers ? { initContainers } : {}),
+    },
+  };
+}

@@ -16,7 +16,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ControlPlane, ControlPlaneNetwork, ManagedProcess, adminKubeconfig, binaryVersion, lastLogLines, startProcess, stopProcesses } from '../../e2e/support/control-plane';
 import { createTestPki } from '../../e2e/support/pki';
-import { BUILD_HINT, useCachedKubernetes } from '../../support/kubernetes-binaries/releases';
+import { BUILD_HINT, isExecutable, useCachedKubernetes } from '../../support/kubernetes-binaries/releases';
 import { ImageSpec, buildImageArchive, imageSpecs } from './images';
 
 export interface NodeBinaries {
@@ -52,15 +52,6 @@ const HOST_IP = '10.231.0.1';
 export const POD_CIDR = '10.232.0.0/24';
 export const SERVICE_CIDR = '10.96.0.0/24';
 const KUBERNETES_SERVICE_IP = '10.96.0.1';
-
-function isExecutable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
 
 function onPath(program: string): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/sbin'])) {

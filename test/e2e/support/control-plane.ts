@@ -10,7 +10,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { AdmissionPolicyApiVersion } from '../../../charts/admission-policy';
-import { BUILD_HINT, useCachedKubernetes } from '../../support/kubernetes-binaries/releases';
+import { BUILD_HINT, isExecutable, useCachedKubernetes } from '../../support/kubernetes-binaries/releases';
 import { createTestPki, KeyAndCertificate, TestPki } from './pki';
 
 export interface ControlPlaneBinaries {
@@ -47,15 +47,6 @@ export function findBinaries(env: NodeJS.ProcessEnv = useCachedKubernetes()): Co
 
 /** Debian's etcd-server package. */
 const DEBIAN_ETCD = '/usr/bin/etcd';
-
-function isExecutable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
 
 /** The admissionregistration version a release serves MutatingAdmissionPolicy in, from its --version line. */
 export function policyApiVersionFor(version: string): AdmissionPolicyApiVersion {

@@ -48,7 +48,8 @@ export function releaseBinDir(release: string, env: NodeJS.ProcessEnv = process.
   return path.join(binariesCacheRoot(env), release, 'bin');
 }
 
-function isExecutable(file: string): boolean {
+/** A file this process may run. */
+export function isExecutable(file: string): boolean {
   try {
     fs.accessSync(file, fs.constants.X_OK);
     return fs.statSync(file).isFile();
