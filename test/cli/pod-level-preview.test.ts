@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { runCli } from '../../webhook/cli/program';
+import { websitePod } from '../support/pod-level-resources';
 import { synthDefaultAppToTemp } from '../support/synth-helpers';
 
 let dist: string;
@@ -18,19 +19,7 @@ async function run(args: string[], stdin: string): Promise<{ code: number; stdou
   return { code, stdout, stderr };
 }
 
-/** The Kubernetes website's pod-level-resources example. */
-const WEBSITE_POD = {
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name: 'pod-resources-demo', namespace: 'pod-resources-example' },
-  spec: {
-    resources: { limits: { cpu: '1', memory: '200Mi' }, requests: { cpu: '1', memory: '100Mi' } },
-    containers: [
-      { name: 'pod-resources-demo-ctr-1', image: 'nginx', resources: { limits: { cpu: '0.5', memory: '100Mi' }, requests: { cpu: '0.5', memory: '50Mi' } } },
-      { name: 'pod-resources-demo-ctr-2', image: 'fedora', command: ['sleep', 'inf'] },
-    ],
-  },
-};
+const WEBSITE_POD = websitePod();
 const WARNING = `injection "envoy" adds its containers' requests and limits to the pod's spec.resources (podResources "add"): requests cpu 1→1100m; limits cpu 1→1100m; requests memory 100Mi→228Mi; limits memory 200Mi→456Mi`;
 
 test("inject prints the website's pod with spec.resources raised by Envoy's, and the warning on stderr", async () => {
