@@ -12,7 +12,8 @@ import { stringify } from 'yaml';
 import { ruleFileText } from '../../charts/monitoring/monitoring-rules';
 import type { RuleGroup } from '../../charts/monitoring/rule-types';
 import { MONITORING_VARIANTS, type MonitoringVariant, allVariants } from '../support/monitoring-variants';
-import { ALERT_CASES, type AlertCase, TIMED_CASES, TIMED_STEP_SECONDS, type TimedCase } from '../support/promtool-cases';
+import { ALERT_CASES, type AlertCase } from '../support/promtool-cases';
+import { TIMED_CASES, TIMED_STEP_SECONDS, type TimedCase } from '../support/promtool-timed-cases';
 import { makeTempDir } from '../support/synth-helpers';
 
 function findPromtool(): string | undefined {

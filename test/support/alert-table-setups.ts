@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import type { SidecarInjectorProps } from '../../charts';
 import { alertTable, withAlertTable } from '../../charts/monitoring/alert-table';
 import { ENVOY } from './monitoring-variants';
-import { TIMED_CASES } from './promtool-cases';
+import { TIMED_CASES } from './promtool-timed-cases';
 import { buildChart } from './synth-helpers';
 
 /** Each setup, its props, and the variant of test/support/monitoring-variants.ts whose timed promtool cases measure it. */
