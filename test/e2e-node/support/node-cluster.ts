@@ -14,7 +14,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ControlPlane, ControlPlaneNetwork, ManagedProcess, adminKubeconfig, binaryVersion, lastLogLines, startProcess, stopProcesses } from '../../e2e/support/control-plane';
+import { ControlPlane, ControlPlaneNetwork, DEBIAN_ETCD, ManagedProcess, adminKubeconfig, binaryVersion, lastLogLines, startProcess, stopProcesses } from '../../e2e/support/control-plane';
 import { createTestPki } from '../../e2e/support/pki';
 import { BUILD_HINT, isExecutable, useCachedKubernetes } from '../../support/kubernetes-binaries/releases';
 import { ImageSpec, buildImageArchive, imageSpecs } from './images';
@@ -72,7 +72,7 @@ export function findNodeBinaries(env: NodeJS.ProcessEnv = useCachedKubernetes())
   const missing: string[] = [];
   const found: Partial<Record<keyof typeof BINARY_VARIABLES, string>> = {};
   for (const [key, variable] of Object.entries(BINARY_VARIABLES) as [keyof typeof BINARY_VARIABLES, string][]) {
-    const file = env[variable] ?? (key === 'etcd' && isExecutable('/usr/bin/etcd') ? '/usr/bin/etcd' : undefined);
+    const file = env[variable] ?? (key === 'etcd' && isExecutable(DEBIAN_ETCD) ? DEBIAN_ETCD : undefined);
     if (file && isExecutable(file)) found[key] = file;
     else missing.push(variable);
   }

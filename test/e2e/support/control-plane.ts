@@ -22,19 +22,22 @@ export interface ControlPlaneBinaries {
 
 /** The binaries with kube-controller-manager (KUBE_CONTROLLER_MANAGER, or KUBEBUILDER_ASSETS), or why not. */
 export function findBinariesWithControllers(env: NodeJS.ProcessEnv = useCachedKubernetes()): Required<ControlPlaneBinaries> | string {
-  const found = findBinaries(env);
+  const found = locateBinaries(env);
   const assets = env.KUBEBUILDER_ASSETS;
   const manager = env.KUBE_CONTROLLER_MANAGER ?? (assets ? path.join(assets, 'kube-controller-manager') : undefined);
-  if (!manager || !isExecutable(manager)) {
-    const missing = `no kube-controller-manager (${manager ?? 'unset'}); set KUBE_CONTROLLER_MANAGER to its path (built from the same source as the kube-apiserver)`;
-    return typeof found === 'string' ? `${found.replace(`, ${BUILD_HINT}`, '')}; ${missing}, ${BUILD_HINT}` : `skipped: ${missing}, ${BUILD_HINT}`;
-  }
-  if (typeof found === 'string') return found;
-  return { ...found, kubeControllerManager: manager };
+  const missing = manager && isExecutable(manager) ? [] : [`no kube-controller-manager (${manager ?? 'unset'}); set KUBE_CONTROLLER_MANAGER to its path (built from the same source as the kube-apiserver)`];
+  if (typeof found === 'string' || missing.length) return skipLine([...(typeof found === 'string' ? [found] : []), ...missing]);
+  return { ...found, kubeControllerManager: manager! };
 }
 
 /** The binaries, or a one-line reason naming the variables when they are missing. */
 export function findBinaries(env: NodeJS.ProcessEnv = useCachedKubernetes()): ControlPlaneBinaries | string {
+  const found = locateBinaries(env);
+  return typeof found === 'string' ? skipLine([found]) : found;
+}
+
+/** etcd and kube-apiserver, or what is missing and where to set it. */
+function locateBinaries(env: NodeJS.ProcessEnv): ControlPlaneBinaries | string {
   const assets = env.KUBEBUILDER_ASSETS;
   const etcd = env.ETCD ?? (assets ? path.join(assets, 'etcd') : isExecutable(DEBIAN_ETCD) ? DEBIAN_ETCD : undefined);
   const kubeApiserver = env.KUBE_APISERVER ?? (assets ? path.join(assets, 'kube-apiserver') : undefined);
@@ -42,11 +45,16 @@ export function findBinaries(env: NodeJS.ProcessEnv = useCachedKubernetes()): Co
   if (!etcd || !isExecutable(etcd)) missing.push(`etcd (${etcd ?? 'unset'})`);
   if (!kubeApiserver || !isExecutable(kubeApiserver)) missing.push(`kube-apiserver (${kubeApiserver ?? 'unset'})`);
   if (missing.length === 0) return { etcd: etcd!, kubeApiserver: kubeApiserver! };
-  return `skipped: no ${missing.join(' or ')}; set KUBEBUILDER_ASSETS to a directory holding etcd and kube-apiserver, or ETCD and KUBE_APISERVER to their paths, ${BUILD_HINT}`;
+  return `no ${missing.join(' or ')}; set KUBEBUILDER_ASSETS to a directory holding etcd and kube-apiserver, or ETCD and KUBE_APISERVER to their paths`;
 }
 
-/** Debian's etcd-server package. */
-const DEBIAN_ETCD = '/usr/bin/etcd';
+/** The suites' one skip line: what is missing, then how to build it. */
+function skipLine(missing: readonly string[]): string {
+  return `skipped: ${missing.join('; ')}, ${BUILD_HINT}`;
+}
+
+/** Debian's etcd-server package, the suites' etcd when none is named. */
+export const DEBIAN_ETCD = '/usr/bin/etcd';
 
 /** The admissionregistration version a release serves MutatingAdmissionPolicy in, from its --version line. */
 export function policyApiVersionFor(version: string): AdmissionPolicyApiVersion {
@@ -56,9 +64,12 @@ export function policyApiVersionFor(version: string): AdmissionPolicyApiVersion 
   return minor >= 36 ? 'v1' : minor >= 34 ? 'v1beta1' : 'v1alpha1';
 }
 
-/** The kube-apiserver flags that serve MutatingAdmissionPolicy in `apiVersion` (the feature gate, the runtime config). */
-export function policyApiserverFlags(apiVersion: string): string[] {
-  return ['--feature-gates=MutatingAdmissionPolicy=true', `--runtime-config=admissionregistration.k8s.io/${apiVersion}=true`];
+/**
+ * The kube-apiserver flags that serve MutatingAdmissionPolicy in `apiVersion` (the feature gate, the runtime
+ * config), with `moreGates` (`PodLevelResources=true`) in the same --feature-gates flag.
+ */
+export function policyApiserverFlags(apiVersion: string, moreGates: readonly string[] = []): string[] {
+  return [`--feature-gates=${['MutatingAdmissionPolicy=true', ...moreGates].join(',')}`, `--runtime-config=admissionregistration.k8s.io/${apiVersion}=true`];
 }
 
 export function binaryVersion(file: string): string {

@@ -18,9 +18,7 @@ export async function startPolicyServingPlane(
   const version = binaryVersion(binaries.kubeApiserver);
   const policyApiVersion = policyApiVersionFor(version);
   const { featureGates = [], ...planeOptions } = options;
-  // One --feature-gates flag: the policy gate and the caller's (`PodLevelResources=true`) together.
-  const apiserverFlags = policyApiserverFlags(policyApiVersion).map((flag) => (flag.startsWith('--feature-gates=') && featureGates.length ? `${flag},${featureGates.join(',')}` : flag));
-  const plane = await ControlPlane.start(binaries, { ...planeOptions, apiserverFlags });
+  const plane = await ControlPlane.start(binaries, { ...planeOptions, apiserverFlags: policyApiserverFlags(policyApiVersion, featureGates) });
   return { plane, version, policyApiVersion };
 }
 
