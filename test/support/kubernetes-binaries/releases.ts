@@ -62,37 +62,27 @@ export function isExecutable(file: string): boolean {
  * The release the suites use when no KUBE_* variable names a binary: KUBE_VERSION (`1.37`) if set, else the
  * newest pinned release whose binaries are all built. Undefined when nothing is built.
  */
-export function cachedRelease(env: NodeJS.ProcessEnv = process.env): string | undefined {
+function cachedRelease(env: NodeJS.ProcessEnv): string | undefined {
   const wanted = env.KUBE_VERSION ? [resolveRelease(env.KUBE_VERSION)] : Object.values(PINNED_RELEASES).slice().reverse();
   return wanted.find((release) => KUBERNETES_COMMANDS.every((command) => isExecutable(path.join(releaseBinDir(release, env), command))));
 }
 
 /**
- * The environment with the KUBE_* binary variables filled from the cache (KUBE_VERSION picks the release),
- * so the suites find `npm run kube:build`'s output by themselves. Only when none is set, nor
- * KUBEBUILDER_ASSETS: binaries the user names are never mixed with another release's.
- */
-export function withCachedBinaries(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  if (env.KUBEBUILDER_ASSETS || KUBERNETES_COMMANDS.some((command) => env[COMMAND_VARIABLES[command]])) return env;
-  const release = cachedRelease(env);
-  if (!release) return env;
-  const filled: NodeJS.ProcessEnv = { ...env };
-  for (const command of KUBERNETES_COMMANDS) filled[COMMAND_VARIABLES[command]] = path.join(releaseBinDir(release, env), command);
-  return filled;
-}
-
-/**
- * process.env with the cached binaries filled in (withCachedBinaries), and the directory of KUBECTL put
- * first on PATH, since the suites run `kubectl` by name. Idempotent; what the suites' binary lookups
- * default to.
+ * process.env with the KUBE_* binary variables filled from the cache (KUBE_VERSION picks the release), so the
+ * suites find `npm run kube:build`'s output by themselves, and the directory of KUBECTL put first on PATH,
+ * since the suites run `kubectl` by name. The cache is used only when no KUBE_* variable is set, nor
+ * KUBEBUILDER_ASSETS: binaries the user names are never mixed with another release's. Idempotent; what
+ * the suites' binary lookups default to.
  */
 export function useCachedKubernetes(): NodeJS.ProcessEnv {
-  const filled = withCachedBinaries(process.env);
-  for (const [key, value] of Object.entries(filled)) if (process.env[key] === undefined && value !== undefined) process.env[key] = value;
-  const kubectlDir = process.env.KUBECTL ? path.dirname(process.env.KUBECTL) : undefined;
-  const dirs = (process.env.PATH ?? '').split(':');
-  if (kubectlDir && dirs[0] !== kubectlDir) process.env.PATH = [kubectlDir, ...dirs.filter((dir) => dir !== kubectlDir)].join(':');
-  return process.env;
+  const env = process.env;
+  const named = env.KUBEBUILDER_ASSETS || KUBERNETES_COMMANDS.some((command) => env[COMMAND_VARIABLES[command]]);
+  const release = named ? undefined : cachedRelease(env);
+  if (release) for (const command of KUBERNETES_COMMANDS) env[COMMAND_VARIABLES[command]] = path.join(releaseBinDir(release, env), command);
+  const kubectlDir = env.KUBECTL ? path.dirname(env.KUBECTL) : undefined;
+  const dirs = (env.PATH ?? '').split(':');
+  if (kubectlDir && dirs[0] !== kubectlDir) env.PATH = [kubectlDir, ...dirs.filter((dir) => dir !== kubectlDir)].join(':');
+  return env;
 }
 
 /** The hint the suites' skip lines end with. */
