@@ -64,19 +64,19 @@ function expectedAt(timedCase: TimedCase, seconds: number): Record<string, strin
   return timedCase.expect.filter((alert) => alert.firesAt <= seconds && (alert.resolvesAt === undefined || seconds < alert.resolvesAt)).map((alert) => ({ ...alert.labels, sidecar_injector: INJECTOR }));
 }
 
-/** A promtool test file: each timed case checked at every evaluation, 30 s apart, from 0 to its end. */
-function timedTests(ruleFile: string, cases: readonly TimedCase[]): string {
+/** A promtool test file: each timed case checked at every evaluation, `step` seconds apart (the cases' step), from 0 to its end. */
+function timedTests(ruleFile: string, cases: readonly TimedCase[], step: number): string {
   const tests = cases.map((timedCase) => {
     const times: number[] = [];
-    for (let seconds = 0; seconds <= timedCase.until; seconds += TIMED_STEP_SECONDS) times.push(seconds);
+    for (let seconds = 0; seconds <= timedCase.until; seconds += step) times.push(seconds);
     return {
       name: `${timedCase.alert}, ${timedCase.scenario}`,
-      interval: duration(TIMED_STEP_SECONDS),
+      interval: duration(step),
       input_series: timedCase.input,
       alert_rule_test: times.map((seconds) => ({ eval_time: duration(seconds), alertname: timedCase.alert, exp_alerts: expectedAt(timedCase, seconds).map((labels) => ({ exp_labels: labels })) })),
     };
   });
-  return stringify({ rule_files: [ruleFile], evaluation_interval: duration(TIMED_STEP_SECONDS), tests }, { lineWidth: 0 });
+  return stringify({ rule_files: [ruleFile], evaluation_interval: duration(step), tests }, { lineWidth: 0 });
 }
 
 /** The props that set an alert's timing: a timed case's variant sets none of them. */
@@ -113,10 +113,14 @@ describe('promtool', { skip }, () => {
       const slug = `timed-${variantName.replace(/\W+/g, '-')}`;
       const ruleFile = path.join(dir, `${slug}.stripped.rules.yaml`);
       fs.writeFileSync(ruleFile, stringify({ groups: withoutAnnotations(variant.rules.groups) }, { lineWidth: 0 }));
-      const testFile = path.join(dir, `${slug}.test.yaml`);
-      fs.writeFileSync(testFile, timedTests(path.basename(ruleFile), TIMED_CASES.filter((timedCase) => timedCase.variant === variantName)));
-      const result = spawnSync(promtool!, ['test', 'rules', path.basename(testFile)], { encoding: 'utf8', cwd: dir });
-      assert.equal(result.status, 0, `promtool test rules ${testFile}:\n${result.stdout}${result.stderr}`);
+      const cases = TIMED_CASES.filter((timedCase) => timedCase.variant === variantName);
+      // A test file has one evaluation interval: one file per step.
+      for (const step of new Set(cases.map((timedCase) => timedCase.step ?? TIMED_STEP_SECONDS))) {
+        const testFile = path.join(dir, `${slug}.${step}s.test.yaml`);
+        fs.writeFileSync(testFile, timedTests(path.basename(ruleFile), cases.filter((timedCase) => (timedCase.step ?? TIMED_STEP_SECONDS) === step), step));
+        const result = spawnSync(promtool!, ['test', 'rules', path.basename(testFile)], { encoding: 'utf8', cwd: dir });
+        assert.equal(result.status, 0, `promtool test rules ${testFile}:\n${result.stdout}${result.stderr}`);
+      }
     });
   }
 

@@ -2,7 +2,7 @@
 // in a real kube-apiserver's /metrics with the labels and values the rules select on. Made to appear as
 // they do in a cluster in trouble: a webhook with failurePolicy Ignore that nothing answers (fail-open),
 // one with Fail (refused, calling_webhook_error), and a MutatingAdmissionPolicy whose CEL fails at runtime,
-// under Ignore and under Fail. Pods are created with dryRun=All: admission runs, nothing is stored.
+// under Ignore and under Fail, beside one that succeeds (the SLO's good evaluations). Pods are created with dryRun=All: admission runs, nothing is stored.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
@@ -16,7 +16,7 @@ const skip = typeof binaries === 'string' ? binaries : false;
 if (skip) console.log(`npm run e2e ${skip}`);
 
 const LABEL = 'e2e.sidecar-injector.io/monitoring';
-const NAMESPACES = ['fail-open', 'refused', 'policy-ignore', 'policy-fail'] as const;
+const NAMESPACES = ['fail-open', 'refused', 'policy-ignore', 'policy-fail', 'policy-ok'] as const;
 let plane: ControlPlane | undefined;
 let minor = 0;
 let apiVersion: AdmissionPolicyApiVersion = 'v1alpha1';
@@ -50,6 +50,12 @@ function failingPolicy(namespace: string, failurePolicy: 'Ignore' | 'Fail'): any
   return podCreatePolicy(`e2e-monitoring-${namespace}`, apiVersion, expression, failurePolicy, { namespaceSelector: { matchLabels: { [LABEL]: namespace } } });
 }
 
+/** A policy whose mutation succeeds: the evaluations the policies' SLO counts as good. */
+function workingPolicy(namespace: string): any[] {
+  const expression = '[JSONPatch{op: "add", path: "/metadata/annotations", value: {"e2e-monitoring": "ok"}}]';
+  return podCreatePolicy(`e2e-monitoring-${namespace}`, apiVersion, expression, 'Fail', { namespaceSelector: { matchLabels: { [LABEL]: namespace } } });
+}
+
 const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe', labels: { app: 'probe' } }, spec: { containers: [{ name: 'app', image: 'busybox:1.36' }] } };
 const create = (namespace: string) => plane!.request('POST', `/api/v1/namespaces/${namespace}/pods?dryRun=All`, pod);
 
@@ -69,7 +75,7 @@ before(async () => {
     metadata: { name: 'e2e-monitoring' },
     webhooks: [deadWebhook('fail-open.e2e.sidecar-injector.io', 'fail-open', 'Ignore', port), deadWebhook('refused.e2e.sidecar-injector.io', 'refused', 'Fail', port)],
   });
-  for (const object of [...failingPolicy('policy-ignore', 'Ignore'), ...failingPolicy('policy-fail', 'Fail')]) {
+  for (const object of [...failingPolicy('policy-ignore', 'Ignore'), ...failingPolicy('policy-fail', 'Fail'), ...workingPolicy('policy-ok')]) {
     const plural = object.kind === 'MutatingAdmissionPolicy' ? 'mutatingadmissionpolicies' : 'mutatingadmissionpolicybindings';
     await plane.ok('POST', `/apis/admissionregistration.k8s.io/${apiVersion}/${plural}`, object);
   }
@@ -77,14 +83,16 @@ before(async () => {
   const deadline = Date.now() + 60_000;
   const seen: Record<string, string> = {};
   for (;;) {
-    const [open, refused, policyIgnore, policyFail] = await Promise.all(NAMESPACES.map(create));
+    const [open, refused, policyIgnore, policyFail, policyOk] = await Promise.all(NAMESPACES.map(create));
     seen['fail-open'] = `${open.status} ${open.body?.metadata?.annotations ? JSON.stringify(open.body.metadata.annotations) : ''}`;
     seen.refused = `${refused.status}`;
     seen['policy-fail'] = `${policyFail.status}`;
     seen['policy-ignore'] = `${policyIgnore.status}`;
+    const mutated = policyOk.body?.metadata?.annotations?.['e2e-monitoring'] === 'ok';
+    seen['policy-ok'] = `${policyOk.status} ${mutated ? 'mutated' : 'not yet'}`;
     metrics = (await plane.bytes('/metrics')).toString('utf8');
     const failedOpen = new RegExp(`^${APISERVER_METRICS.webhookFailOpen.name}\\{name="fail-open\\.e2e`, 'm').test(metrics);
-    if (failedOpen && refused.status >= 400 && policyFail.status >= 400) break;
+    if (failedOpen && refused.status >= 400 && policyFail.status >= 400 && mutated) break;
     if (Date.now() > deadline) throw new Error(`the faults did not show within 60 s: ${JSON.stringify(seen)}`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
@@ -132,4 +140,15 @@ test('a policy whose CEL fails at runtime: per policy from 1.34 (invalid_error),
   }
   const plugin = series(`${APISERVER_METRICS.controllerAdmissionDuration.name}_count`).filter((line) => line.includes('name="MutatingAdmissionPolicy"'));
   assert.ok(plugin.some((line) => line.includes('rejected="true"') && line.includes('type="admit"') && line.includes('operation="CREATE"')), plugin.join('\n'));
+});
+
+test('from 1.34 a policy\'s evaluations without an error are counted too (error_type="no_error"): the policies\' SLO divides by them; before, nothing to divide by', { skip }, () => {
+  if (minor < 34) {
+    assert.deepEqual(series(APISERVER_METRICS.mutatingPolicyChecks.name), [], `kube-apiserver 1.${minor} counts policy evaluations: the policies' SLO could start sooner`);
+    return;
+  }
+  const good = series(APISERVER_METRICS.mutatingPolicyChecks.name).filter((line) => line.includes('policy="e2e-monitoring-policy-ok"'));
+  const counted = good.filter((line) => line.includes('error_type="no_error"') && line.includes('policy_binding=')).map((line) => Number(line.split(' ').at(-1)));
+  assert.ok(counted.length === 1 && counted[0] >= 4, `the working policy's series:\n${good.join('\n')}`);
+  assert.deepEqual(good.filter((line) => !line.includes('error_type="no_error"')), [], 'a working policy counted with an error');
 });

@@ -18,8 +18,9 @@ const SETUPS: [string, SidecarInjectorProps, string][] = [
   ['policies v1alpha1, Fail', { injections: [ENVOY], backend: 'admissionPolicy', admissionPolicyApiVersion: 'v1alpha1', failurePolicy: 'Fail', monitoring: {} }, 'policies v1alpha1, Fail'],
 ];
 
-/** A time as the table writes it: `0 s`, `2 m`, `9.5 m`. */
+/** A time as the table writes it: `0 s`, `2 m`, `9.5 m`, `14.3 h`. */
 function minutes(seconds: number): string {
+  if (seconds >= 2 * 3600) return `${Number((seconds / 3600).toFixed(1))} h`;
   return seconds < 60 ? `${seconds} s` : `${Number((seconds / 60).toFixed(1))} m`;
 }
 

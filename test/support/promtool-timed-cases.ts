@@ -15,8 +15,10 @@ export interface TimedCase {
   /** The variant whose rules are tested (a key of MONITORING_VARIANTS), at its defaults. */
   readonly variant: string;
   readonly scenario: 'a single increment' | 'a first-ever increment' | 'a sustained outage' | 'a recovery' | 'pods repaired by the reconciler';
-  /** Series at TIMED_STEP_SECONDS apart. */
+  /** Series at `step` seconds apart, scraped and evaluated at that step. */
   readonly input: readonly InputSeries[];
+  /** TIMED_STEP_SECONDS unless set (the slow burn's days-long cases). */
+  readonly step?: number;
   /** When the first sample shows the fault, and when the last one shows a new event (or the repair). */
   readonly faultAt: number;
   readonly repairAt?: number;
@@ -26,6 +28,7 @@ export interface TimedCase {
 }
 
 export const TIMED_STEP_SECONDS = 30;
+const SLOW_BURN_STEP_SECONDS = 300;
 const M = 60;
 /** A counter that was there at 0, went to 3 at minute 1, then nothing (one burst of three pods). */
 const SINGLE = '0 0 3x40';
@@ -252,7 +255,67 @@ export const TIMED_CASES: readonly TimedCase[] = [
     expect: [{ labels: { policy: POLICY, severity: 'critical' }, firesAt: 64 * M, resolvesAt: 99 * M }],
     until: 110 * M,
   },
+  ...slowBurn('webhook, Ignore', ({ all, failing }) => [...calls(all, '1', all), s('apiserver_admission_webhook_fail_open_count', { name: ENTRY, type: 'admit' }, failing)], { name: ENTRY, severity: 'warning' }),
+  ...slowBurn('policies v1beta1, Ignore', ({ good, failing }) => policyChecks(good, failing), { policy: POLICY, severity: 'warning' }),
 ];
+
+/**
+ * The slow burn: three healthy days (the longest window, 3d, full of them), then one admission in 200
+ * failing (0.5%: over the 3x and 1x bounds, 0.3% and 0.1%, and under the fast burn's 6x, 0.6%).
+ * Both long windows cross their bound about 14.4 h in (the 1d one at 0.5% x t / 24 h = 0.3%, the 3d one at
+ * 0.5% x t / 72 h = 0.1%). In the recovery the burn stops after 20 h; the 2h pair drops about 48 m later,
+ * the 6h one (its 3d window still over 0.1%) about 4.8 h later.
+ * `series` makes the input from the values of all calls, the good ones and the failures.
+ *
+ * Scraped and evaluated every 5 minutes, not 30 s: four days at 30 s take promtool six minutes, and the
+ * windows (2h to 3d) hold 24 to 864 samples at 5 m, so the times are the same to within a step.
+ */
+function slowBurn(variant: string, series: (values: { all: string; good: string; failing: string }) => InputSeries[], labels: Record<string, string>): TimedCase[] {
+  const H = 60 * M;
+  const step = SLOW_BURN_STEP_SECONDS;
+  const steps = (seconds: number) => seconds / step;
+  const healthy = steps(72 * H);
+  const faultAt = 72 * H + step;
+  // The k-th step of the burn puts k failures in a window of n steps (n x 200 calls): over `bound` from k > bound x n x 200.
+  const firstOver = (bound: number, window: number) => Math.floor(bound * steps(window) * 200) + 1;
+  const pair = (bound: number, long: number, short: number) => Math.max(firstOver(bound, long), firstOver(bound, short));
+  const firesAt = faultAt + (Math.min(pair(0.003, 24 * H, 2 * H), pair(0.001, 72 * H, 6 * H)) - 1) * step;
+  // j steps after the burn, a window of n steps holds n - j of its failures: under the bound from j >= n - bound x n x 200.
+  const lastOver = (bound: number, window: number) => Math.ceil(steps(window) - bound * steps(window) * 200);
+  const burn = steps(20 * H);
+  const sustainedUntil = firesAt + 2 * H;
+  const recoveryUntil = faultAt + 20 * H + 6 * H;
+  const burning = (until: number, stopsAfter: number) => {
+    const burnt = Math.min(stopsAfter, steps(until) - healthy);
+    const failing = `0x${healthy} 1+1x${burnt - 1}` + (steps(until) > healthy + burnt ? ` ${burnt}x${steps(until) - healthy - burnt}` : '');
+    const calmAgain = steps(until) - healthy - burnt;
+    const good = `0+200x${healthy} ${200 * healthy + 199}+199x${burnt - 1}` + (calmAgain > 0 ? ` ${200 * healthy + 199 * burnt + 200}+200x${calmAgain - 1}` : '');
+    return series({ all: `0+200x${steps(until)}`, good, failing });
+  };
+  return [
+    {
+      alert: 'SidecarInjectorErrorBudgetBurningSlowly',
+      variant,
+      scenario: 'a sustained outage',
+      input: burning(sustainedUntil, Infinity),
+      faultAt,
+      expect: [{ labels, firesAt }],
+      until: sustainedUntil,
+      step,
+    },
+    {
+      alert: 'SidecarInjectorErrorBudgetBurningSlowly',
+      variant,
+      scenario: 'a recovery',
+      input: burning(recoveryUntil, burn),
+      faultAt,
+      repairAt: faultAt + 20 * H,
+      expect: [{ labels, firesAt, resolvesAt: faultAt + 20 * H + (Math.max(lastOver(0.003, 2 * H), lastOver(0.001, 6 * H)) - 1) * step }],
+      until: recoveryUntil,
+      step,
+    },
+  ];
+}
 
 /** How many samples a promtool values step stands for: `3` one, `3x20` 21. */
 function stepCount(step: string): number {
