@@ -13,7 +13,7 @@ import { ruleFileText } from '../../charts/monitoring/monitoring-rules';
 import type { RuleGroup } from '../../charts/monitoring/rule-types';
 import { MONITORING_VARIANTS, type MonitoringVariant, allVariants } from '../support/monitoring-variants';
 import { ALERT_CASES, type AlertCase } from '../support/promtool-cases';
-import { TIMED_CASES, TIMED_STEP_SECONDS, type TimedCase } from '../support/promtool-timed-cases';
+import { TIMED_CASES, type TimedCase, stepOf } from '../support/promtool-timed-cases';
 import { makeTempDir } from '../support/synth-helpers';
 
 function findPromtool(): string | undefined {
@@ -115,9 +115,9 @@ describe('promtool', { skip }, () => {
       fs.writeFileSync(ruleFile, stringify({ groups: withoutAnnotations(variant.rules.groups) }, { lineWidth: 0 }));
       const cases = TIMED_CASES.filter((timedCase) => timedCase.variant === variantName);
       // A test file has one evaluation interval: one file per step.
-      for (const step of new Set(cases.map((timedCase) => timedCase.step ?? TIMED_STEP_SECONDS))) {
+      for (const step of new Set(cases.map(stepOf))) {
         const testFile = path.join(dir, `${slug}.${step}s.test.yaml`);
-        fs.writeFileSync(testFile, timedTests(path.basename(ruleFile), cases.filter((timedCase) => (timedCase.step ?? TIMED_STEP_SECONDS) === step), step));
+        fs.writeFileSync(testFile, timedTests(path.basename(ruleFile), cases.filter((timedCase) => stepOf(timedCase) === step), step));
         const result = spawnSync(promtool!, ['test', 'rules', path.basename(testFile)], { encoding: 'utf8', cwd: dir });
         assert.equal(result.status, 0, `promtool test rules ${testFile}:\n${result.stdout}${result.stderr}`);
       }

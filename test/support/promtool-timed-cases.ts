@@ -28,6 +28,8 @@ export interface TimedCase {
 }
 
 export const TIMED_STEP_SECONDS = 30;
+/** The step a timed case is scraped, evaluated and checked at. */
+export const stepOf = (timedCase: TimedCase): number => timedCase.step ?? TIMED_STEP_SECONDS;
 const SLOW_BURN_STEP_SECONDS = 300;
 const M = 60;
 /** A counter that was there at 0, went to 3 at minute 1, then nothing (one burst of three pods). */
@@ -287,8 +289,8 @@ function slowBurn(variant: string, series: (values: { all: string; good: string;
   const recoveryUntil = faultAt + 20 * H + 6 * H;
   const burning = (until: number, stopsAfter: number) => {
     const burnt = Math.min(stopsAfter, steps(until) - healthy);
-    const failing = `0x${healthy} 1+1x${burnt - 1}` + (steps(until) > healthy + burnt ? ` ${burnt}x${steps(until) - healthy - burnt}` : '');
     const calmAgain = steps(until) - healthy - burnt;
+    const failing = `0x${healthy} 1+1x${burnt - 1}` + (calmAgain > 0 ? ` ${burnt}x${calmAgain}` : '');
     const good = `0+200x${healthy} ${200 * healthy + 199}+199x${burnt - 1}` + (calmAgain > 0 ? ` ${200 * healthy + 199 * burnt + 200}+200x${calmAgain - 1}` : '');
     return series({ all: `0+200x${steps(until)}`, good, failing });
   };
