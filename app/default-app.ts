@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { App } from 'cdk8s';
-import { Injection, MonitoringProps, ReconcilerProps, RevisionProps, RevisionTag, SidecarInjectorChart, WebhookCertificate, WebhookCertificates, WebhookServer } from '../charts';
+import { Injection, MonitoringProps, ReconcilerProps, RevisionProps, RevisionTag, SidecarInjectorChart, WebhookCertificate, WebhookCertificates, WebhookServer } from '../charts/engine';
 import type { AdmissionPolicyApiVersion, InjectorBackend } from '../charts/admission-policy';
 import { DEFAULT_INJECTIONS } from './default-injections';
 

@@ -1,4 +1,4 @@
-import type { ContainerSpec, Injection } from '../charts';
+import type { ContainerSpec, Injection } from '../charts/engine';
 
 /**
  * What Pod Security "restricted" asks of every container, set on the container itself so it holds in

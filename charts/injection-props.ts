@@ -1,59 +1,97 @@
 import { k8s } from 'cdk8s-plus-27';
+import { ConfigIssue, Injection } from '../webhook/config';
 import {
-  ConfigIssue,
-  ContainerMerge,
-  ContainerSpec,
-  EnvVarSpec,
-  Injection,
-  JsonObject,
-  VolumeMountSpec,
-  VolumeSpec,
-} from '../webhook/config';
+  InjectionMode,
+  MergeWhenMissing,
+  NativeSidecarMode,
+  NativeSidecarPosition,
+  PodResourcesPolicy,
+  PodSecurityLevel,
+  QosPolicy,
+  TargetKind,
+} from './api/choices';
+import { Override } from './api/override';
+import { Trigger } from './api/trigger';
+import type { JsonForm } from './json-props';
 import { InjectedObjectKind, kubernetesSchemaVersion, kubernetesSchemaViolations, toKubernetesJson } from './schema/injected-object-schemas';
 
 /**
- * A container to inject: plain Kubernetes JSON (`{ name, image, ... }`), or cdk8s's typed
- * `k8s.Container` (with `k8s.Quantity` resources and `k8s.IntOrString` ports). Fields newer than the
- * types (`restartPolicy: 'Always'` for a native sidecar) can be written as plain JSON.
+ * Fields merged into the pod's own containers, selected by name.
  */
-export type InjectedContainer = ContainerSpec | k8s.Container;
-/** A pod volume to inject: plain Kubernetes JSON or cdk8s's typed `k8s.Volume`. */
-export type InjectedVolume = VolumeSpec | k8s.Volume;
-/** A volume mount to add to the pod's own containers: plain Kubernetes JSON or `k8s.VolumeMount`. */
-export type InjectedVolumeMount = VolumeMountSpec | k8s.VolumeMount;
-/** An environment variable to add to the pod's own containers: plain Kubernetes JSON or `k8s.EnvVar`. */
-export type InjectedEnvVar = EnvVarSpec | k8s.EnvVar;
-
-/** A merge into the pod's own containers whose fields may also be written with cdk8s's typed `k8s.Container` fields. */
-export interface ContainerMergeProps extends Omit<ContainerMerge, 'fields'> {
-  /** The fields to set, as a nested object: `{ readinessProbe: { initialDelaySeconds: 10 } }`. */
-  readonly fields: JsonObject | Partial<k8s.Container>;
+export interface ContainerMergeProps {
+  /** Names of the containers (and init containers) to merge into. */
+  readonly containerNames: string[];
+  /** The fields to set, as a nested object in Kubernetes' JSON (`{ readinessProbe: { initialDelaySeconds: 10 } }`);
+   * fields of cdk8s's `k8s.Container` are written as Kubernetes writes them. */
+  readonly fields: { [key: string]: any };
+  /** What to do when a nested object of `fields` does not exist in the container: `SKIP` leaves the
+   * container alone (a probe without a handler would be refused by the apiserver), `CREATE` adds it.
+   * @default MergeWhenMissing.SKIP */
+  readonly whenMissing?: MergeWhenMissing;
 }
 
 /**
- * An injection as the construct takes it: the webhook's `Injection`, whose containers, volumes,
- * mounts, env vars and pull secrets may also be written with cdk8s-plus-27's `k8s.*` types. At synth
- * they become plain Kubernetes JSON and are checked against the Kubernetes OpenAPI schema.
+ * One injection: the containers, volumes, env, metadata and merges added to the pods whose objects meet its
+ * trigger, applied at most once per pod (the status annotation records it). Containers, volumes, mounts and
+ * env vars are cdk8s-plus-27's `k8s.*` structs, or plain Kubernetes JSON for fields newer than those types
+ * (`restartPolicy: 'Always'` on an init container makes a native sidecar). At synth they become Kubernetes
+ * JSON and are checked against the Kubernetes OpenAPI schema.
  */
-export interface InjectionProps
-  extends Omit<Injection, 'containers' | 'initContainers' | 'volumes' | 'volumeMounts' | 'env' | 'imagePullSecrets' | 'merges'> {
+export interface InjectionProps {
+  /** Unique name, a DNS-1123 label: recorded in the status annotation and requested through `<prefix>/inject`. */
+  readonly name: string;
+  /** When this injection applies to an object of its target kinds: `Trigger.always()`, `Trigger.labelSelector(...)`,
+   * `Trigger.annotation(...)` or `Trigger.requested()`. */
+  readonly trigger: Trigger;
+  /** The kinds this injection changes: `POD` injects each pod as it is created; a workload kind injects its
+   * pod template, so the stored workload shows the injection. @default [TargetKind.POD] */
+  readonly targetKinds?: TargetKind[];
+  /** Labels added to the pod (the pod template's metadata for workloads). @default none */
+  readonly labels?: { [key: string]: string };
+  /** Annotations added to the pod (the pod template's metadata for workloads). @default none */
+  readonly annotations?: { [key: string]: string };
+  /** What to do when the injection would change the pod's QoS class: warn, or keep a Guaranteed pod
+   * Guaranteed (every injected container must then request cpu and memory). @default QosPolicy.WARN */
+  readonly qos?: QosPolicy;
+  /** What to do when the pod sets pod-level resources (Kubernetes 1.34+): add the injected containers'
+   * requests and limits to the pod's, or share the pod's budget. @default PodResourcesPolicy.ADD */
+  readonly podResources?: PodResourcesPolicy;
+  /** `AUDIT` changes no pod: where the injection would apply, the answer warns with what it would have added,
+   * and the metrics, `status` and the reconciler count it. @default InjectionMode.ENFORCE */
+  readonly mode?: InjectionMode;
+  /** Which pods get `containers` as native sidecars (init containers with `restartPolicy: Always`). A regular
+   * container keeps a Job's pod running forever: `JOBS` is the choice for injections that target Jobs.
+   * @default NativeSidecarMode.NEVER */
+  readonly nativeSidecars?: NativeSidecarMode;
+  /** Where native sidecars go among the pod's init containers. @default NativeSidecarPosition.LAST */
+  readonly nativeSidecarPosition?: NativeSidecarPosition;
+  /** Adds the readiness gate `<prefix>/sidecars-ready` to the pods, so `rollout --in-place` can take a pod out
+   * of its Services' endpoints while it replaces a sidecar's image. @default false */
+  readonly readinessGate?: boolean;
+  /** The Pod Security level this injection's containers, volumes, merges and annotations must meet; a
+   * violation fails synth. @default the injector's `podSecurity` */
+  readonly podSecurity?: PodSecurityLevel;
+  /** Fields of this injection's containers that app teams may set per workload by annotation:
+   * `Override.resource(...)` or `Override.env(...)`. @default none */
+  readonly overrides?: Override[];
   /** Containers appended to `spec.containers`. @default none */
-  readonly containers?: readonly InjectedContainer[];
+  readonly containers?: (k8s.Container | { [key: string]: any })[];
   /** Containers appended to `spec.initContainers`; `restartPolicy: 'Always'` makes a native sidecar. @default none */
-  readonly initContainers?: readonly InjectedContainer[];
+  readonly initContainers?: (k8s.Container | { [key: string]: any })[];
   /** Volumes appended to `spec.volumes`. @default none */
-  readonly volumes?: readonly InjectedVolume[];
+  readonly volumes?: (k8s.Volume | { [key: string]: any })[];
   /** Mounts added to each of the object's own containers. @default none */
-  readonly volumeMounts?: readonly InjectedVolumeMount[];
+  readonly volumeMounts?: (k8s.VolumeMount | { [key: string]: any })[];
   /** Environment variables added to each of the object's own containers. @default none */
-  readonly env?: readonly InjectedEnvVar[];
-  /** Image pull secrets added to the pod. @default none */
-  readonly imagePullSecrets?: readonly k8s.LocalObjectReference[];
+  readonly env?: (k8s.EnvVar | { [key: string]: any })[];
+  /** Secrets of type `kubernetes.io/dockerconfigjson` in the pod's namespace, appended to
+   * `spec.imagePullSecrets`; ones already listed are skipped. @default none */
+  readonly imagePullSecrets?: k8s.LocalObjectReference[];
   /** Fields merged into the object's own containers, selected by name. @default none */
-  readonly merges?: readonly (ContainerMerge | ContainerMergeProps)[];
+  readonly merges?: ContainerMergeProps[];
 }
 
-/** A revision as the construct takes it: a name and a complete set of injections, written as `injections` are. */
+/** A revision: a name and a complete set of injections, written as the `injections` prop is. */
 export interface RevisionProps {
   /** The revision's name, a DNS-1123 label of at most 40 characters (`r1`, `envoy-1-31`): the value of
    * the `<prefix>/rev` label that chooses it, recorded on every pod it injects (`<prefix>/revision`). */
@@ -63,7 +101,7 @@ export interface RevisionProps {
 }
 
 /** The lists of an injection that hold Kubernetes objects, and the schema of their items. */
-const OBJECT_LISTS: ReadonlyArray<readonly [keyof InjectionProps & keyof Injection, InjectedObjectKind]> = [
+const OBJECT_LISTS: ReadonlyArray<readonly [keyof InjectionProps & keyof Injection & string, InjectedObjectKind]> = [
   ['containers', 'container'],
   ['initContainers', 'container'],
   ['volumes', 'volume'],
@@ -76,24 +114,56 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-/** The injection as Kubernetes JSON, the way the webhook reads it (see `toKubernetesJson`). */
-export function resolveInjectionProps(injection: InjectionProps): Injection {
+/** The keys of an injection that are settings, in the order the config writes them (before the lists and merges). */
+const SETTING_KEYS = ['name', 'trigger', 'targetKinds', 'labels', 'annotations', 'qos', 'podResources', 'mode', 'nativeSidecars', 'nativeSidecarPosition', 'readinessGate', 'podSecurity', 'overrides'];
+
+/**
+ * An injection as the construct takes it from TypeScript's JSON form (the config's own words:
+ * `trigger: { type: 'always' }`, overrides as objects), which `cdk8s-sidecar-injector/engine` accepts
+ * beside the jsii form.
+ */
+export type InjectionInput = InjectionProps | Injection | JsonForm<InjectionProps>;
+
+function triggerConfig(trigger: unknown): unknown {
+  return trigger instanceof Trigger ? trigger._toConfig() : trigger;
+}
+
+function overrideConfig(override: unknown): unknown {
+  return override instanceof Override ? override._toConfig() : override;
+}
+
+function mergeConfig(merge: unknown): unknown {
+  if (!isPlainObject(merge)) return merge;
+  const { fields, ...rest } = merge;
+  const ordered = 'containerNames' in rest ? { containerNames: rest.containerNames, ...rest } : rest;
+  return { ...(toKubernetesJson(ordered) as object), ...(fields === undefined ? {} : { fields: toKubernetesJson(fields, 'container') }) };
+}
+
+/**
+ * The injection as Kubernetes JSON, the way the webhook reads it (see `toKubernetesJson`), whichever form
+ * it came in and in whichever order a language handed over its keys: the settings in the config's order,
+ * then the lists of Kubernetes objects, then the merges. Anything malformed is passed on for the validator
+ * to name.
+ */
+export function resolveInjectionProps(injection: InjectionInput): Injection {
   if (!isPlainObject(injection)) return injection as unknown as Injection;
-  const out: Record<string, unknown> = toKubernetesJson(
-    Object.fromEntries(Object.entries(injection).filter(([key]) => key !== 'merges' && !OBJECT_LISTS.some(([list]) => list === key))),
-  ) as Record<string, unknown>;
+  const source = injection as unknown as Record<string, unknown>;
+  const settings: Record<string, unknown> = {};
+  const keys = [...SETTING_KEYS.filter((key) => key in source), ...Object.keys(source).filter((key) => !SETTING_KEYS.includes(key))];
+  for (const key of keys) {
+    if (key === 'merges' || OBJECT_LISTS.some(([list]) => list === key) || source[key] === undefined) continue;
+    const value = source[key];
+    if (key === 'trigger') settings[key] = triggerConfig(value);
+    else if (key === 'overrides') settings[key] = Array.isArray(value) ? value.map(overrideConfig) : value;
+    else settings[key] = value;
+  }
+  const out = toKubernetesJson(settings) as Record<string, unknown>;
   for (const [list, kind] of OBJECT_LISTS) {
-    const items = injection[list];
+    const items = source[list];
     if (items === undefined) continue;
     out[list] = Array.isArray(items) ? items.map((item) => toKubernetesJson(item, kind)) : toKubernetesJson(items);
   }
-  if (injection.merges !== undefined) {
-    out.merges = Array.isArray(injection.merges)
-      ? injection.merges.map((merge) =>
-          isPlainObject(merge) ? { ...(toKubernetesJson({ ...merge, fields: undefined }) as object), ...(merge.fields === undefined ? {} : { fields: toKubernetesJson(merge.fields, 'container') }) } : merge,
-        )
-      : toKubernetesJson(injection.merges);
-  }
+  if (source.merges !== undefined) out.merges = Array.isArray(source.merges) ? source.merges.map(mergeConfig) : toKubernetesJson(source.merges);
   return out as unknown as Injection;
 }
 

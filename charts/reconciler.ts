@@ -200,7 +200,7 @@ export class InjectorReconciler extends Construct {
       return JSON.stringify(settings, null, 2) + '\n';
     };
     this.configMap = new k8s.KubeConfigMap(this, 'Settings', { metadata, data: { [RECONCILER_SETTINGS_FILE]: Lazy.any({ produce: settingsJson }) as unknown as string } });
-    const code = target.server.bindReconciler(this, { name: target.name, namespace: target.namespace, labels });
+    const code = target.server._bindReconciler(this, { name: target.name, namespace: target.namespace, labels });
     const resources = props.resources ?? { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '256Mi' } };
     this.deployment = new k8s.KubeDeployment(this, 'Deployment', {
       metadata,

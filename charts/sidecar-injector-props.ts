@@ -2,12 +2,7 @@ import { isIP } from 'node:net';
 import type { k8s } from 'cdk8s-plus-27';
 import {
   ConfigIssue,
-  MissingAction,
-  OutdatedAction,
-  PodSecurityLevel,
-  RevisionTag,
   LOG_LEVELS,
-  LogLevel,
   dns1123LabelError,
   dns1123SubdomainError,
   labelSelectorRequirementIssues,
@@ -19,27 +14,18 @@ import { WebhookCertificate } from './certificates/webhook-certificate';
 import type { InjectionProps, RevisionProps } from './injection-props';
 import type { WebhookCertificates } from './certificates/webhook-certificates';
 import type { WebhookServer } from './webhook-server';
-import type { AdmissionPolicyApiVersion, InjectorBackend } from './admission-policy/admission-policy-types';
+import { AdmissionPolicyApiVersion, FailurePolicy, ImagePullPolicy, InjectorBackend, LogLevel, MissingAction, OutdatedAction, PodSecurityLevel } from './api/choices';
+import type { LabelSelectorRequirementProps } from './api/trigger';
 import type { MonitoringProps } from './monitoring/monitoring-props';
 import { PACKAGE_VERSION } from './version';
 
 /** The image the construct runs unless told otherwise; its tag follows this package's version. */
 export const DEFAULT_WEBHOOK_IMAGE = `ghcr.io/cdk8s-sidecar-injector/webhook:${PACKAGE_VERSION}`;
 
-/** One requirement of a label selector, with Kubernetes semantics. */
-export interface LabelSelectorRequirementProps {
-  /** The label key the requirement is about. */
-  readonly key: string;
-  /** How the label's value relates to `values`. */
-  readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
-  /** The values for `In` and `NotIn` (non-empty); none for `Exists` and `DoesNotExist`. @default none */
-  readonly values?: string[];
-}
-
 /** A Kubernetes label selector: `matchLabels` and `matchExpressions` are ANDed. */
 export interface LabelSelectorProps {
   /** Labels that must all be present with these values. @default none */
-  readonly matchLabels?: Record<string, string>;
+  readonly matchLabels?: { [key: string]: string };
   /** Requirements that must all hold. @default none */
   readonly matchExpressions?: LabelSelectorRequirementProps[];
 }
@@ -47,9 +33,20 @@ export interface LabelSelectorProps {
 /** Resource requests and limits of the webhook container, as Kubernetes quantities (`50m`, `64Mi`). */
 export interface ResourceRequirementsProps {
   /** What the scheduler reserves, by resource name. @default none */
-  readonly requests?: Record<string, string>;
+  readonly requests?: { [key: string]: string };
   /** The most the container may use, by resource name. @default none */
-  readonly limits?: Record<string, string>;
+  readonly limits?: { [key: string]: string };
+}
+
+/** A name that points at a revision (`stable`, `canary`): promoting or rolling back is moving a tag. */
+export interface RevisionTagProps {
+  /** The tag's name, a DNS-1123 label of at most 40 characters that is not also a revision's name. */
+  readonly name: string;
+  /** The revision it points at. */
+  readonly revision: string;
+  /** Whether the namespaces the injector is enabled in, and that carry no `<prefix>/rev` label, get this
+   * tag's revision. Exactly one tag is the default. @default false */
+  readonly default?: boolean;
 }
 
 /** Props of a SidecarInjector. Every Kubernetes name comes from these, never from construct ids. */
@@ -66,7 +63,7 @@ export interface SidecarInjectorProps {
   /** The webhook server image. @default `ghcr.io/cdk8s-sidecar-injector/webhook:<package version>` */
   readonly image?: string;
   /** When the kubelet pulls the webhook image. @default 'IfNotPresent' */
-  readonly imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  readonly imagePullPolicy?: ImagePullPolicy;
   /** Webhook pods; two survive a node drain without failing admissions. @default 2 */
   readonly replicas?: number;
   /** Container port the server listens on (the Service always exposes 443). @default 8443 */
@@ -98,14 +95,14 @@ export interface SidecarInjectorProps {
    * @default [443, 6443]
    */
   readonly apiServerPorts?: number[];
-  /** Server log level. @default 'info' */
+  /** Server log level. @default LogLevel.INFO */
   readonly logLevel?: LogLevel;
   /** Optional priority class for the webhook pods. @default none */
   readonly priorityClassName?: string;
   /** Tolerations of the webhook pods, e.g. to run them on tainted infrastructure nodes. @default none */
   readonly tolerations?: k8s.Toleration[];
   /** Node labels the webhook pods must be scheduled on. @default none */
-  readonly nodeSelector?: Record<string, string>;
+  readonly nodeSelector?: { [key: string]: string };
   /** Affinity of the webhook pods. The pods are spread across nodes by a topology spread constraint
    * either way. @default none */
   readonly affinity?: k8s.Affinity;
@@ -113,12 +110,12 @@ export interface SidecarInjectorProps {
    * mirrored into a private registry. @default none */
   readonly imagePullSecrets?: string[];
   /** Extra annotations on the webhook pods. The `checksum/...` keys are the construct's own. @default none */
-  readonly podAnnotations?: Record<string, string>;
+  readonly podAnnotations?: { [key: string]: string };
   /** Also make the Namespace, labelled to enforce the Pod Security "restricted" profile. Turn off when
    * the namespace is managed elsewhere (or by Argo CD's CreateNamespace). @default true */
   readonly createNamespace?: boolean;
   /** Extra labels on every object this construct makes. @default none */
-  readonly labels?: Record<string, string>;
+  readonly labels?: { [key: string]: string };
 
   /** Prefix of the `inject` and `status` annotations. @default 'sidecar-injector.io' */
   readonly annotationPrefix?: string;
@@ -137,7 +134,7 @@ export interface SidecarInjectorProps {
   readonly revisions?: RevisionProps[];
   /** Names pointing at revisions (`stable`, `canary`); exactly one has `default: true`. Required with
    * `revisions`. @default none */
-  readonly tags?: RevisionTag[];
+  readonly tags?: RevisionTagProps[];
   /** Check every injected container, volume, mount, env var and merge against the Kubernetes 1.32
    * OpenAPI schema at synth (unknown fields and wrong types fail synth). Turn off only to inject
    * fields of a Kubernetes release newer than the schema shipped with this package. @default true */
@@ -150,8 +147,8 @@ export interface SidecarInjectorProps {
    */
   readonly podSecurity?: PodSecurityLevel;
 
-  /** What the apiserver does when the webhook cannot answer. @default 'Ignore' */
-  readonly failurePolicy?: 'Ignore' | 'Fail';
+  /** What the apiserver does when the webhook cannot answer. @default FailurePolicy.IGNORE */
+  readonly failurePolicy?: FailurePolicy;
   /** Seconds the apiserver waits for an answer (1 to 30). @default 5 */
   readonly timeoutSeconds?: number;
   /** Namespaces whose objects are sent to the webhook. kube-system, kube-public, kube-node-lease and
@@ -166,14 +163,14 @@ export interface SidecarInjectorProps {
    * where CEL can express the injection, the webhook for the others: every injection the config
    * accepts is expressible, so this is `admissionPolicy`). The policies use the same namespace and object selectors,
    * failurePolicy, opt-out and status annotation, so switching never injects twice.
-   * @default 'webhook'
+   * @default InjectorBackend.WEBHOOK
    */
   readonly backend?: InjectorBackend;
   /**
    * The `admissionregistration.k8s.io` version of the policies: `v1` (Kubernetes 1.36+), `v1beta1`
    * (1.34, 1.35) or `v1alpha1` (1.32, 1.33); the last two need the MutatingAdmissionPolicy feature
    * gate and that version in the apiserver's runtime config.
-   * @default 'v1'
+   * @default AdmissionPolicyApiVersion.V1
    */
   readonly admissionPolicyApiVersion?: AdmissionPolicyApiVersion;
 
@@ -207,10 +204,10 @@ export interface SidecarInjectorProps {
 /** The reconciler, as a platform team turns it on: `reconciler: {}` repairs missing sidecars by restart. */
 export interface ReconcilerProps {
   /** Pods missing an injection (admitted while the injector was down): `report` only, or `restart` their
-   * Deployment, StatefulSet or DaemonSet, once per config, when the injector can inject again. @default 'restart' */
+   * Deployment, StatefulSet or DaemonSet, once per config, when the injector can inject again. @default MissingAction.RESTART */
   readonly missing?: MissingAction;
   /** Pods running an outdated injection: `report` only, `restart` their workload, or `in-place`: replace
-   * the sidecar images in the running pods where only images differ, restarting the rest. @default 'report' */
+   * the sidecar images in the running pods where only images differ, restarting the rest. @default OutdatedAction.REPORT */
   readonly outdated?: OutdatedAction;
   /** Seconds between passes over the cluster (5 to 3600). @default 30 */
   readonly intervalSeconds?: number;

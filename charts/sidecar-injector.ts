@@ -5,8 +5,6 @@ import {
   Injection,
   ConfigIssue,
   InjectorConfigError,
-  LogLevel,
-  PodSecurityLevel,
   RECONCILER_OPS_PORT,
   RUNTIME_DEFAULTS,
   ResolvedInjectorConfig,
@@ -20,7 +18,8 @@ import {
 } from '../webhook/config';
 import { WebhookCertificate } from './certificates/webhook-certificate';
 import { WebhookCertificates } from './certificates/webhook-certificates';
-import { AdmissionPolicyApiVersion, InjectorBackend, LabelSelector } from './admission-policy/admission-policy-types';
+import { LabelSelector } from './admission-policy/admission-policy-types';
+import { AdmissionPolicyApiVersion, FailurePolicy, InjectorBackend, LogLevel, PodSecurityLevel } from './api/choices';
 import { InjectionAdmissionPolicies } from './admission-policy/injection-admission-policies';
 import { appliedByPolicy, backendSettingsIssues, policyBackendIssues, resolvedInjectionsOf, webhookShareOf } from './admission-policy/injector-backend';
 import { findInjectorClashes, registerInjector } from './injector-clashes';
@@ -48,10 +47,11 @@ export {
   DEFAULT_WEBHOOK_IMAGE,
   ReconcilerProps,
   LabelSelectorProps,
-  LabelSelectorRequirementProps,
   ResourceRequirementsProps,
+  RevisionTagProps,
   SidecarInjectorProps,
 } from './sidecar-injector-props';
+export type { LabelSelectorRequirementProps } from './api/trigger';
 export { SidecarInjectorPropsError } from './sidecar-injector-props-error';
 export { ALWAYS_EXCLUDED_NAMESPACES } from './webhook-configuration';
 
@@ -89,7 +89,7 @@ export class SidecarInjector extends Construct {
   /** `false` when the webhook admits everything unchanged (the kill switch). */
   readonly enabled: boolean;
   /** What the apiserver does when the webhook cannot answer. */
-  readonly failurePolicy: 'Ignore' | 'Fail';
+  readonly failurePolicy: FailurePolicy;
   /** Seconds the apiserver waits for the webhook. */
   readonly timeoutSeconds: number;
   /** The webhook server's log level. */
@@ -99,7 +99,7 @@ export class SidecarInjector extends Construct {
   /** The TLS material, when the output holds it (generated or PEM certificates); otherwise undefined. */
   readonly certificate?: WebhookCertificate;
   /** Labels on the webhook's pods, also its Deployment, PDB and NetworkPolicy selector. */
-  readonly selectorLabels: Record<string, string>;
+  readonly selectorLabels: { [key: string]: string };
   /** The label whose presence keeps an object away from this webhook (set on the webhook's own pods). */
   readonly exclusionLabel: string;
 
@@ -126,9 +126,11 @@ export class SidecarInjector extends Construct {
    * RBAC and no service-account token.
    */
   namespaceReader?: NamespaceReader;
-  /** The reconciler's objects, when the `reconciler` prop is given; undefined otherwise. */
+  /** The reconciler's objects, when the `reconciler` prop is given; undefined otherwise.
+   * @jsii ignore TypeScript only (`cdk8s-sidecar-injector/engine` has its type). */
   reconciler?: InjectorReconciler;
-  /** The rule file, dashboard and (when asked) Prometheus Operator objects, when the `monitoring` prop is given; undefined otherwise. */
+  /** The rule file, dashboard and (when asked) Prometheus Operator objects, when the `monitoring` prop is given; undefined otherwise.
+   * @jsii ignore TypeScript only (`cdk8s-sidecar-injector/engine` has its type). */
   monitoring?: InjectorMonitoring;
   private readonly namespaceReaderSettings?: Parameters<typeof namespaceReader>[1];
 
@@ -139,10 +141,12 @@ export class SidecarInjector extends Construct {
   readonly backend: InjectorBackend;
   /** The `admissionregistration.k8s.io` version of the policies (`admissionPolicyApiVersion`). */
   readonly admissionPolicyApiVersion: AdmissionPolicyApiVersion;
-  /** The MutatingAdmissionPolicies and bindings, unless `backend` is `webhook` (or revisions are given: `revisionPolicies`). */
+  /** The MutatingAdmissionPolicies and bindings, unless `backend` is `webhook` (or revisions are given: `revisionPolicies`).
+   * @jsii ignore TypeScript only (`cdk8s-sidecar-injector/engine` has its type). */
   readonly admissionPolicies?: InjectionAdmissionPolicies;
   /** With revisions and a policy backend: each revision's policies and bindings, by revision name, and the
-   * ValidatingAdmissionPolicy for labels naming nothing served. */
+   * ValidatingAdmissionPolicy for labels naming nothing served.
+   * @jsii ignore TypeScript only (`cdk8s-sidecar-injector/engine` has its type). */
   readonly revisionPolicies?: RevisionPolicies;
 
   private readonly injections: Injection[] = [];
@@ -165,9 +169,9 @@ export class SidecarInjector extends Construct {
     this.opsPort = props.opsPort ?? RUNTIME_DEFAULTS.opsPort;
     this.annotationPrefix = props.annotationPrefix ?? DEFAULT_ANNOTATION_PREFIX;
     this.enabled = props.enabled ?? true;
-    this.failurePolicy = props.failurePolicy ?? 'Ignore';
+    this.failurePolicy = props.failurePolicy ?? FailurePolicy.IGNORE;
     this.timeoutSeconds = props.timeoutSeconds ?? 5;
-    this.logLevel = props.logLevel ?? RUNTIME_DEFAULTS.logLevel;
+    this.logLevel = props.logLevel ?? (RUNTIME_DEFAULTS.logLevel as LogLevel);
     this.podSecurity = props.podSecurity;
     const clusterDomain = props.clusterDomain ?? 'cluster.local';
     // Not app.kubernetes.io/instance: Argo CD before 3.0 rewrites that label for its own tracking.
@@ -175,8 +179,8 @@ export class SidecarInjector extends Construct {
     this.exclusionLabel = `${this.annotationPrefix}/webhook`;
 
     this.checkKubernetesSchema = props.checkKubernetesSchema ?? true;
-    this.backend = props.backend ?? 'webhook';
-    this.admissionPolicyApiVersion = props.admissionPolicyApiVersion ?? 'v1';
+    this.backend = props.backend ?? InjectorBackend.WEBHOOK;
+    this.admissionPolicyApiVersion = props.admissionPolicyApiVersion ?? AdmissionPolicyApiVersion.V1;
 
     // Every problem at once: the settings, every injection and clashes with other injectors in the app.
     const issues: ConfigIssue[] = [...settingsIssues(props, this), ...backendSettingsIssues(props), ...reconcilerPropsIssues(props.reconciler), ...monitoringPropsIssues(props.monitoring, this.timeoutSeconds)];
@@ -237,7 +241,7 @@ export class SidecarInjector extends Construct {
     if (props.createNamespace ?? true) this.namespace = webhookNamespace(this, this.namespaceName, labels);
     this.configMap = injectorConfigMap(this, metadata(this.configMapName), () => this.configJson());
     const certificates = props.certificates ?? (props.certificate ? WebhookCertificates.fromPem(props.certificate) : WebhookCertificates.generated());
-    const tls = certificates.bind(this, {
+    const tls = certificates._bind(this, {
       name: this.name,
       serviceName: this.serviceName,
       namespace: this.namespaceName,
@@ -249,7 +253,7 @@ export class SidecarInjector extends Construct {
     this.certificate = tls.material;
     this.secret = tls.secret;
     this.secretName = tls.secretName;
-    const server = (props.server ?? WebhookServer.fromImage(this.image)).bind(this, { name: this.name, namespace: this.namespaceName, labels });
+    const server = (props.server ?? WebhookServer.fromImage(this.image))._bind(this, { name: this.name, namespace: this.namespaceName, labels });
     this.image = server.image;
     this.deployment = webhookDeployment(this, {
       metadata: metadata(this.name),
@@ -397,7 +401,8 @@ export class SidecarInjector extends Construct {
     }
   }
 
-  /** The config the webhook loads: every injection, or with `both-where-possible` those no policy applies. */
+  /** The config the webhook loads: every injection, or with `both-where-possible` those no policy applies.
+   * @jsii ignore TypeScript only: `configJson()` is its text. */
   get webhookConfig(): ResolvedInjectorConfig {
     return webhookShareOf(this.backend, this.config);
   }
@@ -415,7 +420,8 @@ export class SidecarInjector extends Construct {
     return issues;
   }
 
-  /** The config as the webhook loads it: validated, defaults filled in. */
+  /** The config as the webhook loads it: validated, defaults filled in.
+   * @jsii ignore TypeScript only: `configJson()` is the webhook's share of it as text. */
   get config(): ResolvedInjectorConfig {
     try {
       return resolveInjectorConfig(this.configInput(this.injections));
@@ -428,7 +434,7 @@ export class SidecarInjector extends Construct {
   /**
    * What synth warns about: each check of Pod Security "restricted" that what an injection adds would
    * fail, for the injections with no required level (`podSecurity`, theirs or this injector's).
-   */
+   * @jsii ignore TypeScript only (its items are the engine's `ConfigIssue`). */
   podSecurityWarnings(): ConfigIssue[] {
     return injectorConfigWarnings(this.configInput(this.injections));
   }

@@ -3,7 +3,13 @@ import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import { type ResolvedInjectorConfig, type RevisionChooser, TARGET_KINDS, TARGET_KIND_RESOURCES, TargetKind, admissionPath, readinessConditionMissingCel, targetKindRules } from '../webhook/config';
 import { type RevisionRouting, type RoutedSelectors, type RoutingSelector, routingSelectors } from './revision-props';
-import { LabelSelectorProps, LabelSelectorRequirementProps } from './sidecar-injector-props';
+import { LabelSelectorProps } from './sidecar-injector-props';
+/** A requirement as the webhook entries write it. */
+interface SelectorRequirement {
+  readonly key: string;
+  readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  readonly values?: string[];
+}
 
 /** Namespaces the webhook never sees, whatever the namespace selector says. */
 export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
@@ -154,7 +160,7 @@ export function excludedNamespaces(ownNamespace: string): { key: string; operato
 }
 
 /** The objects the injector sees: `selector` (default all), never one carrying the exclusion label (its own pods). */
-export function injectedObjectSelector(selector: LabelSelectorProps | undefined, exclusionLabel: string): { matchLabels?: Record<string, string>; matchExpressions: LabelSelectorRequirementProps[] } {
+export function injectedObjectSelector(selector: LabelSelectorProps | undefined, exclusionLabel: string): { matchLabels?: Record<string, string>; matchExpressions: SelectorRequirement[] } {
   return { matchLabels: selector?.matchLabels, matchExpressions: [...(selector?.matchExpressions ?? []), { key: exclusionLabel, operator: 'DoesNotExist' }] };
 }
 

@@ -109,11 +109,11 @@ export abstract class WebhookServer {
     return new BundleServer(options);
   }
 
-  /** Makes this source's objects under `scope` and answers how to build the container. */
-  abstract bind(scope: Construct, target: WebhookServerTarget): WebhookServerBinding;
+  /** @internal Makes this source's objects under `scope` and answers how to build the container. */
+  abstract _bind(scope: Construct, target: WebhookServerTarget): WebhookServerBinding;
 
-  /** The same for the reconciler's container (`reconciler` prop): the same image, running `reconciler.js`. */
-  abstract bindReconciler(scope: Construct, target: WebhookServerTarget): WebhookServerBinding;
+  /** @internal The same for the reconciler's container (`reconciler` prop): the same image, running `reconciler.js`. */
+  abstract _bindReconciler(scope: Construct, target: WebhookServerTarget): WebhookServerBinding;
 }
 
 class ImageServer extends WebhookServer {
@@ -121,16 +121,18 @@ class ImageServer extends WebhookServer {
     super();
   }
 
-  bind(): WebhookServerBinding {
+  /** @internal */
+  _bind(): WebhookServerBinding {
     if (typeof this.image !== 'string' || !this.image.trim()) {
       throw new SidecarInjectorPropsError([{ path: 'server', message: `WebhookServer.fromImage() needs a non-empty image reference, got ${JSON.stringify(this.image)}` }]);
     }
     return { image: this.image, env: [], volumes: [], volumeMounts: [], podAnnotations: {} };
   }
 
-  bindReconciler(): WebhookServerBinding {
+  /** @internal */
+  _bindReconciler(): WebhookServerBinding {
     // The image holds reconciler.js beside server.js (webhook/Dockerfile).
-    return { ...this.bind(), command: ['node', '/app/reconciler.js'] };
+    return { ...this._bind(), command: ['node', '/app/reconciler.js'] };
   }
 }
 
@@ -139,11 +141,13 @@ class BundleServer extends WebhookServer {
     super();
   }
 
-  bind(scope: Construct, target: WebhookServerTarget): WebhookServerBinding {
+  /** @internal */
+  _bind(scope: Construct, target: WebhookServerTarget): WebhookServerBinding {
     return this.bindBundle(scope, target, 'ServerBundle', `${target.name}-server`, readServerBundle(this.options.bundleDirectory), SERVER_BUNDLE_FILES, SERVER_BUNDLE_LOADER);
   }
 
-  bindReconciler(scope: Construct, target: WebhookServerTarget): WebhookServerBinding {
+  /** @internal */
+  _bindReconciler(scope: Construct, target: WebhookServerTarget): WebhookServerBinding {
     const bundle = readServerBundle(this.options.bundleDirectory, RECONCILER_BUNDLE);
     return this.bindBundle(scope, target, 'ReconcilerBundle', `${target.name}-reconciler-code`, bundle, RECONCILER_BUNDLE_FILES, RECONCILER_BUNDLE_LOADER);
   }

@@ -123,8 +123,8 @@ export abstract class WebhookCertificates {
     return new CertManagerCertificates(options);
   }
 
-  /** Makes this source's objects under `scope` and answers what the construct builds the rest with. */
-  abstract bind(scope: Construct, target: WebhookCertificateTarget): WebhookCertificateBinding;
+  /** @internal Makes this source's objects under `scope` and answers what the construct builds the rest with. */
+  abstract _bind(scope: Construct, target: WebhookCertificateTarget): WebhookCertificateBinding;
 }
 
 class GeneratedCertificates extends WebhookCertificates {
@@ -132,7 +132,8 @@ class GeneratedCertificates extends WebhookCertificates {
     super();
   }
 
-  bind(scope: Construct, target: WebhookCertificateTarget): WebhookCertificateBinding {
+  /** @internal */
+  _bind(scope: Construct, target: WebhookCertificateTarget): WebhookCertificateBinding {
     const renewBefore = this.options.renewBefore ?? Duration.days(30);
     if (this.options.storeDirectory === undefined) {
       const material = generateWebhookCertificate({
@@ -166,7 +167,8 @@ class PemCertificates extends WebhookCertificates {
     super();
   }
 
-  bind(scope: Construct, target: WebhookCertificateTarget): WebhookCertificateBinding {
+  /** @internal */
+  _bind(scope: Construct, target: WebhookCertificateTarget): WebhookCertificateBinding {
     const problems = webhookCertificateProblems(this.material, `${target.serviceName}.${target.namespace}.svc`);
     if (problems.length > 0) throw new SidecarInjectorPropsError(problems.map((message) => ({ path: target.propPath ?? 'certificates', message })));
     return secretBinding(scope, target, this.material, this.material.caCertificate, this.options);
@@ -178,7 +180,8 @@ class ExistingSecretCertificates extends WebhookCertificates {
     super();
   }
 
-  bind(_scope: Construct, target: WebhookCertificateTarget): WebhookCertificateBinding {
+  /** @internal */
+  _bind(_scope: Construct, target: WebhookCertificateTarget): WebhookCertificateBinding {
     const issues: ConfigIssue[] = [];
     const prefix = target.propPath ?? 'certificates';
     const nameError = dns1123SubdomainError(this.options.secretName);
@@ -195,7 +198,8 @@ class CertManagerCertificates extends WebhookCertificates {
     super();
   }
 
-  bind(scope: Construct, target: WebhookCertificateTarget): WebhookCertificateBinding {
+  /** @internal */
+  _bind(scope: Construct, target: WebhookCertificateTarget): WebhookCertificateBinding {
     const duration = this.options.duration ?? Duration.days(365);
     const renewBefore = this.options.renewBefore ?? Duration.days(30);
     if (!(renewBefore.toMilliseconds() > 0 && renewBefore.toMilliseconds() < duration.toMilliseconds())) {

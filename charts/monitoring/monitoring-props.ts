@@ -1,6 +1,7 @@
 // The `monitoring` prop: what the alerts, SLO and dashboard are made from, its defaults and its checks.
 // Every check names the prop under `monitoring.` and says why, like the rest of SidecarInjectorProps.
 
+import { Duration } from 'cdk8s';
 import type { ConfigIssue } from '../../webhook/config';
 import { labelValueError, qualifiedNameError } from '../../webhook/config';
 import { PACKAGE_VERSION } from '../version';
@@ -38,23 +39,23 @@ export interface PrometheusOperatorProps {
  */
 export interface MonitoringProps {
   /** How often Prometheus evaluates these rules (each rule group's `interval`). @default Prometheus' global `evaluation_interval` */
-  readonly evaluationInterval?: string;
+  readonly evaluationInterval?: Duration;
   /** How long a state must last before its alert fires (`for:`): the latency, target, reload, certificate,
    * Lease and reconciler-pass alerts. The alerts on a counter (fail-open, refusals, policy errors, connections
-   * closed, repairs failed) fire on one increment and do not read it. A Prometheus duration. @default '5m' */
-  readonly alertAfter?: string;
+   * closed, repairs failed) fire on one increment and do not read it. @default Duration.minutes(5) */
+  readonly alertAfter?: Duration;
   /** How long an alert on a counter keeps firing after its window no longer holds an increment
    * (`keep_firing_for`, Prometheus 2.42 and later): long enough for Alertmanager to notify an alert that
-   * joins a group it has notified already, which waits `group_interval` (5m by default). @default '5m' */
-  readonly keepFiringFor?: string;
-  /** How long pods may stay missing or outdated, and repairs wait, before their alerts fire (`for:`). @default '1h' */
-  readonly staleAfter?: string;
+   * joins a group it has notified already, which waits `group_interval` (5m by default). @default Duration.minutes(5) */
+  readonly keepFiringFor?: Duration;
+  /** How long pods may stay missing or outdated, and repairs wait, before their alerts fire (`for:`). @default Duration.hours(1) */
+  readonly staleAfter?: Duration;
   /** The window rates and increases are taken over: an alert on a counter stays firing this long after
-   * the last event, and `keepFiringFor` more. At least four scrape intervals. @default '5m' */
-  readonly rateWindow?: string;
+   * the last event, and `keepFiringFor` more. At least four scrape intervals. @default Duration.minutes(5) */
+  readonly rateWindow?: Duration;
   /** Time left on the serving certificate below which its alert fires: the generated store renews
-   * 30 days ahead, cert-manager a third of the lifetime ahead. @default '30d' */
-  readonly certificateRenewalWindow?: string;
+   * 30 days ahead, cert-manager a third of the lifetime ahead. @default Duration.days(30) */
+  readonly certificateRenewalWindow?: Duration;
   /** The SLO and its burn-rate alerts: the webhook's admissions per entry, or the policies' evaluations per
    * policy (from Kubernetes 1.34: admissionPolicyApiVersion v1beta1 or v1). @default objective 0.999, latencySeconds 1 */
   readonly slo?: SloProps;
@@ -124,12 +125,12 @@ export function deploymentPodSelector(namespace: string, deployment: string): st
 /** The props with every default filled in, for the injector `name` in `namespace`. */
 export function monitoringSettings(props: MonitoringProps, injector: { readonly namespace: string; readonly name: string; readonly timeoutSeconds: number }): MonitoringSettings {
   return {
-    evaluationInterval: props.evaluationInterval,
-    alertAfter: props.alertAfter ?? '5m',
-    keepFiringFor: props.keepFiringFor ?? '5m',
-    staleAfter: props.staleAfter ?? '1h',
-    rateWindow: props.rateWindow ?? '5m',
-    certificateRenewalWindow: props.certificateRenewalWindow ?? '30d',
+    evaluationInterval: props.evaluationInterval === undefined ? undefined : durationText(props.evaluationInterval),
+    alertAfter: durationText(props.alertAfter ?? '5m'),
+    keepFiringFor: durationText(props.keepFiringFor ?? '5m'),
+    staleAfter: durationText(props.staleAfter ?? '1h'),
+    rateWindow: durationText(props.rateWindow ?? '5m'),
+    certificateRenewalWindow: durationText(props.certificateRenewalWindow ?? '30d'),
     objective: props.slo?.objective ?? 0.999,
     latencySeconds: props.slo?.latencySeconds ?? (injector.timeoutSeconds > 1 ? 1 : 0.5),
     webhookSelector: props.webhookSelector ?? deploymentPodSelector(injector.namespace, injector.name),
@@ -154,7 +155,7 @@ export function monitoringPropsIssues(props: MonitoringProps | undefined, timeou
   if (props === null || typeof props !== 'object' || Array.isArray(props)) return [{ path: 'monitoring', message: 'must be an object' }];
   const issues: ConfigIssue[] = [];
   const duration = (prop: 'evaluationInterval' | 'alertAfter' | 'keepFiringFor' | 'staleAfter' | 'rateWindow' | 'certificateRenewalWindow') => {
-    const value = props[prop];
+    const value = props[prop] === undefined ? undefined : durationText(props[prop]);
     if (value === undefined) return;
     if (typeof value !== 'string' || value === '' || !DURATION.test(value)) {
       issues.push({ path: `monitoring.${prop}`, message: `${JSON.stringify(value)} is not a Prometheus duration (like "30s", "5m" or "1h30m")` });
@@ -163,8 +164,9 @@ export function monitoringPropsIssues(props: MonitoringProps | undefined, timeou
     }
   };
   (['evaluationInterval', 'alertAfter', 'keepFiringFor', 'staleAfter', 'rateWindow', 'certificateRenewalWindow'] as const).forEach(duration);
-  if (props.rateWindow !== undefined && DURATION.test(props.rateWindow) && durationSeconds(props.rateWindow) < 60) {
-    issues.push({ path: 'monitoring.rateWindow', message: `${JSON.stringify(props.rateWindow)} is shorter than 1m: a rate needs at least two scrapes in its window, four to be steady` });
+  const rateWindow = props.rateWindow === undefined ? undefined : durationText(props.rateWindow);
+  if (typeof rateWindow === 'string' && DURATION.test(rateWindow) && durationSeconds(rateWindow) < 60) {
+    issues.push({ path: 'monitoring.rateWindow', message: `${JSON.stringify(rateWindow)} is shorter than 1m: a rate needs at least two scrapes in its window, four to be steady` });
   }
   issues.push(...sloIssues(props.slo, timeoutSeconds));
   for (const prop of ['webhookSelector', 'reconcilerSelector', 'apiServerSelector'] as const) {
@@ -209,6 +211,23 @@ function sloIssues(slo: SloProps | undefined, timeoutSeconds: number): ConfigIss
 }
 
 /** A Prometheus duration in seconds (valid durations only). */
+/** A duration as Prometheus writes it (`1h30m`, `30d`, `500ms`), from a cdk8s Duration or, in the JSON form, as written. */
+export function durationText(duration: Duration | string): string;
+export function durationText(duration: Duration | string | undefined): string | undefined;
+export function durationText(duration: Duration | string | undefined): string | undefined {
+  if (!(duration instanceof Duration)) return duration as string | undefined;
+  let ms = duration.toMilliseconds();
+  if (!Number.isFinite(ms) || ms < 0) return String(ms);
+  if (ms === 0) return '0s';
+  let text = '';
+  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000], ['ms', 1]] as const) {
+    const count = Math.floor(ms / size);
+    if (count > 0) text += `${count}${unit}`;
+    ms -= count * size;
+  }
+  return text;
+}
+
 export function durationSeconds(duration: string): number {
   const units: Record<string, number> = { y: 365 * 86400, w: 7 * 86400, d: 86400, h: 3600, m: 60, s: 1, ms: 0.001 };
   let seconds = 0;

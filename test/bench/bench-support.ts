@@ -9,7 +9,7 @@ import * as https from 'node:https';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Yaml } from 'cdk8s';
-import { WebhookCertificate, generateWebhookCertificate } from '../../charts';
+import { WebhookCertificate, generateWebhookCertificate } from '../../charts/engine';
 import { DeployedWebhook, materializeDeployment } from '../../webhook/dev/deployed-mounts';
 import type { GeneratorConfig, GeneratorResult } from './load-generator';
 import type { PairedConfig, PairedResult } from './paired-load';

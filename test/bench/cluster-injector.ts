@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { Yaml } from 'cdk8s';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { synthDefaultApp } from '../../app/default-app';
-import type { Injection } from '../../charts';
+import type { Injection } from '../../charts/engine';
 import type { AdmissionPolicyApiVersion, InjectorBackend } from '../../charts/admission-policy';
 import { RUNTIME_ENV, TLS_FILES } from '../../webhook/config';
 import { writeAtomicDirectory } from '../../webhook/dev/deployed-mounts';

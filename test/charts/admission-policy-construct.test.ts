@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
-import { CONFIG_FILE_NAME } from '../../charts';
+import { CONFIG_FILE_NAME } from '../../charts/engine';
 import { POLICY_CONFIG_ANNOTATION } from '../../webhook/config';
 import { admissionPolicyViolations } from '../support/admission-policy-schemas';
 import { POLICY_TEST_INJECTIONS, injectionsOfPolicy } from '../support/admission-policy-config';

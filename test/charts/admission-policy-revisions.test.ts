@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import type { SidecarInjectorProps } from '../../charts';
+import type { SidecarInjectorProps } from '../../charts/engine';
 import { resolveInjectorConfig, revisionConfig } from '../../webhook/config';
 import { type AdmissionRequest, mutate, unservedRevisionAnswer } from '../../webhook/engine';
 import { loadSynthesized } from '../../webhook/cli/injector-source';

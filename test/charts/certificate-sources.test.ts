@@ -19,7 +19,7 @@ import {
   generateWebhookCertificateAuthority,
   podSecurityViolations,
   readServerBundle,
-} from '../../charts';
+} from '../../charts/engine';
 import { certManagerViolations } from '../support/cert-manager-crd-validator';
 import { assertValidManifest } from '../support/openapi-validator';
 import { Manifest, describeManifest, findManifest, makeTempDir, synthesize } from '../support/synth-helpers';

@@ -14,7 +14,7 @@ import {
   issueServingCertificate,
   loadOrCreateWebhookCertificate,
   webhookCertificateProblems,
-} from '../../charts';
+} from '../../charts/engine';
 import { makeTempDir } from '../support/synth-helpers';
 
 const DAY_MS = 24 * 60 * 60 * 1000;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { SidecarInjectorPropsError, WebhookCertificate, webhookCertificateProblems } from '../../charts';
+import { SidecarInjectorPropsError, WebhookCertificate, webhookCertificateProblems } from '../../charts/engine';
 import { buildChart } from '../support/synth-helpers';
 import { testCertificate, testCertificateFor } from '../support/test-certificate';
 import { serialNumber } from '../../charts/certificates/serial-number';

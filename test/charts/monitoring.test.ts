@@ -5,7 +5,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
-import { SidecarInjectorPropsError, type MonitoringProps, type SidecarInjectorProps } from '../../charts';
+import { SidecarInjectorPropsError, type MonitoringProps, type SidecarInjectorProps } from '../../charts/engine';
 import { assertValidManifest } from '../support/openapi-validator';
 import { ENVOY } from '../support/monitoring-variants';
 import { type Manifest, describeManifest, synthChart, synthDefaultAppToTemp } from '../support/synth-helpers';

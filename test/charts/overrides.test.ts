@@ -4,8 +4,8 @@
 // RBAC, no token and no egress. Every object is checked against the Kubernetes 1.32 schema.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { SidecarInjectorPropsError } from '../../charts';
-import type { InjectionProps } from '../../charts';
+import { SidecarInjectorPropsError } from '../../charts/engine';
+import type { InjectionProps } from '../../charts/engine';
 import { NAMESPACE_READER_RULES } from '../../charts/namespace-reader';
 import { admissionPolicyViolations } from '../support/admission-policy-schemas';
 import { kubernetesCelEnvironment } from '../support/admission-policy-simulator';

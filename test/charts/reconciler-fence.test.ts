@@ -6,8 +6,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { applyPatch, type Operation } from 'fast-json-patch';
-import type { SidecarInjectorProps } from '../../charts/sidecar-injector';
-import type { ReconcilerProps } from '../../charts/sidecar-injector-props';
+import type { ReconcilerProps, SidecarInjectorProps } from '../../charts/engine';
 import { annotationKeys, injectionHash, readinessConditionType, repairedForAnnotation } from '../../webhook/config';
 import { inPlacePatch } from '../../webhook/fleet/in-place-plan';
 import { podConditionPatch } from '../../webhook/fleet/cluster';

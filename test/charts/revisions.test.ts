@@ -4,7 +4,7 @@
 // and restarts no webhook pod. Every object is checked against the Kubernetes 1.32 schema.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SidecarInjectorPropsError, type SidecarInjectorProps } from '../../charts';
+import { SidecarInjectorPropsError, type SidecarInjectorProps } from '../../charts/engine';
 import { assertValidManifest } from '../support/openapi-validator';
 import { buildChart, describeManifest, findManifest, namespaceLabels, selectorMatches, synthChart } from '../support/synth-helpers';
 import { ENVOY_V1, ENVOY_V2, envoyInjection, revisionedProps } from '../support/revision-fixtures';

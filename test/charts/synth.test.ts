@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { DEFAULT_WEBHOOK_IMAGE, Injection, PACKAGE_VERSION, TargetKind, WebhookServer } from '../../charts';
+import { DEFAULT_WEBHOOK_IMAGE, Injection, PACKAGE_VERSION, TargetKind, WebhookServer } from '../../charts/engine';
 import { RUNTIME_ENV } from '../../webhook/config';
 import { assertValidManifest } from '../support/openapi-validator';
 import {

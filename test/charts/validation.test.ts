@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Injection, SidecarInjectorProps, SidecarInjectorPropsError, loadInjectorConfig } from '../../charts';
+import { Injection, SidecarInjectorProps, SidecarInjectorPropsError, loadInjectorConfig } from '../../charts/engine';
 import { buildChart, findManifest, synthesize } from '../support/synth-helpers';
 
 const envoy: Injection = { name: 'envoy', trigger: { type: 'always' }, containers: [{ name: 'envoy', image: 'envoyproxy/envoy:v1.30.1' }] };

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { matchWebhook, matchWebhookConfiguration, MutatingWebhook, type MutatingWebhookConfiguration } from '../../charts';
+import { matchWebhook, matchWebhookConfiguration, MutatingWebhook, type MutatingWebhookConfiguration } from '../../charts/engine';
 import { webhookCalledFor } from '../../webhook/engine/webhook-match';
 import { synthChart, findManifest } from '../support/synth-helpers';
 

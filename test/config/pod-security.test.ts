@@ -12,7 +12,7 @@ import {
   SidecarInjectorPropsError,
   podSecurityViolations,
   resolveInjectorConfig,
-} from '../../charts';
+} from '../../charts/engine';
 import { evaluate } from '../../webhook/engine';
 import { applyResponse, loadReview, names, podOf, reviewNames } from '../support/recorded-reviews';
 import { buildChart, synthesize } from '../support/synth-helpers';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { RE2JS } from 're2js';
-import { Injection, InjectorConfigError, SidecarInjectorPropsError, loadInjectorConfig, resolveInjectorConfig } from '../../charts';
+import { Injection, InjectorConfigError, SidecarInjectorPropsError, loadInjectorConfig, resolveInjectorConfig } from '../../charts/engine';
 import { compileValuePattern } from '../../webhook/config/validate-injector-config';
 import { evaluate } from '../../webhook/engine';
 import { buildChart } from '../support/synth-helpers';

@@ -8,7 +8,7 @@ import {
   SidecarInjectorProps,
   loadInjectorConfig,
   resolveInjectorConfig,
-} from '../../charts';
+} from '../../charts/engine';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { buildChart, findManifest, synthesize } from '../support/synth-helpers';
 

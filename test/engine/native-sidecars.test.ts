@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
-import { Injection, InjectorConfig, SidecarInjectorPropsError, resolveInjectorConfig } from '../../charts';
+import { Injection, InjectorConfig, SidecarInjectorPropsError, resolveInjectorConfig } from '../../charts/engine';
 import { evaluate } from '../../webhook/engine';
 import { assertValidManifest } from '../support/openapi-validator';
 import { applyResponse, loadReview, names, podOf } from '../support/recorded-reviews';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
-import { resolveInjectorConfig } from '../../charts';
+import { resolveInjectorConfig } from '../../charts/engine';
 import { decodeAdmissionReview, evaluate } from '../../webhook/engine';
 import {
   PATCH_CACHE_MAX_NODES,

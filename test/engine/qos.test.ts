@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
-import { Injection, ResolvedInjectorConfig, SidecarInjectorPropsError, resolveInjectorConfig } from '../../charts';
+import { Injection, ResolvedInjectorConfig, SidecarInjectorPropsError, resolveInjectorConfig } from '../../charts/engine';
 import { evaluate } from '../../webhook/engine';
 import { qosClassOf } from '../../webhook/engine/qos';
 import { assertValidManifest } from '../support/openapi-validator';

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
-import { resolveInjectorConfig } from '../../charts';
+import { resolveInjectorConfig } from '../../charts/engine';
 import { decodeAdmissionReview, evaluate } from '../../webhook/engine';
 import { childPointer, pointer } from '../../webhook/engine/json-pointer';
 import { PATCH_CACHE_MAX_BYTES, PatchEncoder, stableRecord } from '../../webhook/engine/patch-encoding';

@@ -3,7 +3,7 @@
 // lists the pod as `audit` without failing; the reconciler's PolicyReport names it and repairs nothing.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateWebhookCertificate, type Injection } from '../../charts';
+import { generateWebhookCertificate, type Injection } from '../../charts/engine';
 import { classifyPods } from '../../webhook/fleet/injection-status';
 import { statusReport } from '../../webhook/fleet/status-report';
 import { formatStatus } from '../../webhook/cli/status-command';

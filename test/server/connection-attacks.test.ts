@@ -18,7 +18,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as https from 'node:https';
 import { performance } from 'node:perf_hooks';
-import { InjectorConfig, generateWebhookCertificate } from '../../charts';
+import { InjectorConfig, generateWebhookCertificate } from '../../charts/engine';
 import { RUNTIME_ENV, RUNTIME_DEFAULTS, memorySizing } from '../../webhook/config';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { DISPLACEMENTS } from '../../webhook/server/webhook-server';

@@ -11,7 +11,7 @@ import * as zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { App, Yaml } from 'cdk8s';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
-import { DEFAULT_NODE_IMAGE, SERVER_BUNDLE_DIR_ENV, SERVER_BUNDLE_FILES, SERVER_BUNDLE_LOADER, SidecarInjectorChart, generateWebhookCertificate } from '../../charts';
+import { DEFAULT_NODE_IMAGE, SERVER_BUNDLE_DIR_ENV, SERVER_BUNDLE_FILES, SERVER_BUNDLE_LOADER, SidecarInjectorChart, generateWebhookCertificate } from '../../charts/engine';
 import { materializeDeployment, type DeployedWebhook } from '../../webhook/dev/deployed-mounts';
 import { assertValidManifest } from '../support/openapi-validator';
 import { applyResponse, decodePatch, loadReview, names, podOf } from '../support/recorded-reviews';

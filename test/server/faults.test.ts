@@ -10,7 +10,7 @@ import { X509Certificate } from 'node:crypto';
 import * as https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import * as tls from 'node:tls';
-import { InjectorConfig, generateWebhookCertificate } from '../../charts';
+import { InjectorConfig, generateWebhookCertificate } from '../../charts/engine';
 import { RUNTIME_ENV } from '../../webhook/config';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { decodePatch, loadReview } from '../support/recorded-reviews';

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Agent } from 'node:https';
 import fc from 'fast-check';
-import { InjectorConfig, generateWebhookCertificate, resolveInjectorConfig } from '../../charts';
+import { InjectorConfig, generateWebhookCertificate, resolveInjectorConfig } from '../../charts/engine';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { evaluate } from '../../webhook/engine';
 import { applyResponse, decodePatch, loadReview, names, podOf } from '../support/recorded-reviews';

@@ -7,11 +7,11 @@ import * as diagnostics from 'node:diagnostics_channel';
 import * as https from 'node:https';
 import type { Socket } from 'node:net';
 import * as tls from 'node:tls';
-import { InjectorConfig, generateWebhookCertificate } from '../../charts';
+import { InjectorConfig, generateWebhookCertificate } from '../../charts/engine';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { HttpsResult, InProcessWebhook, TEST_SERVER_NAME, httpsRequest, keepAliveAgent, postAdmission, startInProcess, opsRequest, until } from '../support/webhook-harness';
 import { Review, applyResponse, decodePatch, loadReview, names, podOf, reviewNames } from '../support/recorded-reviews';
-import { resolveInjectorConfig } from '../../charts';
+import { resolveInjectorConfig } from '../../charts/engine';
 import { decodeAdmissionReview, evaluate } from '../../webhook/engine';
 
 function loadReviewWithUid(name: string, uid: string): Review {

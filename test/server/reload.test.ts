@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tls from 'node:tls';
-import { Injection, InjectorConfig, generateWebhookCertificate } from '../../charts';
+import { Injection, InjectorConfig, generateWebhookCertificate } from '../../charts/engine';
 import { RUNTIME_ENV } from '../../webhook/config';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import {

@@ -16,7 +16,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tls from 'node:tls';
-import { InjectorConfig, generateWebhookCertificate } from '../../charts';
+import { InjectorConfig, generateWebhookCertificate } from '../../charts/engine';
 import { RUNTIME_ENV } from '../../webhook/config';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
 import { loadReview } from '../support/recorded-reviews';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import * as tls from 'node:tls';
 import { DEFAULT_INJECTIONS } from '../../app/default-injections';
-import { generateWebhookCertificate } from '../../charts';
+import { generateWebhookCertificate } from '../../charts/engine';
 import { InProcessWebhook, TEST_SERVER_NAME, startInProcess } from '../support/webhook-harness';
 
 interface Handshake {

@@ -2,7 +2,7 @@
 // is written from their rules (npm run docs) and test/docs/alert-table.test.ts checks the page holds it.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { SidecarInjectorProps } from '../../charts';
+import type { SidecarInjectorProps } from '../../charts/engine';
 import { alertTable, withAlertTable } from '../../charts/monitoring/alert-table';
 import { ENVOY } from './monitoring-variants';
 import { TIMED_CASES } from './promtool-timed-cases';

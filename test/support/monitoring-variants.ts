@@ -4,7 +4,7 @@
 
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { parser } from '@prometheus-io/lezer-promql';
-import type { Injection, SidecarInjectorProps } from '../../charts';
+import type { Injection, SidecarInjectorProps } from '../../charts/engine';
 import type { MonitoringRules } from '../../charts/monitoring/monitoring-rules';
 import type { DashboardPanel } from '../../charts/monitoring/dashboard';
 import { memorySizing } from '../../webhook/config';

@@ -1,8 +1,7 @@
 // A synthesized injector with its reconciler, loaded into the in-memory apiserver with the reconciler's
 // RBAC and admission fence enforced exactly as synthesized, and a Reconciler running against it on a
 // clock the test moves.
-import type { SidecarInjectorProps } from '../../charts/sidecar-injector';
-import type { ReconcilerProps } from '../../charts/sidecar-injector-props';
+import type { ReconcilerProps, SidecarInjectorProps } from '../../charts/engine';
 import { injectorFromDocuments } from '../../webhook/fleet/synthesized-injectors';
 import type { Clock } from '../../webhook/fleet/cluster';
 import { parseReconcilerSettings, RECONCILER_SETTINGS_FILE, type ReconcilerSettings } from '../../webhook/config';

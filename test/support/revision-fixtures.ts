@@ -1,6 +1,6 @@
 // Two revisions of one Envoy injection (r1 on v1.20.3, r2 on v1.31.0) with the default tag on r1 and
 // `canary` on r2: the config of issue 37's must-show, shared by the config, engine, server, chart and CLI tests.
-import type { SidecarInjectorProps } from '../../charts';
+import type { SidecarInjectorProps } from '../../charts/engine';
 import type { Injection, InjectorConfig } from '../../webhook/config';
 
 export const ENVOY_V1 = 'envoyproxy/envoy:v1.20.3';

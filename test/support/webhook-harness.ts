@@ -8,7 +8,7 @@ import * as https from 'node:https';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { CONFIG_FILE_NAME, InjectorConfig, WebhookCertificate } from '../../charts';
+import { CONFIG_FILE_NAME, InjectorConfig, WebhookCertificate } from '../../charts/engine';
 import { RUNTIME_ENV, TLS_FILES, memoryQuantityBytes } from '../../webhook/config';
 import { DeployedWebhook, materializeDeployment, writeAtomicDirectory } from '../../webhook/dev/deployed-mounts';
 import { RunningWebhookServer, type WebhookServerSettings, startWebhookServer } from '../../webhook/server/webhook-server';
