@@ -7,7 +7,7 @@ import { App, Chart, ChartProps } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { SidecarInjector } from 'cdk8s-sidecar-injector';
+import { SidecarInjector, TargetKind, Trigger } from 'cdk8s-sidecar-injector';
 
 const restricted: k8s.SecurityContext = {
   runAsNonRoot: true,
@@ -44,8 +44,8 @@ class PlatformChart extends Chart {
       injections: [
         {
           name: 'log-shipper',
-          trigger: { type: 'labelSelector', matchLabels: { 'logging.example.com/ship': 'true' } },
-          targetKinds: ['Deployment'],
+          trigger: Trigger.labelSelector({ matchLabels: { 'logging.example.com/ship': 'true' } }),
+          targetKinds: [TargetKind.DEPLOYMENT],
           containers: [logShipper],
           volumes: [{ name: 'app-logs', emptyDir: {} }],
           // The app's own containers write their logs where the shipper reads them.

@@ -4,7 +4,7 @@
 // Run: cdk8s synth --app "npx ts-node main.ts" (or compile with tsc and run main.js).
 import { App } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
-import { SidecarInjectorChart } from 'cdk8s-sidecar-injector';
+import { NativeSidecarMode, PodSecurityLevel, SidecarInjectorChart, TargetKind, Trigger } from 'cdk8s-sidecar-injector';
 
 /** What Pod Security "restricted" asks of every container, so injected pods are admitted anywhere. */
 function restricted(user: number): k8s.SecurityContext {
@@ -22,12 +22,12 @@ const app = new App();
 new SidecarInjectorChart(app, 'sidecar-injector', {
   namespace: 'sidecar-injector',
   // Every injection below must pass Pod Security "restricted", or synth fails.
-  podSecurity: 'restricted',
+  podSecurity: PodSecurityLevel.RESTRICTED,
   injections: [
     {
       // Every pod in a namespace labelled injection=enabled gets an Envoy proxy.
       name: 'envoy',
-      trigger: { type: 'always' },
+      trigger: Trigger.always(),
       containers: [
         {
           name: 'envoy',
@@ -40,13 +40,13 @@ new SidecarInjectorChart(app, 'sidecar-injector', {
         },
       ],
       // In Job pods Envoy runs as a native sidecar, so the Job can still complete.
-      nativeSidecars: 'jobs',
+      nativeSidecars: NativeSidecarMode.JOBS,
     },
     {
       // Deployments annotated com.foreach/wait-for-it: "db:5432" wait for that address first.
       name: 'wait-for-it',
-      trigger: { type: 'annotation', key: 'com.foreach/wait-for-it', valuePattern: '.+:[0-9]+' },
-      targetKinds: ['Deployment'],
+      trigger: Trigger.annotation('com.foreach/wait-for-it', { valuePattern: '.+:[0-9]+' }),
+      targetKinds: [TargetKind.DEPLOYMENT],
       initContainers: [
         {
           name: 'wait-for-it',
@@ -60,7 +60,7 @@ new SidecarInjectorChart(app, 'sidecar-injector', {
     {
       // Pods annotated sidecar-injector-webhook.morven.me/inject: "true" get nginx with its config.
       name: 'nginx-sidecar',
-      trigger: { type: 'annotation', key: 'sidecar-injector-webhook.morven.me/inject', valuePattern: 'true' },
+      trigger: Trigger.annotation('sidecar-injector-webhook.morven.me/inject', { valuePattern: 'true' }),
       containers: [
         {
           name: 'sidecar-nginx',
@@ -75,7 +75,7 @@ new SidecarInjectorChart(app, 'sidecar-injector', {
     {
       // Pods labelled app=myApp get a readiness delay, where my-container already has a readiness probe.
       name: 'probe-defaults',
-      trigger: { type: 'labelSelector', matchLabels: { app: 'myApp' } },
+      trigger: Trigger.labelSelector({ matchLabels: { app: 'myApp' } }),
       merges: [{ containerNames: ['my-container'], fields: { readinessProbe: { initialDelaySeconds: 10 } } }],
     },
   ],
