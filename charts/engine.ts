@@ -23,8 +23,8 @@ export type {
   WebhookCertificate,
 } from './index';
 export { SidecarInjector, SidecarInjectorChart } from './json-props';
-export type { JsonForm } from './json-props';
-import type { JsonForm } from './json-props';
+export type { JsonForm } from './json-form';
+import type { JsonForm } from './json-form';
 import type * as api from './index';
 import * as choices from './api/choices';
 /** The props in the JSON form (see ./json-props.ts). */

@@ -12,7 +12,7 @@ import {
 } from './api/choices';
 import { Override } from './api/override';
 import { Trigger } from './api/trigger';
-import type { JsonForm } from './json-props';
+import type { JsonForm } from './json-form';
 import { InjectedObjectKind, kubernetesSchemaVersion, kubernetesSchemaViolations, toKubernetesJson } from './schema/injected-object-schemas';
 
 /**

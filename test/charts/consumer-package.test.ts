@@ -15,6 +15,7 @@ import { loadInjectorConfig } from '../../webhook/config';
 import { evaluate } from '../../webhook/engine';
 import { assertValidManifest } from '../support/openapi-validator';
 import { packTarball } from '../support/packed-package';
+import { CLUSTER_CLIENT_RANGE } from '../../webhook/cli/cluster';
 import { applyResponse, loadReview } from '../support/recorded-reviews';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -88,7 +89,7 @@ function runForCode(command: string, args: string[], cwd: string, env: NodeJS.Pr
 
 /** The CLI as the consumer has it (node_modules/.bin), without the optional cluster client. */
 interface ConsumerCli {
-  /** Whether npm installed @kubernetes/client-node (an optional peer: it should not). */
+  /** Whether npm installed @kubernetes/client-node (an optional dependency the user installs: it should not). */
   readonly clusterClientInstalled: boolean;
   /** `status` against a cluster: needs the client. */
   readonly status: Ran;
@@ -214,6 +215,7 @@ describe('the packed package in a fresh cdk8s project', { timeout: 300_000 }, ()
   let packedFiles: string[] = [];
   let filesLinkingMaps: string[] = [];
   let packedLicense = '';
+  let packedAssembly: { schema?: string; version?: string; types?: Record<string, unknown> } = {};
 
   before(async () => {
     const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sidecar-injector-consumer-'));
@@ -231,6 +233,7 @@ describe('the packed package in a fresh cdk8s project', { timeout: 300_000 }, ()
         .filter((file) => /\.(js|d\.ts)$/.test(file) && /[#@] sourceMappingURL=/.test(fs.readFileSync(path.join(packageDir, file), 'utf8')))
         .map((file) => file.split(path.sep).join('/'));
       packedLicense = fs.existsSync(path.join(packageDir, 'LICENSE')) ? fs.readFileSync(path.join(packageDir, 'LICENSE'), 'utf8') : '';
+      packedAssembly = fs.existsSync(path.join(packageDir, '.jsii')) ? JSON.parse(fs.readFileSync(path.join(packageDir, '.jsii'), 'utf8')) : {};
       const [oldest, newest] = [oldestPeers(), await newestPeers()];
       // Both projects at once: the installs wait on the network and the cache more than on the CPU.
       const [a, b] = await Promise.all([
@@ -246,15 +249,24 @@ describe('the packed package in a fresh cdk8s project', { timeout: 300_000 }, ()
     }
   });
 
-  test('the tarball ships the schemas, LICENSE and CHANGELOG, and no source map or link to one', () => {
+  test('the tarball ships the schemas, LICENSE, CHANGELOG and the jsii assembly, its own dependencies bundled, and no source map of its own or link to one', () => {
     if (failure) throw failure;
-    const names = packedFiles;
-    for (const file of ['LICENSE', 'CHANGELOG.md', 'API.md', 'README.md', 'lib/charts/index.js', 'lib/charts/index.d.ts', 'lib/charts/schema/kubernetes-schemas.json']) {
+    // The bundled dependencies (node_modules/) are as their authors publish them, maps and sources included.
+    const names = packedFiles.filter((file) => !file.startsWith('node_modules/'));
+    for (const file of ['LICENSE', 'CHANGELOG.md', 'API.md', 'README.md', '.jsii', 'engine.js', 'engine.d.ts', 'lib/charts/index.js', 'lib/charts/index.d.ts', 'lib/charts/engine.js', 'lib/charts/schema/kubernetes-schemas.json']) {
       assert.ok(names.includes(file), `${file} is in the package`);
+    }
+    const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+    assert.equal(packedAssembly.schema, 'jsii/0.10.0', 'the .jsii assembly, what Construct Hub reads');
+    assert.equal(packedAssembly.version, manifest.version);
+    assert.ok(packedAssembly.types?.['cdk8s-sidecar-injector.SidecarInjector'], 'the assembly holds the construct');
+    assert.ok(manifest.keywords.includes('cdk8s'), 'Construct Hub lists cdk8s libraries by the cdk8s keyword');
+    for (const dependency of Object.keys(manifest.dependencies)) {
+      assert.ok(packedFiles.includes(`node_modules/${dependency}/package.json`), `${dependency} is bundled (jsii takes only jsii libraries as dependencies)`);
     }
     assert.deepEqual(names.filter((file) => file.endsWith('.map')), [], 'no .map files');
     assert.deepEqual(names.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts')), [], 'no .ts sources');
-    assert.deepEqual(filesLinkingMaps, [], 'no file links to a source map the package does not ship');
+    assert.deepEqual(filesLinkingMaps.filter((file) => !file.startsWith('node_modules/')), [], 'no file links to a source map the package does not ship');
     assert.equal(packedLicense, fs.readFileSync(path.join(ROOT, 'LICENSE'), 'utf8'), 'the Apache-2.0 LICENSE');
   });
 
@@ -275,9 +287,9 @@ describe('the packed package in a fresh cdk8s project', { timeout: 300_000 }, ()
       test('without the optional cluster client: synth works, status prints what to install and exits 2, inject/explain and status on a file work, also as kubectl sidecar-injector', () => {
         const { cli } = result();
         const describe = (ran: Ran) => `exit ${ran.code}\n--- stdout\n${ran.stdout}\n--- stderr\n${ran.stderr}`;
-        assert.equal(cli.clusterClientInstalled, false, 'npm does not install an optional peer dependency');
-        const range = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).peerDependencies['@kubernetes/client-node'];
-        const installLine = `error: status and rollout read the cluster through @kubernetes/client-node, an optional peer dependency that is not installed: npm install @kubernetes/client-node@${range}\n`;
+        assert.equal(cli.clusterClientInstalled, false, 'npm does not install the cluster client');
+        const range = CLUSTER_CLIENT_RANGE;
+        const installLine = `error: status and rollout read the cluster through @kubernetes/client-node, an optional dependency that is not installed: npm install @kubernetes/client-node@${range}\n`;
         for (const [what, ran] of [['cdk8s-sidecar-injector status', cli.status], ['kubectl sidecar-injector status', cli.pluginStatus]] as const) {
           assert.equal(ran.code, 2, `${what}: ${describe(ran)}`);
           assert.equal(ran.stderr, installLine, `${what}: one line saying what to install`);

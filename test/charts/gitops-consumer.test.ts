@@ -20,7 +20,7 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 const CONSUMER_APP = `
 import * as fs from 'node:fs';
 import { App } from 'cdk8s';
-import { SidecarInjectorChart, WebhookCertificates, WebhookServer } from 'cdk8s-sidecar-injector';
+import { SidecarInjectorChart, Trigger, WebhookCertificates, WebhookServer } from 'cdk8s-sidecar-injector';
 
 const mode = process.env.CERTIFICATE_MODE ?? 'generated';
 const now = process.env.SYNTH_NOW ? new Date(process.env.SYNTH_NOW) : undefined;
@@ -36,7 +36,7 @@ const chart = new SidecarInjectorChart(app, 'injector', {
   namespace: 'platform',
   certificates,
   server: WebhookServer.fromBundle(),
-  injections: [{ name: 'envoy', trigger: { type: 'always' }, containers: [{ name: 'envoy', image: 'envoyproxy/envoy:v1.30.1' }] }],
+  injections: [{ name: 'envoy', trigger: Trigger.always(), containers: [{ name: 'envoy', image: 'envoyproxy/envoy:v1.30.1' }] }],
 });
 chart.injector.webhookConfiguration.metadata.addAnnotation('argocd.argoproj.io/sync-wave', '1');
 app.synth();

@@ -25,12 +25,13 @@ export class ClusterError extends Error {
 /** The cluster client is not installed: exit code 2, with the one line that says what to install. */
 export class MissingClusterClientError extends Error {
   constructor() {
-    super(`status and rollout read the cluster through ${CLUSTER_CLIENT_PACKAGE}, an optional peer dependency that is not installed: npm install ${CLUSTER_CLIENT_PACKAGE}@${CLUSTER_CLIENT_RANGE}`);
+    super(`status and rollout read the cluster through ${CLUSTER_CLIENT_PACKAGE}, an optional dependency that is not installed: npm install ${CLUSTER_CLIENT_PACKAGE}@${CLUSTER_CLIENT_RANGE}`);
     this.name = 'MissingClusterClientError';
   }
 }
 
-/** The cluster client's package and the range of it this package supports (package.json's peerDependencies, kept equal by a test). */
+/** The cluster client's package and the range of it this package supports. Not in package.json's peerDependencies:
+ * jsii takes every peer for a jsii library. devDependencies pins the lowest version of the range (a test keeps them equal). */
 export const CLUSTER_CLIENT_PACKAGE = '@kubernetes/client-node';
 export const CLUSTER_CLIENT_RANGE = '^1.4.0';
 
