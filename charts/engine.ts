@@ -23,55 +23,99 @@ export type {
   WebhookCertificate,
 } from './index';
 export { SidecarInjector, SidecarInjectorChart } from './json-props';
+export type { RevisionPolicies } from './admission-policy/revision-admission-policies';
 export type { JsonForm } from './json-form';
 import type { JsonForm } from './json-form';
 import type * as api from './index';
 import * as choices from './api/choices';
-/** The props in the JSON form (see ./json-props.ts). */
+/** SidecarInjectorProps in the JSON form: the jsii props, or the config's own words where they choose. */
 export type SidecarInjectorProps = JsonForm<api.SidecarInjectorProps>;
+/** SidecarInjectorChartProps in the JSON form: the jsii props, or the config's own words where they choose. */
 export type SidecarInjectorChartProps = JsonForm<api.SidecarInjectorChartProps>;
+/** InjectionProps in the JSON form: the jsii props, or the config's own words where they choose. */
 export type InjectionProps = JsonForm<api.InjectionProps>;
+/** ContainerMergeProps in the JSON form: the jsii props, or the config's own words where they choose. */
 export type ContainerMergeProps = JsonForm<api.ContainerMergeProps>;
+/** RevisionProps in the JSON form: the jsii props, or the config's own words where they choose. */
 export type RevisionProps = JsonForm<api.RevisionProps>;
+/** RevisionTagProps in the JSON form: the jsii props, or the config's own words where they choose. */
 export type RevisionTagProps = JsonForm<api.RevisionTagProps>;
+/** ReconcilerProps in the JSON form: the jsii props, or the config's own words where they choose. */
 export type ReconcilerProps = JsonForm<api.ReconcilerProps>;
+/** MonitoringProps in the JSON form: the jsii props, or the config's own words where they choose. */
 export type MonitoringProps = JsonForm<api.MonitoringProps>;
+/** LabelSelectorProps in the JSON form: the jsii props, or the config's own words where they choose. */
 export type LabelSelectorProps = JsonForm<api.LabelSelectorProps>;
+/** LabelSelectorRequirementProps in the JSON form: the jsii props, or the config's own words where they choose. */
 export type LabelSelectorRequirementProps = JsonForm<api.LabelSelectorRequirementProps>;
 /* eslint-disable @typescript-eslint/no-redeclare -- each choice is the enum (a value) and, as a type, the enum or its words */
+/** The FailurePolicy enum (./api/choices.ts). */
 export const FailurePolicy = choices.FailurePolicy;
+/** A FailurePolicy member, or its word as the config writes it. */
 export type FailurePolicy = JsonForm<choices.FailurePolicy>;
+/** The ImagePullPolicy enum (./api/choices.ts). */
 export const ImagePullPolicy = choices.ImagePullPolicy;
+/** A ImagePullPolicy member, or its word as the config writes it. */
 export type ImagePullPolicy = JsonForm<choices.ImagePullPolicy>;
+/** The LogLevel enum (./api/choices.ts). */
 export const LogLevel = choices.LogLevel;
+/** A LogLevel member, or its word as the config writes it. */
 export type LogLevel = JsonForm<choices.LogLevel>;
+/** The InjectorBackend enum (./api/choices.ts). */
 export const InjectorBackend = choices.InjectorBackend;
+/** A InjectorBackend member, or its word as the config writes it. */
 export type InjectorBackend = JsonForm<choices.InjectorBackend>;
+/** The AdmissionPolicyApiVersion enum (./api/choices.ts). */
 export const AdmissionPolicyApiVersion = choices.AdmissionPolicyApiVersion;
+/** A AdmissionPolicyApiVersion member, or its word as the config writes it. */
 export type AdmissionPolicyApiVersion = JsonForm<choices.AdmissionPolicyApiVersion>;
+/** The PodSecurityLevel enum (./api/choices.ts). */
 export const PodSecurityLevel = choices.PodSecurityLevel;
+/** A PodSecurityLevel member, or its word as the config writes it. */
 export type PodSecurityLevel = JsonForm<choices.PodSecurityLevel>;
+/** The TargetKind enum (./api/choices.ts). */
 export const TargetKind = choices.TargetKind;
+/** A TargetKind member, or its word as the config writes it. */
 export type TargetKind = JsonForm<choices.TargetKind>;
+/** The QosPolicy enum (./api/choices.ts). */
 export const QosPolicy = choices.QosPolicy;
+/** A QosPolicy member, or its word as the config writes it. */
 export type QosPolicy = JsonForm<choices.QosPolicy>;
+/** The PodResourcesPolicy enum (./api/choices.ts). */
 export const PodResourcesPolicy = choices.PodResourcesPolicy;
+/** A PodResourcesPolicy member, or its word as the config writes it. */
 export type PodResourcesPolicy = JsonForm<choices.PodResourcesPolicy>;
+/** The InjectionMode enum (./api/choices.ts). */
 export const InjectionMode = choices.InjectionMode;
+/** A InjectionMode member, or its word as the config writes it. */
 export type InjectionMode = JsonForm<choices.InjectionMode>;
+/** The NativeSidecarMode enum (./api/choices.ts). */
 export const NativeSidecarMode = choices.NativeSidecarMode;
+/** A NativeSidecarMode member, or its word as the config writes it. */
 export type NativeSidecarMode = JsonForm<choices.NativeSidecarMode>;
+/** The NativeSidecarPosition enum (./api/choices.ts). */
 export const NativeSidecarPosition = choices.NativeSidecarPosition;
+/** A NativeSidecarPosition member, or its word as the config writes it. */
 export type NativeSidecarPosition = JsonForm<choices.NativeSidecarPosition>;
+/** The MergeWhenMissing enum (./api/choices.ts). */
 export const MergeWhenMissing = choices.MergeWhenMissing;
+/** A MergeWhenMissing member, or its word as the config writes it. */
 export type MergeWhenMissing = JsonForm<choices.MergeWhenMissing>;
+/** The LabelSelectorOperator enum (./api/choices.ts). */
 export const LabelSelectorOperator = choices.LabelSelectorOperator;
+/** A LabelSelectorOperator member, or its word as the config writes it. */
 export type LabelSelectorOperator = JsonForm<choices.LabelSelectorOperator>;
+/** The MissingAction enum (./api/choices.ts). */
 export const MissingAction = choices.MissingAction;
+/** A MissingAction member, or its word as the config writes it. */
 export type MissingAction = JsonForm<choices.MissingAction>;
+/** The OutdatedAction enum (./api/choices.ts). */
 export const OutdatedAction = choices.OutdatedAction;
+/** A OutdatedAction member, or its word as the config writes it. */
 export type OutdatedAction = JsonForm<choices.OutdatedAction>;
+/** The ResourceOverrideField enum (./api/choices.ts). */
 export const ResourceOverrideField = choices.ResourceOverrideField;
+/** A ResourceOverrideField member, or its word as the config writes it. */
 export type ResourceOverrideField = JsonForm<choices.ResourceOverrideField>;
 /* eslint-enable @typescript-eslint/no-redeclare */
 export { DEFAULT_WEBHOOK_IMAGE, SidecarInjectorPropsError, ALWAYS_EXCLUDED_NAMESPACES, POD_SECURITY_WARNING } from './sidecar-injector';

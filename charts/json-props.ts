@@ -4,6 +4,7 @@
 // (./index.ts) does not reach this file, so none of it is in the assembly.
 
 import type { Construct } from 'constructs';
+import type { ResolvedInjectorConfig } from '../webhook/config';
 import type { InjectionProps, RevisionProps } from './injection-props';
 import type { JsonForm } from './json-form';
 import { SidecarInjector as JsiiSidecarInjector } from './sidecar-injector';
@@ -20,13 +21,19 @@ export type SidecarInjectorJsonProps = JsonForm<SidecarInjectorProps>;
 export type SidecarInjectorChartJsonProps = JsonForm<SidecarInjectorChartProps>;
 
 /** A SidecarInjector as TypeScript sees it through the engine: `addInjection` takes the JSON form too. */
-export interface SidecarInjector extends Omit<JsiiSidecarInjector, 'addInjection'> {
+export interface SidecarInjector extends Omit<JsiiSidecarInjector, 'addInjection' | 'config' | 'webhookConfig'> {
   /** Adds an injection, checked as the `injections` prop is. */
   addInjection(injection: JsonInjectionProps): void;
+  /** The config as the webhook loads it: validated, defaults filled in. */
+  readonly config: ResolvedInjectorConfig;
+  /** The config the webhook loads: every injection, or with `both-where-possible` those no policy applies. */
+  readonly webhookConfig: ResolvedInjectorConfig;
 }
 /** The SidecarInjector class, its constructor taking the JSON form. */
 export const SidecarInjector = JsiiSidecarInjector as unknown as {
+  /** A SidecarInjector with these props, in the JSON form or the jsii one. */
   new (scope: Construct, id: string, props?: SidecarInjectorJsonProps): SidecarInjector;
+  /** The class's prototype, for `instanceof`. */
   readonly prototype: SidecarInjector;
 };
 
@@ -37,6 +44,8 @@ export interface SidecarInjectorChart extends Omit<JsiiSidecarInjectorChart, 'in
 }
 /** The SidecarInjectorChart class, its constructor taking the JSON form. */
 export const SidecarInjectorChart = JsiiSidecarInjectorChart as unknown as {
+  /** A chart holding one SidecarInjector with these props, in the JSON form or the jsii one. */
   new (scope: Construct, id: string, props?: SidecarInjectorChartJsonProps): SidecarInjectorChart;
+  /** The class's prototype, for `instanceof`. */
   readonly prototype: SidecarInjectorChart;
 };

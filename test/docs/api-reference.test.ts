@@ -10,23 +10,26 @@ import * as path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '../..');
 
-test('every export has a description, and API.md is what typedoc generates from the sources', () => {
+test('every export has a description, and API.md (the jsii API) and docs/engine-api.md (the engine subpath) are what typedoc generates from the sources', () => {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'sidecar-injector-api-'));
   try {
     // typedoc's "exports" do not include bin/typedoc: find it beside its package.json (which they do export).
     const typedocBin = path.join(path.dirname(require.resolve('typedoc/package.json', { paths: [ROOT] })), 'bin', 'typedoc');
-    const typedoc = spawnSync(process.execPath, [typedocBin, '--out', out], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
-    });
-    const log = `${typedoc.stdout}${typedoc.stderr}`;
-    const undocumented = log.split('\n').filter((line) => line.includes('does not have any documentation'));
-    assert.deepEqual(undocumented, [], `exports without a description (${undocumented.length}); add a JSDoc sentence to each`);
-    assert.equal(typedoc.status, 0, `typedoc failed:\n${log}`);
-    const generated = fs.readFileSync(path.join(out, 'API.md'), 'utf8');
-    const committed = fs.existsSync(path.join(ROOT, 'API.md')) ? fs.readFileSync(path.join(ROOT, 'API.md'), 'utf8') : '';
-    assert.ok(generated === committed, 'API.md is out of date: run `npm run docs` and commit API.md');
+    for (const [options, committedFile] of [['typedoc.json', 'API.md'], ['typedoc.engine.json', 'docs/engine-api.md']] as const) {
+      const dir = path.join(out, options);
+      const typedoc = spawnSync(process.execPath, [typedocBin, '--options', options, '--out', dir], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      });
+      const log = `${typedoc.stdout}${typedoc.stderr}`;
+      const undocumented = log.split('\n').filter((line) => line.includes('does not have any documentation'));
+      assert.deepEqual(undocumented, [], `${options}: exports without a description (${undocumented.length}); add a JSDoc sentence to each`);
+      assert.equal(typedoc.status, 0, `${options}: typedoc failed:\n${log}`);
+      const generated = fs.readFileSync(path.join(dir, 'API.md'), 'utf8');
+      const committed = fs.existsSync(path.join(ROOT, committedFile)) ? fs.readFileSync(path.join(ROOT, committedFile), 'utf8') : '';
+      assert.ok(generated === committed, `${committedFile} is out of date: run \`npm run docs\` and commit it`);
+    }
   } finally {
     fs.rmSync(out, { recursive: true, force: true });
   }

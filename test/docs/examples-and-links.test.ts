@@ -3,11 +3,15 @@
 // #anchor in them resolves. The same checks run first on broken copies, so they are known to fail.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import {
   MarkdownDocument,
   danglingLinks,
   exampleDiagnostics,
   headingAnchors,
+  pythonBlocks,
   repositoryDocuments,
   repositoryFiles,
   typescriptBlocks,
@@ -26,6 +30,25 @@ describe('the examples in the docs', () => {
     assert.deepEqual(diagnostics, [], `examples that do not compile:\n${diagnostics.join('\n')}`);
   });
 
+  test('every python block parses, and imports from cdk8s_sidecar_injector only what the jsii entry exports', (t) => {
+    const blocks = documents.flatMap(pythonBlocks);
+    assert.ok(blocks.length >= 2, `found only ${blocks.length} python blocks (the README's and docs/own-injections.md's)`);
+    const entry = fs.readFileSync(path.join(__dirname, '../../charts/index.ts'), 'utf8');
+    const exported = new Set([...entry.matchAll(/export (?:type )?\{([^}]*)\}/g)].flatMap((m) => m[1].split(',').map((name) => name.trim()).filter(Boolean)));
+    for (const [, name] of fs.readFileSync(path.join(__dirname, '../../charts/api/choices.ts'), 'utf8').matchAll(/export enum (\w+)/g)) exported.add(name);
+    for (const block of blocks) {
+      for (const [, names] of block.code.matchAll(/from cdk8s_sidecar_injector import ([^\n]+)/g)) {
+        for (const name of names.split(',').map((n) => n.trim())) assert.ok(exported.has(name), `${block.file}:${block.line}: ${name} is not exported by charts/index.ts`);
+      }
+    }
+    const probe = spawnSync('python3', ['--version'], { encoding: 'utf8' });
+    if (probe.error) return t.skip('python3 not found: the python blocks are not parsed');
+    for (const block of blocks) {
+      const parsed = spawnSync('python3', ['-c', 'import ast, sys; ast.parse(sys.stdin.read())'], { input: block.code, encoding: 'utf8' });
+      assert.equal(parsed.status, 0, `${block.file}:${block.line} does not parse:\n${parsed.stderr}`);
+    }
+  });
+
   test('a broken example fails, named by its file and line, and a fragment is left alone', () => {
     const broken: MarkdownDocument = {
       file: 'docs/broken.md',
@@ -33,9 +56,9 @@ describe('the examples in the docs', () => {
         '# Broken',
         '',
         '```ts',
-        "import { SidecarInjector } from 'cdk8s-sidecar-injector';",
+        "import { SidecarInjector, Trigger } from 'cdk8s-sidecar-injector';",
         'const injector: SidecarInjector = undefined;',
-        "injector.addInjection({ name: 'x', trigger: { type: 'sometimes' } });",
+        "injector.addInjection({ name: 'x', trigger: Trigger.sometimes() });",
         '```',
         '',
         '```ts fragment',
@@ -49,7 +72,7 @@ describe('the examples in the docs', () => {
     };
     const diagnostics = exampleDiagnostics(typescriptBlocks(broken));
     assert.ok(diagnostics.some((d) => d.startsWith('docs/broken.md:5:7: error TS2322')), `undefined is not an injector, at line 5:\n${diagnostics.join('\n')}`);
-    assert.ok(diagnostics.some((d) => d.startsWith('docs/broken.md:6:') && d.includes('"sometimes"')), `the unknown trigger type, at line 6:\n${diagnostics.join('\n')}`);
+    assert.ok(diagnostics.some((d) => d.startsWith('docs/broken.md:6:') && d.includes("'sometimes'")), `the unknown trigger type, at line 6:\n${diagnostics.join('\n')}`);
     assert.ok(diagnostics.some((d) => d.startsWith('docs/broken.md:14:') && d.includes('NoSuchExport')), `the missing export, at line 14:\n${diagnostics.join('\n')}`);
     assert.ok(!diagnostics.some((d) => d.startsWith('docs/broken.md:10:')), `the fragment is not compiled:\n${diagnostics.join('\n')}`);
   });

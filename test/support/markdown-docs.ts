@@ -46,9 +46,9 @@ function parse(document: MarkdownDocument): Token[] {
   return markdown.parse(document.text, {});
 }
 
-/** README.md, CONTRIBUTING.md, examples/README.md and every Markdown file under docs/, as the repository has them. */
+/** README.md, CONTRIBUTING.md, CHANGELOG.md, examples/README.md and every Markdown file under docs/, as the repository has them. */
 export function repositoryDocuments(root = REPO_ROOT): MarkdownDocument[] {
-  const files = ['README.md', 'CONTRIBUTING.md', 'examples/README.md'].filter((file) => fs.existsSync(path.join(root, file)));
+  const files = ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', 'examples/README.md'].filter((file) => fs.existsSync(path.join(root, file)));
   const docsDir = path.join(root, 'docs');
   if (fs.existsSync(docsDir)) {
     for (const entry of fs.readdirSync(docsDir, { recursive: true, encoding: 'utf8' }).sort()) {
@@ -56,6 +56,13 @@ export function repositoryDocuments(root = REPO_ROOT): MarkdownDocument[] {
     }
   }
   return files.map((file) => ({ file, text: fs.readFileSync(path.join(root, file), 'utf8') }));
+}
+
+/** Every fenced block whose language is python (run by the bindings tests where the wheel is built). */
+export function pythonBlocks(document: MarkdownDocument): CodeBlock[] {
+  return parse(document)
+    .filter((token) => token.type === 'fence' && token.map && token.info.trim().split(/\s+/)[0] === 'python')
+    .map((token) => ({ file: document.file, line: token.map![0] + 2, code: token.content, fragment: false }));
 }
 
 /** Every fenced block whose language is ts or typescript. */
