@@ -145,8 +145,8 @@ function toolchainOf(target: BindingTarget): { missing?: string; version: string
   }
 }
 
-/** Every file under root (less the excludes, relative paths or their prefixes), hashed with its path. */
-function hashTree(root: string, excludes: readonly string[]): string {
+/** Every file under root (less the excludes: relative paths), hashed with its path. */
+export function hashTree(root: string, excludes: readonly string[]): string {
   const hash = crypto.createHash('sha256');
   const walk = (relative: string) => {
     for (const entry of fs.readdirSync(path.join(root, relative), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
