@@ -369,6 +369,11 @@ function goModuleOf(moduleDir: string): string {
 export function buildBindings(key: string, targets: readonly BindingTarget[]): BindingsManifest {
   const spec = BINDINGS_PACKAGES[key];
   const started = Date.now();
+  // A build that fails half way must not leave the tests an older build's manifest to run against.
+  fs.rmSync(manifestPath(key), { force: true });
+  if (!JSON.parse(fs.readFileSync(path.join(spec.root, 'package.json'), 'utf8')).jsii) {
+    throw new Error(`${path.join(spec.root, 'package.json')} has no "jsii" block yet: --package ${key} builds once the package is a jsii library`);
+  }
   if (spec.prepare) runStep(`prepare-${key}`, spec.prepare[0], spec.prepare.slice(1), spec.root);
   fs.mkdirSync(bindingsDirs.work, { recursive: true });
   const versions = ensureJsiiDependencies();
