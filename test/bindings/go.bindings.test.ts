@@ -57,7 +57,7 @@ for (const apps of bindingAppsToTest()) {
         fs.writeFileSync(path.join(dir, 'go.mod'), goModOf(manifest));
         fs.copyFileSync(main, path.join(dir, 'main.go'));
         mustRun(go!, ['mod', 'tidy'], dir, GO_ENV);
-        mustRun(go!, ['build', '-o', 'app', '.'], dir, GO_ENV);
+        mustRun(go!, ['build', '-trimpath', '-o', 'app', '.'], dir, GO_ENV);
       });
       binary = path.join(project, 'app');
       reference = runTypeScriptApp(manifest);
