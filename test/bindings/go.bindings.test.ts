@@ -52,7 +52,7 @@ for (const apps of bindingAppsToTest()) {
 
     before(() => {
       const main = path.join(appsDir(apps.key), 'main.go');
-      const inputs = { modules: Object.values(manifest.go!.replace).map((dir) => hashTree(dir, [])), main: fileHash(main), goMod: goModOf(manifest) };
+      const inputs = { modules: Object.values(manifest.go!.replace).map((dir) => hashTree(dir, [])), main: fileHash(main), goMod: goModOf(manifest), build: '-trimpath' };
       const project = consumerDir(`go-${apps.key}`, inputs, (dir) => {
         fs.writeFileSync(path.join(dir, 'go.mod'), goModOf(manifest));
         fs.copyFileSync(main, path.join(dir, 'main.go'));
