@@ -5,7 +5,7 @@
 // loads cdk8s, constructs and node-forge, never express.
 // What ./index.ts exports, with the props and choices in the JSON form too: each props type here is
 // ./json-props.ts' JsonForm of the jsii one, and each enum both the enum and its words.
-export { Trigger, Override, InjectorErrors, WebhookCertificates, WebhookServer } from './index';
+export { Trigger, WorkloadOverride, InjectorErrors, WebhookCertificates, WebhookServer } from './index';
 export type {
   AnnotationTriggerOptions,
   BundleServerOptions,

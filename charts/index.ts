@@ -11,7 +11,7 @@ export type { NamespaceReader } from './namespace-reader';
 export * from './api/choices';
 export { Trigger } from './api/trigger';
 export type { AnnotationTriggerOptions, LabelSelectorRequirementProps, LabelSelectorTriggerOptions } from './api/trigger';
-export { Override } from './api/override';
+export { WorkloadOverride } from './api/override';
 export type { EnvOverrideOptions, ResourceOverrideOptions } from './api/override';
 export { InjectorErrors } from './api/injector-errors';
 export type { WebhookCertificate } from './certificates/webhook-certificate';

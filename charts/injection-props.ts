@@ -10,7 +10,7 @@ import {
   QosPolicy,
   TargetKind,
 } from './api/choices';
-import { Override } from './api/override';
+import { WorkloadOverride } from './api/override';
 import { Trigger } from './api/trigger';
 import type { JsonForm } from './json-form';
 import { InjectedObjectKind, kubernetesSchemaVersion, kubernetesSchemaViolations, toKubernetesJson } from './schema/injected-object-schemas';
@@ -72,8 +72,8 @@ export interface InjectionProps {
    * violation fails synth. @default the injector's `podSecurity` */
   readonly podSecurity?: PodSecurityLevel;
   /** Fields of this injection's containers that app teams may set per workload by annotation:
-   * `Override.resource(...)` or `Override.env(...)`. @default none */
-  readonly overrides?: Override[];
+   * `WorkloadOverride.resource(...)` or `WorkloadOverride.env(...)`. @default none */
+  readonly overrides?: WorkloadOverride[];
   /** Containers appended to `spec.containers`. @default none */
   readonly containers?: (k8s.Container | { [key: string]: any })[];
   /** Containers appended to `spec.initContainers`; `restartPolicy: 'Always'` makes a native sidecar. @default none */
@@ -129,7 +129,7 @@ function triggerConfig(trigger: unknown): unknown {
 }
 
 function overrideConfig(override: unknown): unknown {
-  return override instanceof Override ? override._toConfig() : override;
+  return override instanceof WorkloadOverride ? override._toConfig() : override;
 }
 
 function mergeConfig(merge: unknown): unknown {

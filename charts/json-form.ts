@@ -4,13 +4,13 @@
 
 import type { Duration } from 'cdk8s';
 import type { ContainerOverride, InjectionTrigger, LabelSelectorRequirement } from '../webhook/config';
-import type { Override } from './api/override';
+import type { WorkloadOverride } from './api/override';
 import type { LabelSelectorRequirementProps, Trigger } from './api/trigger';
 
 /** `T` with every enum also taking its words, every choice class its config JSON, every Duration a Prometheus duration. */
 export type JsonForm<T> = T extends Trigger
   ? T | InjectionTrigger
-  : T extends Override
+  : T extends WorkloadOverride
     ? T | ContainerOverride
     : T extends Duration
       ? T | string

@@ -4,7 +4,7 @@
 import type { ContainerOverride } from '../../webhook/config';
 import { ResourceOverrideField } from './choices';
 
-/** Options of `Override.resource`. */
+/** Options of `WorkloadOverride.resource`. */
 export interface ResourceOverrideOptions {
   /** The annotation the value is read from, a qualified name such as `envoy.example.com/cpu-request`:
    * on the pod (for a workload, its pod template or its own metadata, the template's winning). */
@@ -22,7 +22,7 @@ export interface ResourceOverrideOptions {
   readonly fromNamespace?: boolean;
 }
 
-/** Options of `Override.env`. */
+/** Options of `WorkloadOverride.env`. */
 export interface EnvOverrideOptions {
   /** The annotation the value is read from, as for a resource override. */
   readonly annotation: string;
@@ -37,17 +37,17 @@ export interface EnvOverrideOptions {
 }
 
 /** A field of an injected container that app teams may set per workload by annotation. */
-export class Override {
+export class WorkloadOverride {
   /** One resource quantity of the container, within bounds. */
-  public static resource(options: ResourceOverrideOptions): Override {
+  public static resource(options: ResourceOverrideOptions): WorkloadOverride {
     const { annotation, container, resource, max, min, fromNamespace } = options ?? ({} as ResourceOverrideOptions);
-    return new Override(withoutUndefined({ annotation, container, resource, max, min, fromNamespace }) as unknown as ContainerOverride);
+    return new WorkloadOverride(withoutUndefined({ annotation, container, resource, max, min, fromNamespace }) as unknown as ContainerOverride);
   }
 
   /** The value of one environment variable of the container, from a fixed set. */
-  public static env(options: EnvOverrideOptions): Override {
+  public static env(options: EnvOverrideOptions): WorkloadOverride {
     const { annotation, container, env, allowedValues, fromNamespace } = options ?? ({} as EnvOverrideOptions);
-    return new Override(withoutUndefined({ annotation, container, env, allowedValues, fromNamespace }) as unknown as ContainerOverride);
+    return new WorkloadOverride(withoutUndefined({ annotation, container, env, allowedValues, fromNamespace }) as unknown as ContainerOverride);
   }
 
   private constructor(private readonly config: ContainerOverride) {}

@@ -291,6 +291,12 @@ function compileWithJsii(spec: BindingsPackage, sourceHash: string, versions: Re
     fs.mkdirSync(path.join(dir, 'node_modules'), { recursive: true });
     fs.symlinkSync(types, path.join(dir, 'node_modules', '@types'));
   }
+  // The optional cluster client: the CLI's sources compile against its types, the package never ships it.
+  const clusterClient = path.join(spec.root, 'node_modules', '@kubernetes');
+  if (fs.existsSync(clusterClient) && !fs.existsSync(path.join(dir, 'node_modules', '@kubernetes'))) {
+    fs.mkdirSync(path.join(dir, 'node_modules'), { recursive: true });
+    fs.symlinkSync(clusterClient, path.join(dir, 'node_modules', '@kubernetes'));
+  }
   runStep(`jsii-${spec.key}`, path.join(BIN, 'jsii'), ['--silence-warnings', 'reserved-word'], dir);
   writeStamp(stamp);
   return { dir, manifest: view };

@@ -47,7 +47,7 @@ test('every enum holds exactly the words the config accepts', () => {
 });
 
 test('the factories write the config JSON, keys in its order, whichever order the options came in', () => {
-  const injection = (trigger: api.Trigger, overrides?: api.Override[]) =>
+  const injection = (trigger: api.Trigger, overrides?: api.WorkloadOverride[]) =>
     resolveInjectionProps({ overrides, containers: [{ name: 'envoy', image: 'envoy:1' }], trigger, name: 'x' } as api.InjectionProps);
   assert.deepEqual(JSON.stringify(injection(api.Trigger.always()).trigger), '{"type":"always"}');
   assert.deepEqual(JSON.stringify(injection(api.Trigger.requested()).trigger), '{"type":"requested"}');
@@ -56,8 +56,8 @@ test('the factories write the config JSON, keys in its order, whichever order th
   assert.equal(JSON.stringify(injection(selector).trigger), '{"type":"labelSelector","matchLabels":{"app":"web"},"matchExpressions":[{"key":"tier","operator":"In","values":["a"]}]}');
   assert.equal(selector.kind, 'labelSelector');
   const overrides = injection(api.Trigger.always(), [
-    api.Override.resource({ max: '1', resource: api.ResourceOverrideField.REQUESTS_CPU, container: 'envoy', annotation: 'example.com/cpu' }),
-    api.Override.env({ fromNamespace: true, allowedValues: ['info'], env: 'LEVEL', container: 'envoy', annotation: 'example.com/level' }),
+    api.WorkloadOverride.resource({ max: '1', resource: api.ResourceOverrideField.REQUESTS_CPU, container: 'envoy', annotation: 'example.com/cpu' }),
+    api.WorkloadOverride.env({ fromNamespace: true, allowedValues: ['info'], env: 'LEVEL', container: 'envoy', annotation: 'example.com/level' }),
   ]);
   assert.equal(
     JSON.stringify(overrides.overrides),
