@@ -136,7 +136,26 @@ function mergeConfig(merge: unknown): unknown {
   if (!isPlainObject(merge)) return merge;
   const { fields, ...rest } = merge;
   const ordered = 'containerNames' in rest ? { containerNames: rest.containerNames, ...rest } : rest;
-  return { ...(toKubernetesJson(ordered) as object), ...(fields === undefined ? {} : { fields: toKubernetesJson(fields, 'container') }) };
+  return { ...(toKubernetesJson(ordered) as object), ...(fields === undefined ? {} : { fields: toKubernetesJson(unwrapJsiiStructs(fields), 'container') }) };
+}
+
+/**
+ * `value` with every jsii struct wrapper replaced by the struct's fields. A struct (a `k8s.EnvVar` built in
+ * Python, Java or Go) that reaches a prop typed `k8s.EnvVar | { [key: string]: any }` arrives from the jsii
+ * kernel as `{ "$jsii.struct": { fqn, data } }`: the kernel leaves values in an `any` position as the wire
+ * has them. Only plain objects and arrays are rebuilt; class instances (`k8s.Quantity`) are kept as they are.
+ */
+export function unwrapJsiiStructs(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(unwrapJsiiStructs);
+  if (value === null || typeof value !== 'object') return value;
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return value;
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  if (keys.length === 1 && keys[0] === '$jsii.struct' && isPlainObject(record['$jsii.struct']) && isPlainObject((record['$jsii.struct'] as Record<string, unknown>).data)) {
+    return unwrapJsiiStructs((record['$jsii.struct'] as Record<string, unknown>).data);
+  }
+  return Object.fromEntries(keys.map((key) => [key, unwrapJsiiStructs(record[key])]));
 }
 
 /**
@@ -161,7 +180,7 @@ export function resolveInjectionProps(injection: InjectionInput): Injection {
   for (const [list, kind] of OBJECT_LISTS) {
     const items = source[list];
     if (items === undefined) continue;
-    out[list] = Array.isArray(items) ? items.map((item) => toKubernetesJson(item, kind)) : toKubernetesJson(items);
+    out[list] = Array.isArray(items) ? items.map((item) => toKubernetesJson(unwrapJsiiStructs(item), kind)) : toKubernetesJson(items);
   }
   if (source.merges !== undefined) out.merges = Array.isArray(source.merges) ? source.merges.map(mergeConfig) : toKubernetesJson(source.merges);
   return out as unknown as Injection;

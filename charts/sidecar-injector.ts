@@ -186,7 +186,10 @@ export class SidecarInjector extends Construct {
     const issues: ConfigIssue[] = [...settingsIssues(props, this), ...backendSettingsIssues(props), ...reconcilerPropsIssues(props.reconciler), ...monitoringPropsIssues(props.monitoring, this.timeoutSeconds)];
     const injections = (props.injections ?? []).map(resolveInjectionProps);
     this.revisions = resolveRevisionProps(props.revisions);
-    this.tags = props.tags;
+    // Keys in the config's order, whichever order a language hands a struct's fields over in.
+    this.tags = Array.isArray(props.tags)
+      ? props.tags.map((tag) => (tag !== null && typeof tag === 'object' ? Object.assign({ name: tag.name, revision: tag.revision, ...(tag.default === undefined ? {} : { default: tag.default }) }, tag) : tag))
+      : props.tags;
     issues.push(...this.injectionIssues(injections, 0));
     if (this.revisions && this.checkKubernetesSchema) issues.push(...revisionSchemaIssues(this.revisions, new Set(issues.map((issue) => issue.path))));
     if (issues.length === 0 && this.revisions) issues.push(...revisionedPolicyIssues(this.backend, resolveInjectorConfig(this.configInput(injections))));

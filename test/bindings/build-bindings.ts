@@ -2,7 +2,7 @@
 // this machine has no dotnet SDK and NuGet is unreachable) the way its release would, into
 // ~/.cache/cdk8s-sidecar-injector/bindings/out/<pkg>, for test/bindings/*.bindings.test.ts to install.
 //
-//   npm run bindings:build [-- --package hello|sidecar-injector] [--targets python,java,go,dotnet]
+//   npm run bindings:build [-- --package hello,sidecar-injector (both by default)] [--targets python,java,go,dotnet]
 //
 // Where each dependency's binding comes from (checked against each registry with its own client):
 // - PyPI serves cdk8s 2.68.12, cdk8s-plus-27 2.9.5 and constructs 10.3.0: the Python tests install them
@@ -78,14 +78,15 @@ interface BuildOptions {
 }
 
 export function parseArguments(argv: readonly string[]): BuildOptions {
-  let packages = ['hello'];
+  // Both by default: the toy library proves the harness apart from the package, the package is what users install.
+  let packages = ['hello', 'sidecar-injector'];
   let targets: BindingTarget[] = ['python', 'java', 'go', 'dotnet'];
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const value = () => inline ?? argv[++i] ?? '';
     if (flag === '--package' || flag === '--packages') packages = value().split(',').filter(Boolean);
     else if (flag === '--targets' || flag === '--target') targets = value().split(',').filter(Boolean) as BindingTarget[];
-    else throw new Error(`unknown argument ${argv[i]}; usage: npm run bindings:build -- [--package hello|sidecar-injector] [--targets python,java,go,dotnet]`);
+    else throw new Error(`unknown argument ${argv[i]}; usage: npm run bindings:build -- [--package hello,sidecar-injector] [--targets python,java,go,dotnet]`);
   }
   for (const key of packages) {
     if (!BINDINGS_PACKAGES[key]) throw new Error(`unknown package ${key}; known: ${Object.keys(BINDINGS_PACKAGES).join(', ')}`);

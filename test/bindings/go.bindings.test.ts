@@ -17,6 +17,7 @@ import {
   findTool,
   mustRun,
   runApp,
+  shownError,
   runTypeScriptApp,
 } from './support/binding-apps';
 import { BindingsManifest } from './support/bindings-layout';
@@ -74,9 +75,10 @@ for (const apps of bindingAppsToTest()) {
     it('tells the user which prop is wrong and why, in a panic', (t) => {
       const run = runApp(binary, [...apps.badPropsArgs], appsDir(apps.key));
       const panic = run.stderr.split('\n').find((line) => line.startsWith('panic:')) ?? '';
-      t.diagnostic(`go shows: ${panic}`);
+      const shown = shownError(run.stderr, 'panic: ', apps.badPropsMessage);
+      t.diagnostic(`go shows: ${panic}${shown?.includes('\n') ? shown.slice(shown.indexOf('\n')) : ''}`);
       assert.notEqual(run.status, 0, 'main.go with bad props exited 0');
-      assert.ok(panic.includes(apps.badPropsMessage), `the panic's line has ${JSON.stringify(apps.badPropsMessage)}; whole stderr:\n${run.stderr}`);
+      assert.equal(shown, apps.badPropsMessage, `the panic's message; whole stderr:\n${run.stderr}`);
     });
   });
 }

@@ -15,6 +15,7 @@ import {
   findTool,
   mustRun,
   runApp,
+  shownError,
   runTypeScriptApp,
 } from './support/binding-apps';
 import { BindingsManifest } from './support/bindings-layout';
@@ -53,10 +54,11 @@ for (const apps of bindingAppsToTest()) {
 
     it('tells the user which prop is wrong and why, in a RuntimeError', (t) => {
       const run = runApp(venvPython, [path.join(appsDir(apps.key), 'app.py'), ...apps.badPropsArgs], appsDir(apps.key));
-      const last = run.stderr.trim().split('\n').pop() ?? '';
-      t.diagnostic(`python shows: ${last}`);
+      const shown = shownError(run.stderr, 'RuntimeError: ', apps.badPropsMessage);
+      t.diagnostic(`python shows: RuntimeError: ${shown}`);
       assert.notEqual(run.status, 0, 'app.py with bad props exited 0');
-      assert.equal(last, `RuntimeError: ${apps.badPropsMessage}`, `the traceback's last line; whole stderr:\n${run.stderr}`);
+      assert.equal(shown, apps.badPropsMessage, `the traceback's RuntimeError; whole stderr:\n${run.stderr}`);
+      assert.ok(run.stderr.trimEnd().endsWith(apps.badPropsMessage), 'the last thing the traceback prints');
     });
   });
 }

@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Testing, Duration } from 'cdk8s';
+import { k8s } from 'cdk8s-plus-27';
 import * as api from '../../charts/index';
 import { ADMISSION_POLICY_API_VERSIONS, INJECTOR_BACKENDS } from '../../charts/admission-policy';
 import { durationText, resolveInjectionProps } from '../../charts/engine';
@@ -90,4 +91,17 @@ test('InjectorErrors tells the props error apart', () => {
   assert.equal(api.InjectorErrors.isCertificateStoreError(thrown), false);
   assert.equal(api.InjectorErrors.isPropsError(new Error('other')), false);
   assert.match(String((thrown as Error).message), /injections\[0\]\.name: /);
+});
+
+test('a struct another language put where a map may go arrives wrapped, and is unwrapped before the schema check', () => {
+  const wrapped = { '$jsii.struct': { fqn: 'cdk8s-plus-27.k8s.EnvVar', data: { name: 'OTEL_SERVICE_NAME', value: '{{name}}' } } };
+  const quantity = k8s.Quantity.fromString('50m');
+  const resolved = resolveInjectionProps({
+    name: 'otel',
+    trigger: api.Trigger.always(),
+    env: [wrapped],
+    containers: [{ name: 'agent', image: 'agent:1', resources: { requests: { cpu: quantity } }, env: [wrapped] }],
+  });
+  assert.deepEqual(resolved.env, [{ name: 'OTEL_SERVICE_NAME', value: '{{name}}' }]);
+  assert.deepEqual(resolved.containers, [{ name: 'agent', image: 'agent:1', resources: { requests: { cpu: '50m' } }, env: [{ name: 'OTEL_SERVICE_NAME', value: '{{name}}' }] }]);
 });

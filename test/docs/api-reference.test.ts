@@ -10,12 +10,12 @@ import * as path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '../..');
 
-test('every export has a description, and API.md (the jsii API) and docs/engine-api.md (the engine subpath) are what typedoc generates from the sources', () => {
+test('every export has a description, and API.md (the jsii API) and docs/api/engine.md (the engine subpath) are what typedoc generates from the sources', () => {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'sidecar-injector-api-'));
   try {
     // typedoc's "exports" do not include bin/typedoc: find it beside its package.json (which they do export).
     const typedocBin = path.join(path.dirname(require.resolve('typedoc/package.json', { paths: [ROOT] })), 'bin', 'typedoc');
-    for (const [options, committedFile] of [['typedoc.json', 'API.md'], ['typedoc.engine.json', 'docs/engine-api.md']] as const) {
+    for (const [options, committedFile] of [['typedoc.json', 'API.md'], ['typedoc.engine.json', 'docs/api/engine.md']] as const) {
       const dir = path.join(out, options);
       const typedoc = spawnSync(process.execPath, [typedocBin, '--options', options, '--out', dir], {
         cwd: ROOT,

@@ -11,6 +11,7 @@ import {
   danglingLinks,
   exampleDiagnostics,
   headingAnchors,
+  languageBlocks,
   pythonBlocks,
   repositoryDocuments,
   repositoryFiles,
@@ -47,6 +48,19 @@ describe('the examples in the docs', () => {
       const parsed = spawnSync('python3', ['-c', 'import ast, sys; ast.parse(sys.stdin.read())'], { input: block.code, encoding: 'utf8' });
       assert.equal(parsed.status, 0, `${block.file}:${block.line} does not parse:\n${parsed.stderr}`);
     }
+  });
+
+  test('every java and go block is an excerpt of the app the bindings tests run in that language', () => {
+    const apps = { java: 'Main.java', go: 'main.go' } as const;
+    let count = 0;
+    for (const [language, file] of Object.entries(apps)) {
+      const app = fs.readFileSync(path.join(__dirname, '../bindings/apps/sidecar-injector', file), 'utf8');
+      for (const block of documents.flatMap((document) => languageBlocks(document, language))) {
+        count++;
+        assert.ok(app.includes(block.code), `${block.file}:${block.line}: the ${language} block is not in test/bindings/apps/sidecar-injector/${file}, which the bindings tests run`);
+      }
+    }
+    assert.ok(count >= 2, `found ${count} java and go blocks (docs/java-go.md has one of each)`);
   });
 
   test('a broken example fails, named by its file and line, and a fragment is left alone', () => {

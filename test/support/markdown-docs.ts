@@ -52,17 +52,23 @@ export function repositoryDocuments(root = REPO_ROOT): MarkdownDocument[] {
   const docsDir = path.join(root, 'docs');
   if (fs.existsSync(docsDir)) {
     for (const entry of fs.readdirSync(docsDir, { recursive: true, encoding: 'utf8' }).sort()) {
-      if (entry.endsWith('.md')) files.push(path.posix.join('docs', entry.split(path.sep).join('/')));
+      // docs/api/ is typedoc's output (npm run docs), checked against the sources by api-reference.test.ts.
+      if (entry.endsWith('.md') && !entry.split(path.sep).join('/').startsWith('api/')) files.push(path.posix.join('docs', entry.split(path.sep).join('/')));
     }
   }
   return files.map((file) => ({ file, text: fs.readFileSync(path.join(root, file), 'utf8') }));
 }
 
-/** Every fenced block whose language is python (run by the bindings tests where the wheel is built). */
-export function pythonBlocks(document: MarkdownDocument): CodeBlock[] {
+/** Every fenced block whose language is `language` (python, java, go). */
+export function languageBlocks(document: MarkdownDocument, language: string): CodeBlock[] {
   return parse(document)
-    .filter((token) => token.type === 'fence' && token.map && token.info.trim().split(/\s+/)[0] === 'python')
+    .filter((token) => token.type === 'fence' && token.map && token.info.trim().split(/\s+/)[0] === language)
     .map((token) => ({ file: document.file, line: token.map![0] + 2, code: token.content, fragment: false }));
+}
+
+/** Every fenced python block. */
+export function pythonBlocks(document: MarkdownDocument): CodeBlock[] {
+  return languageBlocks(document, 'python');
 }
 
 /** Every fenced block whose language is ts or typescript. */

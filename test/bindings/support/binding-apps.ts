@@ -19,7 +19,32 @@ export interface BindingApps {
 
 export const BINDING_APPS: readonly BindingApps[] = [
   { key: 'hello', badPropsArgs: ['bad'], badPropsMessage: 'hello.name: "a b" must not contain spaces' },
+  {
+    key: 'sidecar-injector',
+    badPropsArgs: ['bad'],
+    badPropsMessage: [
+      'invalid props of SidecarInjector "bad/SidecarInjector":',
+      '  injections[0].name: "my envoy" must consist of lower case alphanumeric characters or "-", and start and end with an alphanumeric character',
+      '  injections[1].containers[0].name: container name "envoy" is already injected by injections[0].containers[0]',
+    ].join('\n'),
+  },
 ];
+
+/** The certificate store every app of a package synthesizes with (INJECTOR_CERT_STORE), so all write the same certificates. */
+export const CERT_STORE = path.join(bindingsDirs.work, 'cert-store');
+
+/**
+ * The lines of `stderr` that show `message` (one or more lines) after `prefix` (`RuntimeError: `), as the
+ * language prints an uncaught error; Go's panic indents the lines after the first with a tab. Undefined when
+ * no line starts the message.
+ */
+export function shownError(stderr: string, prefix: string, message: string): string | undefined {
+  const lines = stderr.split('\n');
+  const [first, ...rest] = message.split('\n');
+  const at = lines.findIndex((line) => line.endsWith(`${prefix}${first}`));
+  if (at < 0) return undefined;
+  return [lines[at].slice(lines[at].length - first.length), ...lines.slice(at + 1, at + 1 + rest.length).map((line) => line.replace(/^\t/, ''))].join('\n');
+}
 
 export function appsDir(key: string): string {
   return path.join(REPO_ROOT, 'test/bindings/apps', key);
@@ -71,7 +96,7 @@ export function runApp(command: string, args: readonly string[], cwd: string, en
   try {
     const result = spawnSync(command, args, {
       cwd,
-      env: { ...process.env, ...env, CDK8S_OUTDIR: outdir },
+      env: { ...process.env, INJECTOR_CERT_STORE: CERT_STORE, ...env, CDK8S_OUTDIR: outdir },
       encoding: 'utf8',
       maxBuffer: 64 * 1024 * 1024,
       timeout: 10 * 60_000,
