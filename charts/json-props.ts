@@ -1,7 +1,6 @@
-// The constructs as TypeScript callers of `cdk8s-sidecar-injector/engine` see them: their props in the JSON
-// form (./json-form.ts) as well as the jsii one.
-// The constructs are the same classes; only their TypeScript types are widened here. The jsii entry
-// (./index.ts) does not reach this file, so none of it is in the assembly.
+// The constructs as TypeScript callers of `cdk8s-sidecar-injector/engine` see them: the same classes, their
+// props typed to take the JSON form (./json-form.ts) as well as the jsii one. The jsii entry (./index.ts) does
+// not reach this file, so none of it is in the assembly.
 
 import type { Construct } from 'constructs';
 import type { ResolvedInjectorConfig } from '../webhook/config';
