@@ -33,7 +33,7 @@ export interface AnnotationTriggerOptions {
 }
 
 /** The requirement as the config writes it, keys in Kubernetes' order. */
-export function requirementConfig(requirement: LabelSelectorRequirementProps | LabelSelectorRequirement): LabelSelectorRequirement {
+function requirementConfig(requirement: LabelSelectorRequirementProps | LabelSelectorRequirement): LabelSelectorRequirement {
   if (requirement === null || typeof requirement !== 'object') return requirement;
   const { key, operator, values, ...rest } = requirement as LabelSelectorRequirement;
   return { key, operator, ...(values === undefined ? {} : { values }), ...rest } as LabelSelectorRequirement;

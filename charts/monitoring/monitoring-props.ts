@@ -125,7 +125,7 @@ export function deploymentPodSelector(namespace: string, deployment: string): st
 /** The props with every default filled in, for the injector `name` in `namespace`. */
 export function monitoringSettings(props: MonitoringProps, injector: { readonly namespace: string; readonly name: string; readonly timeoutSeconds: number }): MonitoringSettings {
   return {
-    evaluationInterval: props.evaluationInterval === undefined ? undefined : durationText(props.evaluationInterval),
+    evaluationInterval: durationText(props.evaluationInterval),
     alertAfter: durationText(props.alertAfter ?? '5m'),
     keepFiringFor: durationText(props.keepFiringFor ?? '5m'),
     staleAfter: durationText(props.staleAfter ?? '1h'),
@@ -155,7 +155,7 @@ export function monitoringPropsIssues(props: MonitoringProps | undefined, timeou
   if (props === null || typeof props !== 'object' || Array.isArray(props)) return [{ path: 'monitoring', message: 'must be an object' }];
   const issues: ConfigIssue[] = [];
   const duration = (prop: 'evaluationInterval' | 'alertAfter' | 'keepFiringFor' | 'staleAfter' | 'rateWindow' | 'certificateRenewalWindow') => {
-    const value = props[prop] === undefined ? undefined : durationText(props[prop]);
+    const value = durationText(props[prop]);
     if (value === undefined) return;
     if (typeof value !== 'string' || value === '' || !DURATION.test(value)) {
       issues.push({ path: `monitoring.${prop}`, message: `${JSON.stringify(value)} is not a Prometheus duration (like "30s", "5m" or "1h30m")` });
@@ -164,7 +164,7 @@ export function monitoringPropsIssues(props: MonitoringProps | undefined, timeou
     }
   };
   (['evaluationInterval', 'alertAfter', 'keepFiringFor', 'staleAfter', 'rateWindow', 'certificateRenewalWindow'] as const).forEach(duration);
-  const rateWindow = props.rateWindow === undefined ? undefined : durationText(props.rateWindow);
+  const rateWindow = durationText(props.rateWindow);
   if (typeof rateWindow === 'string' && DURATION.test(rateWindow) && durationSeconds(rateWindow) < 60) {
     issues.push({ path: 'monitoring.rateWindow', message: `${JSON.stringify(rateWindow)} is shorter than 1m: a rate needs at least two scrapes in its window, four to be steady` });
   }
@@ -210,7 +210,6 @@ function sloIssues(slo: SloProps | undefined, timeoutSeconds: number): ConfigIss
   return issues;
 }
 
-/** A Prometheus duration in seconds (valid durations only). */
 /** A duration as Prometheus writes it (`1h30m`, `30d`, `500ms`), from a cdk8s Duration or, in the JSON form, as written. */
 export function durationText(duration: Duration | string): string;
 export function durationText(duration: Duration | string | undefined): string | undefined;
@@ -228,6 +227,7 @@ export function durationText(duration: Duration | string | undefined): string | 
   return text;
 }
 
+/** A Prometheus duration in seconds (valid durations only). */
 export function durationSeconds(duration: string): number {
   const units: Record<string, number> = { y: 365 * 86400, w: 7 * 86400, d: 86400, h: 3600, m: 60, s: 1, ms: 0.001 };
   let seconds = 0;
