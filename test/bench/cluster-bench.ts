@@ -2,7 +2,7 @@
 //
 // Binaries from the environment as the e2e suites take them (KUBE_APISERVER and ETCD, or
 // KUBEBUILDER_ASSETS). For each backend (the webhook, then the MutatingAdmissionPolicies, then the Go
-// baseline webhook of test/bench/go-baseline/ with one replica and with two, registered as ours is) and
+// baseline webhook of test/bench/go-baseline/, registered as ours is; both webhooks with one replica and with two) and
 // each rate (50/s, then 200/s): a fresh control plane, the default app (with Envoy's overrides and the reconciler)
 // installed as synthesized, 200 namespaces, then 10,000 pods of Deployments created through the apiserver
 // at that rate. No node: the pods are stored and stay Pending. What admission added is read from the
@@ -19,7 +19,8 @@
 // removed after a run, kept after a failure. DEPLOYED_NODE: the node binary the webhook and the reconciler
 // run on (the synthesized Deployments' image runs Node 22); default, this one.
 // CLUSTER_RECONCILER_NODE_ARGS (node options before the reconciler's command's own, e.g. --trace-gc) and
-// CLUSTER_RECONCILER_LOG (where its log is copied) look into its passes; the first also counts as a
+// CLUSTER_RECONCILER_LOG (where its log is copied) look into its passes; CLUSTER_WEBHOOK_NODE_ARGS does
+// the same for the webhook's replicas (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). Either counts as a
 // changed run.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -63,8 +64,8 @@ function deployedNodeVersion(node: string): string {
   return binaryVersion(node);
 }
 
-/** The webhook replicas each backend runs with: ours as its Deployment does (2), the Go baseline also alone (the policies none). */
-const replicaCounts = (backend: ClusterBackend): readonly number[] => (backend === 'goBaseline' ? [1, 2] : [2]);
+/** The webhook replicas each backend runs with: ours and the Go baseline alone and as the Deployment runs ours (2); the policies need none. */
+const replicaCounts = (backend: ClusterBackend): readonly number[] => (backend === 'admissionPolicy' ? [2] : [1, 2]);
 
 /**
  * For each backend and rate (and the Go baseline's replica counts), a plane of its own, its namespaces, and the pods created at that rate; on the
@@ -75,7 +76,7 @@ async function admissionRuns(settings: ClusterSettings, backends: readonly Clust
   let extras: { reconciler: ReconcilerResult; status: StatusRun[] } | undefined;
   const planned = backends.flatMap((backend) => rates.flatMap((rate, index) => replicaCounts(backend).map((replicaCount) => ({ backend, rate, index, replicaCount }))));
   for (const { backend, rate, index, replicaCount } of planned) {
-    const label = backend === 'goBaseline' ? `${backend}-${rate}-${replicaCount}` : `${backend}-${rate}`;
+    const label = backend === 'admissionPolicy' ? `${backend}-${rate}` : `${backend}-${rate}-${replicaCount}`;
     progress(`${label}: starting a control plane and installing the injector`);
     const injector = await installInjector(settings, backend, label, undefined, replicaCount);
     try {
@@ -86,7 +87,7 @@ async function admissionRuns(settings: ClusterSettings, backends: readonly Clust
       runs.push(run);
       const calls = run.replicas ? `; ${run.detail.metric} p50 ${(run.detail.p50 * 1000).toFixed(2)} ms p99 ${(run.detail.p99 * 1000).toFixed(2)} ms; CPU per pod ${run.replicas.map((replica) => replica.cpuMsPerPod.toFixed(2)).join(' + ')} ms; connections ${run.replicas.map((replica) => replica.connections).join(', ')}` : '';
       progress(`${label}: ${run.load.created} created (${run.load.failed} failed, ${run.load.notInjected} not injected) in ${run.load.seconds.toFixed(0)} s; ${run.plugin.name} p50 ${(run.plugin.p50 * 1000).toFixed(2)} ms p99 ${(run.plugin.p99 * 1000).toFixed(2)} ms${calls}; fail-open ${run.failOpen}, rejected ${run.rejected}`);
-      if (backend === 'webhook' && index === rates.length - 1) {
+      if (backend === 'webhook' && index === rates.length - 1 && replicaCount === 2) {
         progress(`${label}: status -A over the pods, twice`);
         const status = [await statusAll(injector), await statusAll(injector)];
         for (const statusRun of status) progress(`status -A: ${statusRun.seconds} s, ${statusRun.cpuSeconds.toFixed(2)} s CPU, peak ${statusRun.peakMiB.toFixed(0)} MiB, exit ${statusRun.exitCode}`);
@@ -112,7 +113,7 @@ async function main(): Promise<void> {
   const rates = (env.CLUSTER_RATES ?? DEFAULTS.rates).split(',').map(Number);
   const asked = (env.CLUSTER_BACKENDS ?? DEFAULTS.backends).split(',') as ClusterBackend[];
   const watched = Number(env.CLUSTER_WATCHED_NAMESPACES ?? DEFAULTS.watched);
-  const defaultsChanged = pods !== DEFAULTS.pods || namespaces !== DEFAULTS.namespaces || rates.join(',') !== DEFAULTS.rates || asked.join(',') !== DEFAULTS.backends || watched !== DEFAULTS.watched || process.env.CLUSTER_RECONCILER_NODE_ARGS !== undefined;
+  const defaultsChanged = pods !== DEFAULTS.pods || namespaces !== DEFAULTS.namespaces || rates.join(',') !== DEFAULTS.rates || asked.join(',') !== DEFAULTS.backends || watched !== DEFAULTS.watched || process.env.CLUSTER_RECONCILER_NODE_ARGS !== undefined || process.env.CLUSTER_WEBHOOK_NODE_ARGS !== undefined;
   const apiserverVersion = binaryVersion(binaries.kubeApiserver);
   const policyApiVersion = policyApiVersionFor(apiserverVersion);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-cluster-'));

@@ -265,6 +265,8 @@ export function opsGet(port: number, requestPath: string): Promise<{ status: num
 
 const opsStatus = async (port: number, requestPath: string) => (await opsGet(port, requestPath)).status;
 
+const WEBHOOK_NODE_ARGS = process.env.CLUSTER_WEBHOOK_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+
 /** The webhook's replicas, started from `manifests` with the plane's serving certificate (127.0.0.1). */
 export async function startWebhookReplicas(plane: ControlPlane, manifests: readonly Manifest[], root: string, node: string, replicas: number): Promise<PodProcess[]> {
   const tlsDir = path.join(root, 'tls-127.0.0.1');
@@ -273,7 +275,11 @@ export async function startWebhookReplicas(plane: ControlPlane, manifests: reado
   try {
     for (let replica = 0; replica < replicas; replica++) {
       const pod = { name: `sidecar-injector-bench-${replica}`, namespace: INJECTOR_NAMESPACE };
-      const container = materializeContainer(manifests, 'sidecar-injector', path.join(root, pod.name), pod);
+      const materialized = materializeContainer(manifests, 'sidecar-injector', path.join(root, pod.name), pod);
+      // CLUSTER_WEBHOOK_NODE_ARGS: node options put before the synthesized command's own, to look into
+      // the replicas under load (`--cpu-prof --cpu-prof-dir=...`, written at the SIGTERM that stops them).
+      const [nodeCommand, ...commandArgs] = materialized.command;
+      const container = WEBHOOK_NODE_ARGS.length > 0 ? { ...materialized, command: [nodeCommand, ...WEBHOOK_NODE_ARGS, ...commandArgs] } : materialized;
       const tokens = container.serviceAccountName ? await serviceAccountDir(plane, container.serviceAccountName, path.join(root, pod.name, 'serviceaccount')) : undefined;
       const [port, opsPort] = [await freePort(), await freePort()];
       started.push(

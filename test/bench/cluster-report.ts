@@ -24,8 +24,8 @@ interface Verdict {
 const msOf = (seconds: number) => (Number.isNaN(seconds) ? 'n/a' : `${fmt(seconds * 1000)} ms`);
 const mib = (value: number) => `${value.toFixed(1)} MiB`;
 const backendName = (backend: string) => (backend === 'webhook' ? 'webhook' : backend === 'goBaseline' ? 'Go baseline' : 'policies');
-/** A run's backend, with its replicas where the Go baseline ran with one and with two. */
-const runName = (run: AdmissionRun) => (run.backend === 'goBaseline' ? `Go baseline, ${run.replicas?.length} replica${run.replicas?.length === 1 ? '' : 's'}` : backendName(run.backend));
+/** A run's backend, with its replicas: the webhooks ran with one and with two. */
+const runName = (run: AdmissionRun) => (run.replicas ? `${backendName(run.backend)}, ${run.replicas.length} replica${run.replicas.length === 1 ? '' : 's'}` : backendName(run.backend));
 
 export function clusterVerdicts(report: ClusterReport): Verdict[] {
   const verdicts: Verdict[] = [];
@@ -33,7 +33,7 @@ export function clusterVerdicts(report: ClusterReport): Verdict[] {
   const runs = report.runs.filter((run) => run.backend !== 'goBaseline');
   verdicts.push({
     target: 'Every pod admitted with its injection, 0 fail-open and 0 rejected, in every run',
-    measured: runs.map((run) => `${backendName(run.backend)} ${run.rate}/s: ${run.load.created} created, ${run.load.failed} failed, ${run.load.notInjected} without Envoy, ${run.failOpen} fail-open, ${run.rejected} rejected`).join('; '),
+    measured: runs.map((run) => `${runName(run)} ${run.rate}/s: ${run.load.created} created, ${run.load.failed} failed, ${run.load.notInjected} without Envoy, ${run.failOpen} fail-open, ${run.rejected} rejected`).join('; '),
     met: runs.every((run) => run.load.failed === 0 && run.load.notInjected === 0 && run.failOpen === 0 && run.rejected === 0 && run.load.created === report.settings.pods),
   });
   const passes = report.reconciler.passes;
@@ -105,13 +105,15 @@ function admissionTables(runs: readonly AdmissionRun[]): string {
 }
 
 /**
- * Ours against the Go baseline at each rate both ran: the webhook plugin's and the webhook calls'
- * quantiles, CPU per pod and connections, side by side, with the ratio ours / Go at as many replicas as ours.
+ * Ours against the Go baseline at each rate and replica count both ran: the webhook plugin's and the
+ * webhook calls' quantiles, CPU per pod and connections, side by side, with the ratio ours / Go.
  */
 export function goBaselineTable(runs: readonly AdmissionRun[]): string | undefined {
-  const counts = [...new Set(runs.filter((run) => run.backend === 'goBaseline').map((run) => run.replicas?.length ?? 0))].sort((a, b) => a - b);
-  const ourRuns = runs.filter((run) => run.backend === 'webhook' && run.replicas);
-  if (counts.length === 0 || ourRuns.length === 0) return undefined;
+  const pairs = runs
+    .filter((run) => run.backend === 'webhook' && run.replicas)
+    .map((ours) => ({ ours, go: runs.find((run) => run.backend === 'goBaseline' && run.rate === ours.rate && run.replicas?.length === ours.replicas!.length) }))
+    .filter((pair): pair is { ours: AdmissionRun; go: AdmissionRun } => pair.go !== undefined);
+  if (pairs.length === 0) return undefined;
   const perReplica = (run: AdmissionRun, show: (replica: NonNullable<AdmissionRun['replicas']>[number]) => string) => run.replicas!.map(show).join(', ');
   const measures: [string, (run: AdmissionRun) => number | undefined, (run: AdmissionRun) => string][] = [
     ['Plugin p50', (run) => run.plugin.p50, (run) => msOf(run.plugin.p50)],
@@ -125,17 +127,14 @@ export function goBaselineTable(runs: readonly AdmissionRun[]): string | undefin
     ['Fail-open / rejected', () => undefined, (run) => `${run.failOpen} / ${run.rejected}`],
   ];
   const rows: string[][] = [];
-  for (const ours of ourRuns) {
-    const go = counts.map((count) => runs.find((run) => run.backend === 'goBaseline' && run.rate === ours.rate && run.replicas?.length === count));
-    const same = go[counts.indexOf(ours.replicas!.length)];
+  for (const { ours, go } of pairs) {
     for (const [name, value, show] of measures) {
-      const [a, b] = [value(ours), same && value(same)];
+      const [a, b] = [value(ours), value(go)];
       const ratio = a === undefined || b === undefined || Number.isNaN(a) || Number.isNaN(b) || b <= 0 ? '' : `${(a / b).toFixed(2)}x`;
-      rows.push([`${ours.rate}/s`, name, show(ours), ...go.map((run) => (run ? show(run) : '-')), ratio]);
+      rows.push([`${ours.rate}/s`, String(ours.replicas!.length), name, show(ours), show(go), ratio]);
     }
   }
-  const goHeader = counts.map((count) => `Go baseline, ${count} replica${count === 1 ? '' : 's'}`);
-  return table(['Rate', 'Measure', `Ours (webhook, ${ourRuns[0].replicas!.length} replicas)`, ...goHeader, 'Ours / Go, same replicas'], rows);
+  return table(['Rate', 'Replicas', 'Measure', 'Ours (webhook)', 'Go baseline', 'Ours / Go'], rows);
 }
 
 function reconcilerTable(report: ClusterReport): string {
