@@ -20,8 +20,9 @@
 // run on (the synthesized Deployments' image runs Node 22); default, this one.
 // CLUSTER_RECONCILER_NODE_ARGS (node options before the reconciler's command's own, e.g. --trace-gc) and
 // CLUSTER_RECONCILER_LOG (where its log is copied) look into its passes; CLUSTER_WEBHOOK_NODE_ARGS does
-// the same for the webhook's replicas (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). Either counts as a
-// changed run.
+// the same for the webhook's replicas (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). CLUSTER_WARM_PODS
+// creates that many pods through each plane before the measured ones, unmeasured: the webhooks' steady
+// state, V8 done compiling ours (docs/benchmarks.md). Any of these counts as a changed run.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -82,6 +83,11 @@ async function admissionRuns(settings: ClusterSettings, backends: readonly Clust
     try {
       await createNamespaces(injector.plane, benchNamespaces(settings.namespaces), BENCH_NAMESPACE_METADATA);
       await waitUntilInjecting(injector.plane, 'bench-000');
+      const warm = Number(process.env.CLUSTER_WARM_PODS ?? 0);
+      if (warm > 0) {
+        progress(`${label}: warming up with ${warm} pods at ${rate}/s (not measured)`);
+        await admissionRun({ ...settings, pods: warm }, injector, rate, `6b4c7d8e${index}`);
+      }
       progress(`${label}: creating ${settings.pods} pods in ${settings.namespaces} namespaces at ${rate}/s`);
       const run = await admissionRun(settings, injector, rate, `7c5d8f9b${index}`);
       runs.push(run);
@@ -113,7 +119,7 @@ async function main(): Promise<void> {
   const rates = (env.CLUSTER_RATES ?? DEFAULTS.rates).split(',').map(Number);
   const asked = (env.CLUSTER_BACKENDS ?? DEFAULTS.backends).split(',') as ClusterBackend[];
   const watched = Number(env.CLUSTER_WATCHED_NAMESPACES ?? DEFAULTS.watched);
-  const defaultsChanged = pods !== DEFAULTS.pods || namespaces !== DEFAULTS.namespaces || rates.join(',') !== DEFAULTS.rates || asked.join(',') !== DEFAULTS.backends || watched !== DEFAULTS.watched || process.env.CLUSTER_RECONCILER_NODE_ARGS !== undefined || process.env.CLUSTER_WEBHOOK_NODE_ARGS !== undefined;
+  const defaultsChanged = pods !== DEFAULTS.pods || namespaces !== DEFAULTS.namespaces || rates.join(',') !== DEFAULTS.rates || asked.join(',') !== DEFAULTS.backends || watched !== DEFAULTS.watched || process.env.CLUSTER_RECONCILER_NODE_ARGS !== undefined || process.env.CLUSTER_WEBHOOK_NODE_ARGS !== undefined || process.env.CLUSTER_WARM_PODS !== undefined;
   const apiserverVersion = binaryVersion(binaries.kubeApiserver);
   const policyApiVersion = policyApiVersionFor(apiserverVersion);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-cluster-'));
