@@ -3,6 +3,7 @@
 // can crash the process.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type Http2ServerResponse, constants as http2Constants } from 'node:http2';
 import { type AdmissionRoute, JSON_WORST_BUDGET_PER_BODY_BYTE, SMALL_BODY_BYTES, UNSCANNED_BODY_BYTES, type ResolvedInjectorConfig } from '../config';
 import { AdmissionRequest, AdmissionReview, BadAdmissionReview, decodeAdmissionReview } from '../engine';
 import { reviewBytes } from './review-text';
@@ -126,8 +127,11 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
   function reject(res: ServerResponse, started: number, held: number, error: HttpError, uid: string | undefined, closeConnection: boolean, headers?: Record<string, string | number>): void {
     if (!res.headersSent && !res.destroyed) {
       const text = JSON.stringify({ error: { code: error.status, message: error.message, uid } });
-      // After a refusal before the body, the rest of it is still on the wire: close rather than read it.
-      sendText(res, error.status, text, closeConnection ? { ...headers, Connection: 'close' } : headers);
+      // After a refusal before the body, the rest of it is still on the wire: close rather than read
+      // it. HTTP/2 has no Connection header: the stream is reset (NO_ERROR) once the answer is out.
+      const stream = (res as unknown as Partial<Http2ServerResponse>).stream;
+      sendText(res, error.status, text, closeConnection && stream === undefined ? { ...headers, Connection: 'close' } : headers);
+      if (closeConnection && stream !== undefined && !stream.destroyed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
     }
     finish(started, held, error.outcome, () =>
       logger.log(error.status >= 500 ? 'error' : 'warn', error.outcome === 'shed' ? 'admission request shed' : 'admission request rejected', {
@@ -397,7 +401,12 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
           }
           whole = Buffer.allocUnsafe(declared);
         }
-        // Node's parser never delivers more than Content-Length.
+        // Node's HTTP/1.1 parser never delivers more than Content-Length; nghttp2 resets an HTTP/2
+        // stream whose DATA exceeds it. Checked all the same: a copy past the end would be lost.
+        if (size + chunk.length > declared) {
+          fail(new HttpError(400, 'bad_request', `body longer than its Content-Length of ${declared} bytes`));
+          return;
+        }
         chunk.copy(whole, size);
         size += chunk.length;
         return;
@@ -417,6 +426,13 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
     });
     req.on('end', () => {
       if (done) return;
+      // HTTP/2: a stream reset by its client (or cut by the connection table) ends its request too,
+      // with what had arrived; HTTP/1.1 never ends short of its Content-Length.
+      const stream = (req as unknown as { stream?: { destroyed: boolean; rstCode?: number } }).stream;
+      if ((stream !== undefined && stream.destroyed) || (known && size !== declared)) {
+        fail(new HttpError(400, 'aborted', `request body not received: ${stream?.destroyed ? `the stream was reset (code ${stream.rstCode ?? 'none'})` : `${size} of ${declared} bytes`}`));
+        return;
+      }
       done = true;
       let body: Buffer;
       if (known) body = whole === undefined ? Buffer.alloc(0) : size === declared ? whole : whole.subarray(0, size);

@@ -311,7 +311,28 @@ export class WebhookMetrics {
   }
 
   /** Series of the webhook port's connection table: connections open, and closed by the server by reason. */
-  watchConnections(table: { readonly size: number; readonly closed: Readonly<Record<string, number>> }): void {
+  watchConnections(table: { readonly size: number; readonly closed: Readonly<Record<string, number>>; readonly streams?: number; readonly streamsReset?: Readonly<Record<string, number>> }): void {
+    if (table.streamsReset !== undefined) {
+      const reset = table.streamsReset;
+      new Gauge({
+        name: 'sidecar_injector_http2_streams_in_flight',
+        help: 'HTTP/2 streams in flight on the webhook port, across every session (capped at the connection cap).',
+        registers: [this.registry],
+        collect() {
+          this.set(table.streams ?? 0);
+        },
+      });
+      new Counter({
+        name: 'sidecar_injector_http2_streams_reset_total',
+        help: 'HTTP/2 streams the server reset with their session kept, by reason: "slow_body" after answering 408 to a body slower than the minimum rate, "evicted" a stream waiting on its client (for its body, or to read its answer) to make room at the stream cap, "refused" a new stream at the cap while every other was being answered (REFUSED_STREAM, which a client may retry).',
+        labelNames: ['reason'],
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const [reason, count] of Object.entries(reset)) this.inc({ reason }, count);
+        },
+      });
+    }
     new Gauge({
       name: 'sidecar_injector_connections_open',
       help: 'Connections open on the webhook port.',

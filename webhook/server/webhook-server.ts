@@ -4,14 +4,14 @@
 
 import * as http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import * as https from 'node:https';
-import type { Socket } from 'node:net';
+import * as http2 from 'node:http2';
+import type { Server as NetServer, Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import * as v8 from 'node:v8';
 import express from 'express';
 import { LogLevel, MemorySizing, RUNTIME_DEFAULTS, ResolvedInjectorConfig, admissionRoute, memorySizing, namespaceOverrideKeys } from '../config';
 import { createAdmissionHandler } from './admission-handler';
-import { ConnectionCloseReason, ConnectionTable, sentNothing } from './connection-table';
+import { type ConnectionCloseReason, ConnectionTable, type StreamResetReason, type TableEvent, type WebhookRequest, type WebhookResponse, http2StreamOf, sentNothing } from './connection-table';
 import { Logger, createLogger } from './logger';
 import { MemoryBudget } from './memory-budget';
 import { WebhookMetrics } from './metrics';
@@ -59,6 +59,8 @@ export interface RunningWebhookServer {
   readonly opsPort: number;
   /** Connections closed to keep the webhook port free, by reason. */
   readonly connectionsClosed: Readonly<Record<ConnectionCloseReason, number>>;
+  /** HTTP/2 streams reset (their sessions kept), by reason. */
+  readonly streamsReset: Readonly<Record<StreamResetReason, number>>;
   readonly metrics: WebhookMetrics;
   readonly budget: MemoryBudget;
   readonly logger: Logger;
@@ -95,18 +97,36 @@ export const FAIR_SHARE_FLOOR = 32;
  * idle) for a new one: each newcomer costs an RSA handshake (1-2 ms of CPU), so 4 a second after a burst
  * of 32 (an apiserver's pool), for each of at most cap / FAIR_SHARE_FLOOR sources over their share. */
 export const DISPLACEMENTS = { perSecond: 4, burst: 32 } as const;
-const CLOSE_MESSAGES: Record<ConnectionCloseReason, string> = {
+const CLOSE_MESSAGES: Record<TableEvent, string> = {
   evicted: 'connection closed to make room',
   displaced: 'connection closed for a new one from its source, which holds more than its share',
   over_share: 'new connection closed before its handshake: its source holds more than its share',
   silent: 'silent connection closed',
   slow_body: 'slow request body cut with 408',
+  stream_slow_body: 'HTTP/2 stream with a slow request body answered 408 and reset',
+  stream_evicted: 'HTTP/2 stream waiting on its client reset to make room at the stream cap',
+  stream_refused: 'new HTTP/2 stream refused at the stream cap: every stream in flight is being answered',
 };
 /** The ops port serves the kubelet's probes (a fresh connection each) and a Prometheus scrape: a
  * small table of its own, evicting as the webhook port's does. */
 export const OPS_MAX_CONNECTIONS = 32;
 /** Request line and headers: the apiserver and the kubelet send a few hundred bytes; more is refused with 431. */
 export const MAX_HEADER_BYTES = 8 * 1024;
+
+/**
+ * HTTP/2, offered by ALPN (`h2`, then `http/1.1` for clients that do not speak it): the apiserver's
+ * webhook client multiplexes its calls on one connection instead of a connection (and a handshake)
+ * per concurrent call. Streams one session may have open at once (Go's server allows 250; the
+ * apiserver at 200 pods/s has a few): past it nghttp2 refuses the stream, and a session that keeps
+ * opening them anyway is closed. Across sessions the connection table caps the streams in flight at
+ * the connection cap, so their headers hold what one request per connection would.
+ */
+export const HTTP2_MAX_CONCURRENT_STREAMS = 100;
+/** Header fields per request, HTTP/2 (the apiserver sends about ten). */
+export const HTTP2_MAX_HEADER_PAIRS = 64;
+/** The memory nghttp2 may hold for one session (MB, Node's unit): headers being decoded, frames and
+ * answers queued for a client that does not read them. Past it new streams are refused. */
+export const HTTP2_MAX_SESSION_MEMORY_MB = 2;
 
 /** Mozilla's intermediate profile: TLS 1.2 with ECDHE and AEAD suites only (AES-GCM, ChaCha20-Poly1305;
  * no CBC suite, which testssl.sh flags for LUCKY13), TLS 1.3 with its own three; nothing older. */
@@ -242,38 +262,53 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
 
   // The webhook port serves POST /mutate (and /mutate/revisions/<name>, /mutate/unserved/<chooser>) only. Every request reaches this listener once its headers
   // are in, before any body is read.
-  const listener = (req: IncomingMessage, res: ServerResponse): void => {
+  // HTTP/2 requests come through Node's compatibility API, whose request and response have the
+  // members the admission handler and notFound use (headers, method, url, events; writeHead, end,
+  // headersSent): typed as HTTP/1.1's there.
+  const listener = (req: WebhookRequest, res: WebhookResponse): void => {
     const now = performance.now();
-    connections.requestStarted(req, res, now);
-    if (draining) res.setHeader('Connection', 'close');
+    if (!connections.requestStarted(req, res, now)) return;
+    const stream = http2StreamOf(req);
+    if (draining) {
+      // HTTP/1.1: the answer says close; HTTP/2: a GOAWAY once it is written (streams in flight finish).
+      if (stream === undefined) res.setHeader('Connection', 'close');
+      else res.once('finish', () => (stream.session?.closed === false ? stream.session.close() : undefined));
+    }
     const route = req.method === 'POST' ? admissionRoute(req.url ?? '') : undefined;
-    if (route !== undefined) handleAdmission(req, res, now, route);
-    else notFound(req, res);
+    if (route !== undefined) handleAdmission(req as IncomingMessage, res as ServerResponse, now, route);
+    else notFound(req as IncomingMessage, res as ServerResponse);
   };
 
-  const server = https.createServer(
+  const server = http2.createSecureServer(
     {
       cert: tls.cert,
       key: tls.key,
       ...TLS_PROFILE,
+      allowHTTP1: true,
       handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
-      requestTimeout: settings.requestTimeoutSeconds * 1000,
-      headersTimeout: Math.min(HEADERS_TIMEOUT_MS, settings.requestTimeoutSeconds * 1000),
-      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-      // How often stalled requests are found and cut off (Node's default is 30 s).
-      connectionsCheckingInterval: 1_000,
-      maxHeaderSize: MAX_HEADER_BYTES,
+      noDelay: true,
+      settings: { maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS, maxHeaderListSize: MAX_HEADER_BYTES },
+      maxHeaderListPairs: HTTP2_MAX_HEADER_PAIRS,
+      maxSessionMemory: HTTP2_MAX_SESSION_MEMORY_MB,
     },
     listener,
   );
+  // HTTP/1.1 on this server is Node's http server, reading these from the server object.
+  Object.assign(server, {
+    requestTimeout: settings.requestTimeoutSeconds * 1000,
+    headersTimeout: Math.min(HEADERS_TIMEOUT_MS, settings.requestTimeoutSeconds * 1000),
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    // How often stalled requests are found and cut off (Node's default is 30 s).
+    connectionsCheckingInterval: 1_000,
+    maxHeaderSize: MAX_HEADER_BYTES,
+  });
   // No cap at accept: past `maxConnections` the connection silent or slow the longest of the source
   // address holding the most connections is closed to make room (never an admission being answered
   // while another can go); a new connection from a source over its fair share displaces that source's
   // own worst connection, a few times a second (DISPLACEMENTS), and is closed at accept, before its TLS
   // handshake, past that. The table also closes a connection silent for KEEP_ALIVE_TIMEOUT_MS and
   // cuts slow bodies.
-  const logClosed = (reason: ConnectionCloseReason, details: Record<string, unknown>) =>
-    logger.log('debug', CLOSE_MESSAGES[reason], details);
+  const logClosed = (reason: TableEvent, details: Record<string, unknown>) => logger.log('debug', CLOSE_MESSAGES[reason], details);
   const connections = new ConnectionTable(
     server,
     {
@@ -282,12 +317,15 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       minBodyBytesPerSecond: MIN_BODY_BYTES_PER_SECOND,
       fairShareFloor: Math.min(FAIR_SHARE_FLOOR, maxConnections),
       displacements: DISPLACEMENTS,
+      maxStreams: maxConnections,
     },
     logClosed,
     true,
   );
   metrics.watchConnections(connections);
   server.on('tlsClientError', (error) => logger.log('debug', 'TLS handshake failed', { error: error.message }));
+  // A session's protocol errors (nghttp2 closes it with GOAWAY): nothing to answer.
+  server.on('sessionError', (error) => logger.log('debug', 'HTTP/2 session error', { error: error.message }));
   // A connection that has not sent a byte yet is an idle connection in its client's pool: Go's
   // http.Transport, the apiserver's, keeps a connection it dialed for a request that another
   // connection served meanwhile. Node times such a connection out with the header timeout and
@@ -314,6 +352,11 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     false,
   );
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+    // The HTTP/2 server reports a failed TLS handshake here too (after tlsClientError): no HTTP yet.
+    if (socket instanceof TLSSocket && (socket as TLSSocket & { _secureEstablished?: boolean })._secureEstablished !== true) {
+      socket.destroy();
+      return;
+    }
     if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket instanceof TLSSocket && sentNothing(socket)) {
       logger.log('debug', 'a connection that has sent nothing yet is kept open past the header timeout');
       return;
@@ -355,7 +398,7 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
   };
   const stopWatching = [watchDirectory(settings.configDir, loadConfig), watchDirectory(settings.tlsDir, reloadTls)];
 
-  const listen = (target: http.Server, port: number) =>
+  const listen = (target: NetServer, port: number) =>
     new Promise<number>((resolve, reject) => {
       target.once('error', reject);
       target.listen(port, settings.listenHost, () => {
@@ -420,5 +463,5 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
     logger.log('info', 'shutting down: idle connections closed, finishing in-flight requests', connections.closeIdle());
   };
 
-  return { port, opsPort, connectionsClosed: connections.closed, metrics, budget, logger, namespaces, shutdown };
+  return { port, opsPort, connectionsClosed: connections.closed, streamsReset: connections.streamsReset, metrics, budget, logger, namespaces, shutdown };
 }
