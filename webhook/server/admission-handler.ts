@@ -3,10 +3,11 @@
 // can crash the process.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Http2ServerResponse, constants as http2Constants } from 'node:http2';
+import { constants as http2Constants } from 'node:http2';
 import { type AdmissionRoute, JSON_WORST_BUDGET_PER_BODY_BYTE, SMALL_BODY_BYTES, UNSCANNED_BODY_BYTES, type ResolvedInjectorConfig } from '../config';
 import { AdmissionRequest, AdmissionReview, BadAdmissionReview, decodeAdmissionReview } from '../engine';
 import { reviewBytes } from './review-text';
+import { http2StreamOf } from './connection-table';
 import type { Logger } from './logger';
 import { type MemoryBudget, JsonShapeScanner } from './memory-budget';
 import type { RequestOutcome, WebhookMetrics } from './metrics';
@@ -129,7 +130,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       const text = JSON.stringify({ error: { code: error.status, message: error.message, uid } });
       // After a refusal before the body, the rest of it is still on the wire: close rather than read
       // it. HTTP/2 has no Connection header: the stream is reset (NO_ERROR) once the answer is out.
-      const stream = (res as unknown as Partial<Http2ServerResponse>).stream;
+      const stream = http2StreamOf(res);
       sendText(res, error.status, text, closeConnection && stream === undefined ? { ...headers, Connection: 'close' } : headers);
       if (closeConnection && stream !== undefined && !stream.destroyed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
     }
@@ -428,7 +429,7 @@ export function createAdmissionHandler(context: AdmissionHandlerContext) {
       if (done) return;
       // HTTP/2: a stream reset by its client (or cut by the connection table) ends its request too,
       // with what had arrived; HTTP/1.1 never ends short of its Content-Length.
-      const stream = (req as unknown as { stream?: { destroyed: boolean; rstCode?: number } }).stream;
+      const stream = http2StreamOf(req);
       if ((stream !== undefined && stream.destroyed) || (known && size !== declared)) {
         fail(new HttpError(400, 'aborted', `request body not received: ${stream?.destroyed ? `the stream was reset (code ${stream.rstCode ?? 'none'})` : `${size} of ${declared} bytes`}`));
         return;

@@ -13,26 +13,23 @@
 // attacker holds one. Each such newcomer costs an RSA handshake, so a source gets a few a second (a
 // token bucket); past that its new connection is closed at accept, before any TLS work (an accept and
 // a close), so a source that only reconnects buys a handshake a few times a second, not per reconnect.
-// HTTP/2: a connection is a session of many streams. The same table holds its connection; each stream
-// (a request) is held to the body rate of its own (a slow one is answered 408 and reset, its session
-// kept), a session without a stream in flight for the idle limit is closed, and the streams in flight
-// across every session are capped (`maxStreams`: what their headers may hold is that many times the
-// header limit, as one request per connection bounds it for HTTP/1.1): at the cap a new stream makes
-// room by resetting the oldest stream still waiting for its body, of the source holding the most
-// streams, or is refused (REFUSED_STREAM, which an HTTP/2 client may retry) when every stream is
-// being answered.
+// HTTP/2: a connection is a session of many streams. The same table holds its connection (closed once
+// idle past the limit, GOAWAY at shutdown); its streams are held by http2-streams.ts.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session, type ServerHttp2Stream, constants as http2Constants } from 'node:http2';
+import type { Http2ServerRequest, Http2ServerResponse, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { Server as NetServer, Socket } from 'node:net';
+import { Http2Streams, type StreamResetReason, type StreamSession, type TrackedStream, answeringStream, secondsSince } from './http2-streams';
+
+export type { StreamResetReason } from './http2-streams';
 
 /** A request on the webhook port: HTTP/1.1, or an HTTP/2 stream through Node's compatibility API. */
 export type WebhookRequest = IncomingMessage | Http2ServerRequest;
 export type WebhookResponse = ServerResponse | Http2ServerResponse;
 
-/** The HTTP/2 stream a request came on; undefined for HTTP/1.1. */
-export function http2StreamOf(req: WebhookRequest): ServerHttp2Stream | undefined {
-  return (req as Partial<Http2ServerRequest>).stream;
+/** The HTTP/2 stream a request or its response is on; undefined for HTTP/1.1. */
+export function http2StreamOf(message: WebhookRequest | WebhookResponse): ServerHttp2Stream | undefined {
+  return (message as Partial<Http2ServerRequest | Http2ServerResponse>).stream;
 }
 
 export interface ConnectionLimits {
@@ -60,9 +57,6 @@ export interface ConnectionLimits {
 }
 
 export type ConnectionCloseReason = 'evicted' | 'displaced' | 'over_share' | 'silent' | 'slow_body';
-/** Why an HTTP/2 stream was reset with its session kept: `slow_body` answered 408 first; `evicted` to
- * make room at the stream cap; `refused` a new stream at the cap while every other is being answered. */
-export type StreamResetReason = 'slow_body' | 'evicted' | 'refused';
 /** What the table tells its owner of: a connection closed, or an HTTP/2 stream reset. */
 export type TableEvent = ConnectionCloseReason | `stream_${StreamResetReason}`;
 
@@ -89,32 +83,6 @@ interface Source {
   refilledAt: number;
 }
 
-/**
- * A stream that waits on its client: for the rest of its body, or, its answer written, for the client
- * to take it (a client that opens no flow-control window keeps the answer in the session). An
- * apiserver's stream is in neither state for more than a moment.
- */
-function waiting(tracked: StreamEntry): boolean {
-  return !tracked.received || tracked.res.writableEnded;
-}
-
-/** An HTTP/2 stream in flight: from its request's headers to its close. */
-interface StreamEntry {
-  readonly entry: Entry;
-  readonly req: Http2ServerRequest;
-  readonly res: Http2ServerResponse;
-  readonly stream: ServerHttp2Stream;
-  readonly since: number;
-  /** Body bytes received, and at the last sweep. */
-  bytes: number;
-  mark: number;
-  slow: number;
-  /** The whole body is in. */
-  received: boolean;
-  /** Answered 408 for a slow body: reset at the next sweep if still open. */
-  cut: boolean;
-}
-
 interface Entry {
   /** The accepted TCP socket. */
   readonly raw: Socket;
@@ -132,9 +100,10 @@ interface Entry {
   slow: number;
   /** Answered 408 for a slow body: closed at the next sweep if the client has not gone by then. */
   cut: boolean;
-  /** HTTP/2: its session, and its streams in flight (`since` is then when the last one closed). */
+  /** HTTP/2: its session, and its streams in flight (`since` is then when the last one started or
+   * closed; the entry is the streams' `StreamSession`). */
   session: ServerHttp2Session | undefined;
-  streams: Set<StreamEntry> | undefined;
+  streams: Set<TrackedStream> | undefined;
   /** HTTP/2: streams it has carried. */
   streamsSeen: number;
 }
@@ -148,13 +117,11 @@ export class ConnectionTable {
   private readonly bySource = new Map<string, Source>();
   private readonly sweepTimer: NodeJS.Timeout;
   private lastSweep = performance.now();
-  /** HTTP/2 streams in flight by source address, and in all. */
-  private readonly streamsBySource = new Map<string, number>();
-  private streamCount = 0;
+  private readonly http2Streams: Http2Streams;
   /** Connections closed by this table, by reason. */
   readonly closed: Record<ConnectionCloseReason, number> = { evicted: 0, displaced: 0, over_share: 0, silent: 0, slow_body: 0 };
   /** HTTP/2 streams reset by this table (their sessions kept), by reason. */
-  readonly streamsReset: Record<StreamResetReason, number> = { slow_body: 0, evicted: 0, refused: 0 };
+  readonly streamsReset: Readonly<Record<StreamResetReason, number>>;
 
   constructor(
     server: NetServer,
@@ -163,6 +130,8 @@ export class ConnectionTable {
     /** TLS: the HTTP socket is known at 'secureConnection'; plain HTTP: it is the accepted socket. */
     tls: boolean,
   ) {
+    this.http2Streams = new Http2Streams(limits, (reason, details) => onClose(`stream_${reason}`, details));
+    this.streamsReset = this.http2Streams.reset;
     server.on('connection', (raw: Socket) => this.opened(raw, tls ? undefined : raw));
     // Node's TLSSocket keeps the TCP socket it wraps as `_parent`.
     if (tls) server.on('secureConnection', (clear: Socket) => this.handshaken(clear, (clear as Socket & { _parent?: Socket })._parent));
@@ -186,7 +155,7 @@ export class ConnectionTable {
 
   /** HTTP/2 streams in flight. */
   get streams(): number {
-    return this.streamCount;
+    return this.http2Streams.size;
   }
 
   /**
@@ -212,66 +181,8 @@ export class ConnectionTable {
 
   private streamStarted(req: Http2ServerRequest, res: Http2ServerResponse, stream: ServerHttp2Stream, now: number): boolean {
     const entry = this.bySession.get(stream.session as ServerHttp2Session);
-    if (entry === undefined || entry.streams === undefined) return true;
-    if (this.limits.maxStreams !== undefined && this.streamCount >= this.limits.maxStreams && !this.makeStreamRoom()) {
-      this.streamsReset.refused++;
-      this.onClose('stream_refused', { streams: this.streamCount });
-      stream.close(http2Constants.NGHTTP2_REFUSED_STREAM);
-      return false;
-    }
-    const tracked: StreamEntry = { entry, req, res, stream, since: now, bytes: 0, mark: 0, slow: 0, received: false, cut: false };
-    entry.streams.add(tracked);
-    entry.streamsSeen++;
-    entry.since = now;
-    this.streamCount++;
-    this.streamsBySource.set(entry.source, (this.streamsBySource.get(entry.source) ?? 0) + 1);
-    req.on('data', (chunk: Buffer) => (tracked.bytes += chunk.length));
-    req.once('end', () => (tracked.received = true));
-    stream.once('close', () => this.streamClosed(tracked));
-    return true;
-  }
-
-  private streamClosed(tracked: StreamEntry): void {
-    const { entry } = tracked;
-    if (!entry.streams?.delete(tracked)) return;
-    entry.since = performance.now();
-    this.streamCount--;
-    const left = (this.streamsBySource.get(entry.source) ?? 1) - 1;
-    if (left === 0) this.streamsBySource.delete(entry.source);
-    else this.streamsBySource.set(entry.source, left);
-  }
-
-  /**
-   * At the stream cap: resets the oldest stream that is `waiting` on its client (never one being
-   * answered), of the source holding the most streams if it has one, else of any source. False when
-   * every stream in flight is being answered.
-   */
-  private makeStreamRoom(): boolean {
-    let heaviest: string | undefined;
-    let most = 0;
-    for (const [source, count] of this.streamsBySource) {
-      if (count > most) {
-        heaviest = source;
-        most = count;
-      }
-    }
-    const victim = this.waitingStream(heaviest) ?? this.waitingStream(undefined);
-    if (victim === undefined) return false;
-    this.streamsReset.evicted++;
-    this.onClose('stream_evicted', { streams: this.streamCount, seconds: Math.round((performance.now() - victim.since) / 100) / 10 });
-    this.streamClosed(victim);
-    victim.stream.close(http2Constants.NGHTTP2_CANCEL);
-    return true;
-  }
-
-  /** The oldest stream in `source` (any when undefined) that is `waiting`. */
-  private waitingStream(source: string | undefined): StreamEntry | undefined {
-    let oldest: StreamEntry | undefined;
-    for (const entry of this.entries.values()) {
-      if (entry.streams === undefined || (source !== undefined && entry.source !== source)) continue;
-      for (const tracked of entry.streams) if (waiting(tracked) && (oldest === undefined || tracked.since < oldest.since)) oldest = tracked;
-    }
-    return oldest;
+    if (entry?.streams === undefined) return true;
+    return this.http2Streams.started(entry as Entry & StreamSession, req, res, stream, now);
   }
 
   stop(): void {
@@ -404,10 +315,7 @@ export class ConnectionTable {
 
   /** An admission being answered: its body is in and its answer not yet written (HTTP/2: any of its streams'). */
   private answering(entry: Entry): boolean {
-    if (entry.streams !== undefined) {
-      for (const tracked of entry.streams) if (tracked.received && !tracked.res.writableEnded) return true;
-      return false;
-    }
+    if (entry.streams !== undefined) return answeringStream(entry as Entry & StreamSession);
     return entry.req !== undefined && entry.res !== undefined && !entry.res.writableEnded && (entry.req.complete || entry.slow === 0);
   }
 
@@ -456,7 +364,7 @@ export class ConnectionTable {
   /** Counts a connection closed (or a body cut) for `reason` and tells `onClose`. */
   private report(entry: Entry, reason: ConnectionCloseReason): void {
     this.closed[reason]++;
-    this.onClose(reason, { open: this.entries.size, seconds: Math.round((performance.now() - entry.since) / 100) / 10 });
+    this.onClose(reason, { open: this.entries.size, seconds: secondsSince(entry.since) });
   }
 
   private close(entry: Entry, reason: ConnectionCloseReason): void {
@@ -469,7 +377,7 @@ export class ConnectionTable {
   /** Out of the table and closed, unreported. */
   private drop(entry: Entry): void {
     this.forget(entry);
-    if (entry.streams !== undefined) for (const tracked of [...entry.streams]) this.streamClosed(tracked);
+    if (entry.streams !== undefined) for (const tracked of [...entry.streams]) this.http2Streams.closed(tracked);
     entry.session?.destroy();
     // The TLS socket first: destroying the TCP socket under it would make Node answer the reset.
     entry.clear?.destroy();
@@ -517,43 +425,8 @@ export class ConnectionTable {
 
   /** HTTP/2: each stream held to the body rate; the session closed once idle past `silentMs`. */
   private sweepSession(entry: Entry, now: number, late: boolean, minBytes: number): void {
-    const streams = entry.streams!;
-    if (streams.size === 0) {
-      if (now - entry.since > this.limits.silentMs) this.close(entry, 'silent');
-      return;
-    }
-    for (const tracked of streams) {
-      if (tracked.cut) {
-        this.streamClosed(tracked);
-        tracked.stream.close(http2Constants.NGHTTP2_CANCEL);
-        continue;
-      }
-      if (tracked.received) continue;
-      const got = tracked.bytes - tracked.mark;
-      tracked.mark = tracked.bytes;
-      if (late || got >= minBytes) {
-        tracked.slow = 0;
-        continue;
-      }
-      if (++tracked.slow < SLOW_SWEEPS) continue;
-      this.cutSlowStream(tracked);
-    }
-  }
-
-  /** Answers a slow stream 408 and resets it once the answer is out (its session is kept). */
-  private cutSlowStream(tracked: StreamEntry): void {
-    const { res, stream } = tracked;
-    this.streamsReset.slow_body++;
-    this.onClose('stream_slow_body', { streams: this.streamCount, seconds: Math.round((performance.now() - tracked.since) / 100) / 10 });
-    tracked.cut = true;
-    if (!res.headersSent && !stream.destroyed) {
-      const text = JSON.stringify({ error: { code: 408, message: `request body arrived slower than ${this.limits.minBodyBytesPerSecond} bytes per second` } });
-      res.writeHead(408, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
-    }
-    // RST_STREAM once the answer is written (NO_ERROR: the client may stop sending the body). The
-    // stream's close ends the request, which gives its bytes back to the memory budget. Not
-    // req.destroy(error): a compatibility request has no 'error' listener, and one emitted would throw.
-    stream.close(http2Constants.NGHTTP2_NO_ERROR);
+    if (entry.streams!.size > 0) this.http2Streams.sweep(entry as Entry & StreamSession, late, minBytes, SLOW_SWEEPS);
+    else if (now - entry.since > this.limits.silentMs) this.close(entry, 'silent');
   }
 
   private cutSlowBody(entry: Entry, req: IncomingMessage, res: ServerResponse): void {
