@@ -18,7 +18,7 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import { memorySizing, RUNTIME_DEFAULTS } from '../../webhook/config';
 import { freePort } from '../support/webhook-harness';
-import { APISERVER_ADDRESS, ATTACK_DESCRIPTIONS, ATTACK_KINDS, AttackKind, AttackStats, attackerAddresses, startAttack } from './attacks';
+import { APISERVER_ADDRESS, ATTACK_DESCRIPTIONS, ATTACK_KINDS, AttackKind, AttackStats, attackerAddresses, noAttackStats, startAttack } from './attacks';
 import { BUNDLE, REPO_ROOT, detectPinning, fixedCertificate, forEachLine, installCleanup, makeTempDir, materialize, readRssKb, runLoad, runSynthCommand, sampleRss } from './bench-support';
 import { loadReview } from '../support/recorded-reviews';
 import { HTTP_REVIEW, body } from './reviews';
@@ -103,7 +103,7 @@ function spawnAttacker(config: AttackerConfig): RunningAttacker {
     if (line.done) resolveDone(line.stats);
   });
   child.on('exit', () => {
-    const fallback = last ?? ({ opened: 0, handshaken: 0, failed: 0, closedByServer: 0, got408: 0, answers: {}, reconnects: 0, peakOpen: 0 } as AttackStats);
+    const fallback = last ?? noAttackStats();
     resolveOpened(fallback);
     resolveDone(fallback);
   });

@@ -80,6 +80,17 @@ export interface AttackStats {
   peakOpen: number;
 }
 
+/** Stats before anything has happened. */
+export function noAttackStats(): AttackStats {
+  return { opened: 0, handshaken: 0, failed: 0, closedByServer: 0, got408: 0, answers: {}, reconnects: 0, peakOpen: 0 };
+}
+
+/** Counts an answer the server gave an attacker, by its status. */
+function countAnswer(stats: AttackStats, status: string): void {
+  if (status === '408') stats.got408++;
+  else stats.answers[status] = (stats.answers[status] ?? 0) + 1;
+}
+
 export interface RunningAttack {
   readonly stats: AttackStats;
   /** Resolves once every attacker has been opened once (or failed). */
@@ -105,7 +116,7 @@ const LARGE_BODY_BYTES = 7 * 1024 * 1024;
 
 export function startAttack(kind: AttackKind, options: AttackOptions): RunningAttack {
   if ((HTTP2_ATTACK_KINDS as readonly string[]).includes(kind)) return startHttp2Attack(kind as (typeof HTTP2_ATTACK_KINDS)[number], options);
-  const stats: AttackStats = { opened: 0, handshaken: 0, failed: 0, closedByServer: 0, got408: 0, answers: {}, reconnects: 0, peakOpen: 0 };
+  const stats = noAttackStats();
   const tickMs = options.tickMs ?? 2000;
   const maxReconnects = options.maxReconnectsEach ?? 1000;
   const openingAtOnce = options.openingAtOnce ?? 200;
@@ -168,8 +179,7 @@ export function startAttack(kind: AttackKind, options: AttackOptions): RunningAt
     socket.on('error', () => undefined);
     socket.on('data', (chunk: Buffer) => {
       const status = /^HTTP\/1\.1 (\d{3})/.exec(chunk.toString('latin1', 0, 16))?.[1];
-      if (status === '408') stats.got408++;
-      else if (status) stats.answers[status] = (stats.answers[status] ?? 0) + 1;
+      if (status) countAnswer(stats, status);
     });
     socket.once('close', () => {
       attacker.socket = undefined;
@@ -238,7 +248,7 @@ export function startAttack(kind: AttackKind, options: AttackOptions): RunningAt
 
 /** The HTTP/2 attacks: sessions that speak the protocol well and use it to hold streams or burn CPU. */
 function startHttp2Attack(kind: (typeof HTTP2_ATTACK_KINDS)[number], options: AttackOptions): RunningAttack {
-  const stats: AttackStats = { opened: 0, handshaken: 0, failed: 0, closedByServer: 0, got408: 0, answers: {}, reconnects: 0, peakOpen: 0 };
+  const stats = noAttackStats();
   const sessions = Math.min(options.connections, kind === 'h2-slow-streams' ? HTTP2_SLOW_SESSIONS : HTTP2_ATTACK_SESSIONS);
   const tickMs = options.tickMs ?? 2000;
   const maxReconnects = options.maxReconnectsEach ?? 1000;
@@ -264,11 +274,7 @@ function startHttp2Attack(kind: (typeof HTTP2_ATTACK_KINDS)[number], options: At
       return;
     }
     stream.on('error', () => undefined);
-    stream.on('response', (h) => {
-      const status = String(h[':status']);
-      if (status === '408') stats.got408++;
-      else stats.answers[status] = (stats.answers[status] ?? 0) + 1;
-    });
+    stream.on('response', (h) => countAnswer(stats, String(h[':status'])));
     stream.resume();
     stream.write('{');
     if (kind === 'h2-slow-streams') slowStreams.add(stream);

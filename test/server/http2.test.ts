@@ -58,6 +58,14 @@ function review(uid: string): Buffer {
   return Buffer.from(JSON.stringify(recorded));
 }
 
+/** One whole admission on `session`: the recorded pod's review with `uid`, and its answer. */
+function admit(session: http2.ClientHttp2Session, uid: string): Promise<Answer> {
+  const body = review(uid);
+  const stream = post(session, body);
+  stream.end(body);
+  return answerOf(stream);
+}
+
 describe('the webhook port over HTTP/2', () => {
   let webhook: InProcessWebhook;
   before(async () => {
@@ -73,11 +81,7 @@ describe('the webhook port over HTTP/2', () => {
       assert.equal(session.alpnProtocol, 'h2');
       const uids = Array.from({ length: MAX_CONNECTIONS - 4 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
       const answers = await Promise.all(
-        uids.map((uid) => {
-          const stream = post(session, review(uid));
-          stream.end(review(uid));
-          return answerOf(stream);
-        }),
+        uids.map((uid) => admit(session, uid)),
       );
       const pod = podOf(loadReview('pod-create-sleep').request.object);
       for (const [i, answer] of answers.entries()) {
@@ -102,9 +106,7 @@ describe('the webhook port over HTTP/2', () => {
       assert.equal(cut.status, 408, cut.text);
       assert.match(cut.text, /slower than 8192 bytes per second/);
       assert.equal(webhook.server.streamsReset.slow_body, before + 1);
-      const next = post(session, review('00000000-0000-4000-8000-000000000408'));
-      next.end(review('00000000-0000-4000-8000-000000000408'));
-      assert.equal((await answerOf(next)).status, 200);
+      assert.equal((await admit(session, '00000000-0000-4000-8000-000000000408')).status, 200);
       await until('the slow body given back to the memory budget', 5_000, async () => (webhook.server.budget.held === 0 ? true : undefined));
     } finally {
       session.close();
@@ -120,9 +122,7 @@ describe('the webhook port over HTTP/2', () => {
       await until('the body taken into the memory budget', 5_000, async () => (webhook.server.budget.held > 0 ? true : undefined));
       stream.close(http2.constants.NGHTTP2_CANCEL);
       await until('the reset body given back to the memory budget', 5_000, async () => (webhook.server.budget.held === 0 ? true : undefined));
-      const next = post(session, review('00000000-0000-4000-8000-000000000002'));
-      next.end(review('00000000-0000-4000-8000-000000000002'));
-      assert.equal((await answerOf(next)).status, 200);
+      assert.equal((await admit(session, '00000000-0000-4000-8000-000000000002')).status, 200);
     } finally {
       session.close();
     }
@@ -135,9 +135,7 @@ describe('the webhook port over HTTP/2', () => {
       stream.write(Buffer.alloc(1024, 0x20));
       const answer = await answerOf(stream);
       assert.equal(answer.status, 413, answer.text);
-      const next = post(session, review('00000000-0000-4000-8000-000000000413'));
-      next.end(review('00000000-0000-4000-8000-000000000413'));
-      assert.equal((await answerOf(next)).status, 200);
+      assert.equal((await admit(session, '00000000-0000-4000-8000-000000000413')).status, 200);
     } finally {
       session.close();
     }
@@ -156,9 +154,7 @@ describe('the webhook port over HTTP/2', () => {
     // A new session is served (nghttp2 may close the one that sent them).
     const fresh = await connect(webhook.port);
     try {
-      const next = post(fresh, review('00000000-0000-4000-8000-000000000431'));
-      next.end(review('00000000-0000-4000-8000-000000000431'));
-      assert.equal((await answerOf(next)).status, 200);
+      assert.equal((await admit(fresh, '00000000-0000-4000-8000-000000000431')).status, 200);
     } finally {
       fresh.close();
     }
@@ -175,10 +171,8 @@ describe('the webhook port over HTTP/2', () => {
         stream.write('{');
         return answerOf(stream);
       });
-      await until('the holder streams in flight', 5_000, async () => (webhook.server.metrics && (await streamsInFlight(webhook)) === MAX_CONNECTIONS ? true : undefined));
-      const stream = post(apiserver, review('00000000-0000-4000-8000-000000000cab'));
-      stream.end(review('00000000-0000-4000-8000-000000000cab'));
-      const answer = await answerOf(stream);
+      await until('the holder streams in flight', 5_000, async () => ((await streamsInFlight(webhook)) === MAX_CONNECTIONS ? true : undefined));
+      const answer = await admit(apiserver, '00000000-0000-4000-8000-000000000cab');
       assert.equal(answer.status, 200, answer.text);
       assert.equal(webhook.server.streamsReset.evicted, before + 1);
       const first = await held[0];
