@@ -159,7 +159,7 @@ test('at the cap, a new connection from the source holding the most is closed at
       assert.deepEqual({ ...open(), podNewcomer: harness.open(podNewcomer) }, { apiserver: true, pod: [true, true, true], podNewcomer: false }, "connections open after the pod's fourth");
       assert.deepEqual(
         { ...harness.table.closed, from127_0_0_2: harness.table.connectionsFrom('127.0.0.2') },
-        { evicted: 0, displaced: 0, over_share: 1, silent: 0, slow_body: 0, from127_0_0_2: 3 },
+        { evicted: 0, displaced: 0, over_share: 1, silent: 0, slow_body: 0, reset_flood: 0, from127_0_0_2: 3 },
       );
       // The apiserver's new connection gets in: the pod's oldest silent connection makes room, never
       // the apiserver's admission in flight (older than every one of the pod's).

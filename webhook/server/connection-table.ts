@@ -19,7 +19,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { Server as NetServer, Socket } from 'node:net';
-import { Http2Streams, type StreamResetReason, type StreamSession, type TrackedStream, answeringStream, secondsSince } from './http2-streams';
+import { CLIENT_RESETS, Http2Streams, type StreamResetReason, type StreamSession, type TrackedStream, answeringStream, secondsSince } from './http2-streams';
 
 export type { StreamResetReason } from './http2-streams';
 
@@ -56,7 +56,7 @@ export interface ConnectionLimits {
   readonly maxStreams?: number;
 }
 
-export type ConnectionCloseReason = 'evicted' | 'displaced' | 'over_share' | 'silent' | 'slow_body';
+export type ConnectionCloseReason = 'evicted' | 'displaced' | 'over_share' | 'silent' | 'slow_body' | 'reset_flood';
 /** What the table tells its owner of: a connection closed, or an HTTP/2 stream reset. */
 export type TableEvent = ConnectionCloseReason | `stream_${StreamResetReason}`;
 
@@ -76,11 +76,14 @@ export const SWEEP_INTERVAL_MS = 1_000;
 /** Consecutive sweeps below the minimum body rate before the body is cut. */
 export const SLOW_SWEEPS = 2;
 
-/** A source address's connections, and its displacement tokens (refilled when next needed). */
+/** A source address's connections, its displacement tokens and its HTTP/2 client-reset tokens
+ * (`CLIENT_RESETS`), each bucket refilled when next needed. */
 interface Source {
   count: number;
   tokens: number;
   refilledAt: number;
+  resetTokens: number;
+  resetsRefilledAt: number;
 }
 
 interface Entry {
@@ -119,7 +122,7 @@ export class ConnectionTable {
   private lastSweep = performance.now();
   private readonly http2Streams: Http2Streams;
   /** Connections closed by this table, by reason. */
-  readonly closed: Record<ConnectionCloseReason, number> = { evicted: 0, displaced: 0, over_share: 0, silent: 0, slow_body: 0 };
+  readonly closed: Record<ConnectionCloseReason, number> = { evicted: 0, displaced: 0, over_share: 0, silent: 0, slow_body: 0, reset_flood: 0 };
   /** HTTP/2 streams reset by this table (their sessions kept), by reason. */
   readonly streamsReset: Readonly<Record<StreamResetReason, number>>;
 
@@ -130,7 +133,11 @@ export class ConnectionTable {
     /** TLS: the HTTP socket is known at 'secureConnection'; plain HTTP: it is the accepted socket. */
     tls: boolean,
   ) {
-    this.http2Streams = new Http2Streams(limits, (reason, details) => onClose(`stream_${reason}`, details));
+    this.http2Streams = new Http2Streams(
+      limits,
+      (reason, details) => onClose(`stream_${reason}`, details),
+      (session) => this.clientReset(session as Entry & StreamSession),
+    );
     this.streamsReset = this.http2Streams.reset;
     server.on('connection', (raw: Socket) => this.opened(raw, tls ? undefined : raw));
     // Node's TLSSocket keeps the TCP socket it wraps as `_parent`.
@@ -247,7 +254,7 @@ export class ConnectionTable {
     if (clear) this.byClear.set(clear, entry);
     const source = this.bySource.get(entry.source);
     if (source) source.count++;
-    else this.bySource.set(entry.source, { count: 1, tokens: this.limits.displacements?.burst ?? 0, refilledAt: since });
+    else this.bySource.set(entry.source, { count: 1, tokens: this.limits.displacements?.burst ?? 0, refilledAt: since, resetTokens: CLIENT_RESETS.burst, resetsRefilledAt: since });
     raw.once('close', () => this.forget(entry));
     if (this.entries.size > this.limits.maxConnections) this.makeRoomFor(entry, since);
   }
@@ -291,6 +298,18 @@ export class ConnectionTable {
     }
     mine.tokens--;
     this.close(victim, 'displaced');
+  }
+
+  /** An HTTP/2 stream its client reset before its answer: past its source's `CLIENT_RESETS`, the
+   * session is closed (rapid reset). */
+  private clientReset(entry: Entry): void {
+    const source = this.bySource.get(entry.source);
+    if (source === undefined) return;
+    const now = performance.now();
+    source.resetTokens = Math.min(CLIENT_RESETS.burst, source.resetTokens + ((now - source.resetsRefilledAt) * CLIENT_RESETS.perSecond) / 1000);
+    source.resetsRefilledAt = now;
+    if (source.resetTokens >= 1) source.resetTokens--;
+    else if (this.entries.has(entry.raw)) this.close(entry, 'reset_flood');
   }
 
   /** Whether `source` has a displacement token left, refilling its bucket first. */

@@ -3,7 +3,10 @@
 // (`maxStreams`: what their headers may hold is that many times the header limit, as one request per
 // connection bounds it for HTTP/1.1). At the cap a new stream makes room by resetting the oldest
 // stream waiting on its client, of the source holding the most streams, or is refused
-// (REFUSED_STREAM, which an HTTP/2 client may retry) when every stream is being answered. The
+// (REFUSED_STREAM, which an HTTP/2 client may retry) when every stream is being answered. A session
+// whose client resets the streams it opened, unanswered (rapid
+// reset, CVE-2023-44487: each stream costs the server its objects before the reset) is reported to
+// the connection table, which counts them by source address and closes the session past the limit. The
 // sessions themselves (their cap, idle close and shutdown) are the connection table's.
 
 import { type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Stream, constants as http2Constants } from 'node:http2';
@@ -11,6 +14,12 @@ import { type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Stre
 /** Why an HTTP/2 stream was reset with its session kept: `slow_body` answered 408 first; `evicted` to
  * make room at the stream cap; `refused` a new stream at the cap while every other is being answered. */
 export type StreamResetReason = 'slow_body' | 'evicted' | 'refused';
+
+/** How many of its own unanswered streams a client may reset: a token bucket per source address (the
+ * connection table's), and nghttp2's own per session in Node 22. The apiserver resets a stream only at
+ * its webhook timeout; an attacker's sessions from one address share one bucket, so a flood of them
+ * costs a few hundred streams, not a hundred per session. */
+export const CLIENT_RESETS = { perSecond: 20, burst: 200 } as const;
 
 /** A session a stream came on, as the connection table holds it. */
 export interface StreamSession {
@@ -72,6 +81,8 @@ export class Http2Streams {
   constructor(
     private readonly limits: { readonly maxStreams?: number; readonly minBodyBytesPerSecond: number },
     private readonly onReset: (reason: StreamResetReason, details: Record<string, unknown>) => void,
+    /** A stream that `session`'s client reset before its answer. */
+    private readonly onClientReset: (session: StreamSession) => void,
   ) {}
 
   /** Streams in flight. */
@@ -95,6 +106,12 @@ export class Http2Streams {
     this.bySource.set(session.source, (this.bySource.get(session.source) ?? 0) + 1);
     req.on('data', (chunk: Buffer) => (tracked.bytes += chunk.length));
     req.once('end', () => (tracked.received = true));
+    // 'aborted': closed before its answer was written. Still counted here, so not by the server (every
+    // reset of the server's own, and a session's close, takes it out of the count first): its client
+    // reset it.
+    stream.once('aborted', () => {
+      if (this.all.has(tracked)) this.onClientReset(session);
+    });
     stream.once('close', () => this.closed(tracked));
     return true;
   }

@@ -343,7 +343,7 @@ export class WebhookMetrics {
     });
     new Counter({
       name: 'sidecar_injector_connections_closed_total',
-      help: 'Connections the server closed on the webhook port, by reason: "evicted" to make room at the cap, "displaced" at the cap for a new connection of its own source, which holds more than its fair share, "over_share" at accept at the cap, before the TLS handshake, for a source over its share that may not displace one now, "silent" after 120 s without a byte, "slow_body" for a body slower than the minimum rate (408).',
+      help: 'Connections the server closed on the webhook port, by reason: "evicted" to make room at the cap, "displaced" at the cap for a new connection of its own source, which holds more than its fair share, "over_share" at accept at the cap, before the TLS handshake, for a source over its share that may not displace one now, "silent" after 120 s without a byte, "slow_body" for a body slower than the minimum rate (408), "reset_flood" an HTTP/2 session whose client reset its own unanswered streams faster than allowed (rapid reset).',
       labelNames: ['reason'],
       registers: [this.registry],
       collect() {

@@ -11,6 +11,7 @@ import * as v8 from 'node:v8';
 import express from 'express';
 import { LogLevel, MemorySizing, RUNTIME_DEFAULTS, ResolvedInjectorConfig, admissionRoute, memorySizing, namespaceOverrideKeys } from '../config';
 import { createAdmissionHandler } from './admission-handler';
+import { CLIENT_RESETS } from './http2-streams';
 import { type ConnectionCloseReason, ConnectionTable, type StreamResetReason, type TableEvent, type WebhookRequest, type WebhookResponse, http2StreamOf, sentNothing } from './connection-table';
 import { Logger, createLogger } from './logger';
 import { MemoryBudget } from './memory-budget';
@@ -103,6 +104,7 @@ const CLOSE_MESSAGES: Record<TableEvent, string> = {
   over_share: 'new connection closed before its handshake: its source holds more than its share',
   silent: 'silent connection closed',
   slow_body: 'slow request body cut with 408',
+  reset_flood: 'HTTP/2 session closed: its client reset its own unanswered streams faster than allowed (rapid reset)',
   stream_slow_body: 'HTTP/2 stream with a slow request body answered 408 and reset',
   stream_evicted: 'HTTP/2 stream waiting on its client reset to make room at the stream cap',
   stream_refused: 'new HTTP/2 stream refused at the stream cap: every stream in flight is being answered',
@@ -290,6 +292,9 @@ export async function startWebhookServer(settings: WebhookServerSettings): Promi
       settings: { maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS, maxHeaderListSize: MAX_HEADER_BYTES },
       maxHeaderListPairs: HTTP2_MAX_HEADER_PAIRS,
       maxSessionMemory: HTTP2_MAX_SESSION_MEMORY_MB,
+      // nghttp2's own rapid-reset limit, in Node 22 (the image's; Node 20 ignores them): the same bucket
+      // as the connection table's, applied before a reset stream costs any JavaScript.
+      ...({ streamResetBurst: CLIENT_RESETS.burst, streamResetRate: CLIENT_RESETS.perSecond } as object),
     },
     listener,
   );
